@@ -1,0 +1,164 @@
+package nostr
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
+)
+
+// Keys is a parsed secret key with its x-only public key cached, so signing
+// never re-parses or re-derives anything. Keys is safe for concurrent use.
+type Keys struct {
+	sk     *btcec.PrivateKey
+	pub    *btcec.PublicKey
+	pubHex string
+}
+
+// NewKeys parses a 32-byte secret key given as 64 hex characters.
+// The error never contains the key.
+func NewKeys(secretHex string) (*Keys, error) {
+	secretHex = strings.TrimSpace(secretHex)
+	if len(secretHex) != 64 {
+		return nil, fmt.Errorf("nostr: secret key must be 64 hex characters, got %d characters", len(secretHex))
+	}
+	b, err := hex.DecodeString(secretHex)
+	if err != nil {
+		return nil, fmt.Errorf("nostr: secret key is not hex")
+	}
+	return KeysFromBytes(b)
+}
+
+// KeysFromBytes builds Keys from a 32-byte secret scalar.
+func KeysFromBytes(b []byte) (*Keys, error) {
+	if len(b) != 32 {
+		return nil, fmt.Errorf("nostr: secret key must be 32 bytes, got %d", len(b))
+	}
+	var s btcec.ModNScalar
+	if overflow := s.SetByteSlice(b); overflow || s.IsZero() {
+		return nil, fmt.Errorf("nostr: secret key is zero or not below the curve order")
+	}
+	sk := btcec.PrivKeyFromScalar(&s)
+	pub := sk.PubKey()
+	return &Keys{sk: sk, pub: pub, pubHex: hex.EncodeToString(schnorr.SerializePubKey(pub))}, nil
+}
+
+// GenerateKeys returns fresh random keys.
+func GenerateKeys() (*Keys, error) {
+	for {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		if k, err := KeysFromBytes(b[:]); err == nil {
+			return k, nil
+		}
+	}
+}
+
+// PubKey returns the x-only public key as 64 lower-case hex characters.
+func (k *Keys) PubKey() string { return k.pubHex }
+
+// SecretHex returns the secret key as hex. Only for writing a key file the
+// user asked for; never log it.
+func (k *Keys) SecretHex() string {
+	b := k.sk.Key.Bytes()
+	return hex.EncodeToString(b[:])
+}
+
+// String never reveals the secret.
+func (k *Keys) String() string { return "nostr.Keys{pubkey:" + k.pubHex + "}" }
+
+// GoString never reveals the secret either (%#v).
+func (k *Keys) GoString() string { return k.String() }
+
+// Sign sets e.PubKey, e.ID and e.Sig. CreatedAt, Kind, Tags and Content must
+// be final. FastSign skips btcec's re-verification of its own signature,
+// which would double the cost; the tests verify signatures independently.
+func (k *Keys) Sign(e *Event) error {
+	e.PubKey = k.pubHex
+	h := e.Hash()
+	sig, err := schnorr.Sign(k.sk, h[:], schnorr.FastSign())
+	if err != nil {
+		return fmt.Errorf("nostr: sign: %w", err)
+	}
+	e.ID = hex.EncodeToString(h[:])
+	e.Sig = hex.EncodeToString(sig.Serialize())
+	return nil
+}
+
+// SignHash signs a 32-byte message (for NIP-OA attestations).
+func (k *Keys) SignHash(h []byte) ([]byte, error) {
+	sig, err := schnorr.Sign(k.sk, h, schnorr.FastSign())
+	if err != nil {
+		return nil, err
+	}
+	return sig.Serialize(), nil
+}
+
+// NewEvent builds, stamps and signs an event.
+func (k *Keys) NewEvent(kind int, tags [][]string, content string, at time.Time) (*Event, error) {
+	if tags == nil {
+		tags = [][]string{}
+	}
+	e := &Event{CreatedAt: at.Unix(), Kind: kind, Tags: tags, Content: content}
+	if err := k.Sign(e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ParsePubKey parses a 64-hex x-only public key.
+func ParsePubKey(pubHex string) (*btcec.PublicKey, error) {
+	if len(pubHex) != 64 {
+		return nil, fmt.Errorf("public key must be 64 hex characters, got %d", len(pubHex))
+	}
+	b, err := hex.DecodeString(pubHex)
+	if err != nil {
+		return nil, fmt.Errorf("public key is not hex")
+	}
+	return schnorr.ParsePubKey(b)
+}
+
+// Role names a kind of identity in a run. Keys derive from (run id, role, index).
+type Role string
+
+// The roles of a run. Community owners are indexed by community number, the
+// others by their global index in the population.
+const (
+	RoleOperator   Role = "operator"    // operator API signer, when the run derives one (local relay)
+	RoleOwner      Role = "owner"       // the fixture owner of community n
+	RoleHuman      Role = "human"       // human i
+	RoleAgent      Role = "agent"       // agent i
+	RoleAgentOwner Role = "agent-owner" // the NIP-OA owner that attests agent i
+	RoleHotAuthor  Role = "hot-author"  // hot-thread author i
+	RoleDesktop    Role = "desktop"     // reserved: desktop humans use RoleHuman keys
+)
+
+// DeriveKeys returns the keys of (runID, role, index):
+//
+//	secret = SHA-256("buzzload/v1\x00" || runID || "\x00" || role || "\x00" || decimal(index) [|| "\x00" || decimal(retry)])
+//
+// taking the first retry (starting with none) whose digest is a valid scalar.
+// The seed, every VU and every shard compute the same keys with no
+// coordination; anyone holding the run id can recompute them, so these are
+// load-test identities, never real ones.
+func DeriveKeys(runID string, role Role, index int) *Keys {
+	base := "buzzload/v1\x00" + runID + "\x00" + string(role) + "\x00" + strconv.Itoa(index)
+	for retry := 0; ; retry++ {
+		msg := base
+		if retry > 0 {
+			msg += "\x00" + strconv.Itoa(retry)
+		}
+		sum := sha256.Sum256([]byte(msg))
+		if k, err := KeysFromBytes(sum[:]); err == nil {
+			return k
+		}
+	}
+}
