@@ -9,12 +9,6 @@ import (
 	"time"
 )
 
-// Kinds used by the auth constructions.
-const (
-	KindClientAuth = 22242 // NIP-42
-	KindHTTPAuth   = 27235 // NIP-98
-)
-
 // AuthEvent builds and signs a NIP-42 AUTH event: kind 22242, empty content,
 // exactly one `relay` and one `challenge` tag, created_at = at. An optional
 // NIP-OA tag (["auth", owner, conditions, sig]) marks an agent connection.
