@@ -1,0 +1,319 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ProblemKind says what sort of problem a Problem is.
+type ProblemKind int
+
+// The kinds of problem a scenario file can have.
+const (
+	ProblemInvalid ProblemKind = iota // a value breaks a rule
+	ProblemUnknown                    // a key the scenario model does not have
+	ProblemType                       // a value of the wrong TOML type
+	ProblemSyntax                     // the file is not TOML
+)
+
+// Problem is one thing wrong with a scenario file. Key is the key path with
+// array indices (population.tiers[1].fraction); Line is 0 when unknown.
+// Messages never contain string values, so a secret pasted into the wrong key
+// is not echoed.
+type Problem struct {
+	Kind   ProblemKind
+	Key    string
+	Line   int
+	Reason string
+}
+
+// Error is every problem found in one scenario file.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.format(e.File)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (p Problem) format(file string) string {
+	where := file
+	if p.Line > 0 {
+		where += ":" + strconv.Itoa(p.Line)
+	}
+	switch {
+	case p.Kind == ProblemUnknown:
+		s := where + ": unknown key " + p.Key
+		if p.Reason != "" {
+			s += " (" + p.Reason + ")"
+		}
+		return s
+	case p.Key == "":
+		return where + ": " + p.Reason
+	default:
+		return where + ": " + p.Key + ": " + p.Reason
+	}
+}
+
+// Load reads and parses a scenario file. Relative paths inside it (the
+// operator key file) are resolved against the file's directory by the
+// functions that use them.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates a scenario. name is used in messages and as
+// Scenario.File. On failure the error is an *Error listing every problem
+// found, not just the first.
+func Parse(name string, data []byte) (*Scenario, error) {
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return nil, &Error{File: name, Problems: []Problem{syntaxProblem(err)}}
+	}
+	var probs []Problem
+	checkTable(raw, reflect.TypeFor[Scenario](), "", &probs)
+
+	s := Defaults()
+	md, err := toml.Decode(string(data), &s)
+	if err != nil {
+		// The schema walk has already reported the bad value with its indexed
+		// path; the decoder adds the line of the first one.
+		line, key := decoderWhere(err)
+		attached := false
+		for i := range probs {
+			if probs[i].Kind == ProblemType && unindexed(probs[i].Key) == key && probs[i].Line == 0 {
+				probs[i].Line = line
+				attached = true
+				break
+			}
+		}
+		if !attached {
+			probs = append(probs, Problem{Kind: ProblemType, Key: key, Line: line, Reason: decoderReason(err)})
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &Error{File: name, Problems: probs}
+	}
+	_ = md // strictness comes from checkTable, which also catches case-insensitive matches the decoder accepts
+	s.File = name
+	if probs := s.validate(); len(probs) > 0 {
+		return nil, &Error{File: name, Problems: probs}
+	}
+	return &s, nil
+}
+
+// Validate checks an in-memory scenario (one built in Go rather than parsed)
+// by the same rules Parse applies.
+func (s *Scenario) Validate() error {
+	if probs := s.validate(); len(probs) > 0 {
+		return &Error{File: s.File, Problems: probs}
+	}
+	return nil
+}
+
+func syntaxProblem(err error) Problem {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return Problem{Kind: ProblemSyntax, Line: pe.Position.Line, Reason: pe.Message}
+	}
+	return Problem{Kind: ProblemSyntax, Reason: err.Error()}
+}
+
+var decoderErrRe = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]*)"\): (.*)$`)
+
+// decoderWhere pulls the line and key out of a BurntSushi decode error; its
+// type errors are plain errors with both in the text.
+func decoderWhere(err error) (int, string) {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return pe.Position.Line, pe.LastKey
+	}
+	if m := decoderErrRe.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, ""
+}
+
+func decoderReason(err error) string {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return pe.Message
+	}
+	if m := decoderErrRe.FindStringSubmatch(err.Error()); m != nil {
+		return m[3]
+	}
+	return err.Error()
+}
+
+var indexRe = regexp.MustCompile(`\[\d+\]`)
+
+func unindexed(key string) string { return indexRe.ReplaceAllString(key, "") }
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
+// tomlFields maps each TOML key of a struct type to its field type.
+func tomlFields(t reflect.Type) map[string]reflect.Type {
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("toml")
+		if name == "" || name == "-" {
+			continue
+		}
+		m[name] = f.Type
+	}
+	return m
+}
+
+// secretish are key names that look like someone put a secret in the file.
+var secretish = []string{"key", "nsec", "secret", "password", "token"}
+
+// checkTable walks a decoded table against the struct type t, exactly (key
+// names are case-sensitive, unlike the decoder's fallback), reporting every
+// unknown key and every value of the wrong type.
+func checkTable(table map[string]any, t reflect.Type, prefix string, probs *[]Problem) {
+	fields := tomlFields(t)
+	keys := make([]string, 0, len(table))
+	for k := range table {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		path := join(prefix, k)
+		ft, ok := fields[k]
+		if !ok {
+			p := Problem{Kind: ProblemUnknown, Key: path}
+			if prefix == "target" {
+				for _, w := range secretish {
+					if strings.Contains(strings.ToLower(k), w) {
+						p.Reason = "secrets never go in a scenario file: name them with target.operator_key_env or target.operator_key_file"
+						break
+					}
+				}
+			}
+			*probs = append(*probs, p)
+			continue
+		}
+		checkValue(table[k], ft, path, probs)
+	}
+}
+
+func checkValue(v any, t reflect.Type, path string, probs *[]Problem) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	bad := func(want string) {
+		*probs = append(*probs, Problem{Kind: ProblemType, Key: path,
+			Reason: fmt.Sprintf("is %s, want %s", tomlTypeName(v), want)})
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			bad("a string")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			bad("a boolean")
+		}
+	case reflect.Int, reflect.Int64:
+		if _, ok := v.(int64); !ok {
+			bad("an integer")
+		}
+	case reflect.Float64:
+		switch v.(type) {
+		case int64, float64:
+		default:
+			bad("a number")
+		}
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			bad("a table")
+			return
+		}
+		checkTable(m, t, path, probs)
+	case reflect.Slice:
+		elems, ok := asTables(v)
+		if !ok {
+			bad("an array of tables")
+			return
+		}
+		for i, m := range elems {
+			if m == nil {
+				*probs = append(*probs, Problem{Kind: ProblemType, Key: fmt.Sprintf("%s[%d]", path, i), Reason: "is not a table"})
+				continue
+			}
+			checkTable(m, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
+		}
+	default:
+		bad("a supported type") // unreachable for the Scenario type
+	}
+}
+
+// asTables accepts both [[array]] tables and inline arrays of inline tables;
+// a nil element marks a non-table entry.
+func asTables(v any) ([]map[string]any, bool) {
+	switch a := v.(type) {
+	case []map[string]any:
+		return a, true
+	case []any:
+		out := make([]map[string]any, len(a))
+		for i, e := range a {
+			m, _ := e.(map[string]any)
+			out[i] = m
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func tomlTypeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case map[string]any:
+		return "a table"
+	case []any, []map[string]any:
+		return "an array"
+	default:
+		return "a date or time"
+	}
+}
+
+// resolvePath resolves p against the scenario file's directory.
+func (s *Scenario) resolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) || s.File == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(s.File), p)
+}

@@ -1,0 +1,79 @@
+package scenario
+
+import (
+	"math"
+	"time"
+)
+
+// StepPlan is one ramp step placed on the run's timeline. A step is its ramp
+// followed by its hold, and it is reported and judged over both.
+type StepPlan struct {
+	Index int
+	Users float64
+	// Start, RampEnd and End are offsets from the start of the run: the ramp
+	// is [Start, RampEnd), the hold [RampEnd, End).
+	Start, RampEnd, End time.Duration
+	// Clients is every kind's client count at the end of the ramp, all shards.
+	Clients Counts
+}
+
+// Secs converts a scenario's seconds to a Duration, to the nanosecond.
+func Secs(secs float64) time.Duration {
+	return time.Duration(math.Round(secs * float64(time.Second)))
+}
+
+// Steps places every ramp step on the timeline, back to back.
+func (s *Scenario) Steps() []StepPlan {
+	out := make([]StepPlan, len(s.Ramp))
+	var at time.Duration
+	for i, st := range s.Ramp {
+		p := StepPlan{Index: i, Users: st.Users, Start: at}
+		p.RampEnd = p.Start + Secs(st.RampSecs)
+		p.End = p.RampEnd + Secs(st.HoldSecs)
+		p.Clients = s.CountsAt(st.Users, Shard{})
+		out[i] = p
+		at = p.End
+	}
+	return out
+}
+
+// Duration is the run's length: the end of the last step's hold.
+func (s *Scenario) Duration() time.Duration {
+	steps := s.Steps()
+	if len(steps) == 0 {
+		return 0
+	}
+	return steps[len(steps)-1].End
+}
+
+// StepAt is the index of the step whose [Start, End) holds offset, or -1
+// before the run or after its end.
+func (s *Scenario) StepAt(offset time.Duration) int {
+	for _, p := range s.Steps() {
+		if offset >= p.Start && offset < p.End {
+			return p.Index
+		}
+	}
+	return -1
+}
+
+// Stage is one ramping-vus stage: move linearly to Target VUs over Duration.
+type Stage struct {
+	Duration time.Duration
+	Target   int
+}
+
+// Stages is the ramping-vus plan (startVUs 0) of one kind's clients in shard
+// sh: two stages per ramp step, index 2·i its ramp to the step's count over
+// ramp_secs and index 2·i+1 its hold at that count for hold_secs. Zero-length
+// stages are kept so stage indices map to steps.
+func (s *Scenario) Stages(k Kind, sh Shard) []Stage {
+	out := make([]Stage, 0, 2*len(s.Ramp))
+	for _, st := range s.Ramp {
+		n := s.CountsAt(st.Users, sh)[k]
+		out = append(out,
+			Stage{Duration: Secs(st.RampSecs), Target: n},
+			Stage{Duration: Secs(st.HoldSecs), Target: n})
+	}
+	return out
+}

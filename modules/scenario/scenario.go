@@ -1,0 +1,216 @@
+// Package scenario is the buzzload scenario model: the buzz-loadgen TOML keys
+// with their defaults, validation that names the file, key path and reason,
+// and the pure functions every other part derives the run from: community
+// hosts, channel ids, which channels are private or wide, which global index
+// is which client, deterministic channel membership, activity weights, the
+// ramp as steps and ramping-vus stages, and the abort rules.
+//
+// Nothing here touches the network or a clock: the same scenario gives the
+// same answers in seed, in every VU and in every shard, which is what lets
+// them agree without coordination. docs/scenario.md is the reference for the
+// keys and rules.
+package scenario
+
+// Scenario is one parsed and validated scenario file. The TOML keys map to
+// the fields one to one; File is where it was read from (for messages) and is
+// not a key.
+type Scenario struct {
+	File string `toml:"-"`
+
+	RunID      string     `toml:"run_id"`
+	Target     Target     `toml:"target"`
+	Shape      Shape      `toml:"shape"`
+	Population Population `toml:"population"`
+	Human      Human      `toml:"human"`
+	Agent      Agent      `toml:"agent"`
+	HotThread  HotThread  `toml:"hot_thread"`
+	Desktop    Desktop    `toml:"desktop"`
+	Ramp       []Step     `toml:"ramp"`
+	Abort      Abort      `toml:"abort"`
+}
+
+// Target says where the relay is and how to reach its communities.
+type Target struct {
+	// WSURL and HTTPURL are the relay's public URLs. Both empty means the
+	// embedded local relay. With a host template only their schemes (and
+	// ports, when the template has none) are used.
+	WSURL   string `toml:"ws_url"`
+	HTTPURL string `toml:"http_url"`
+	// ConnectAddr (host:port) is dialled in plaintext for every community
+	// host, when CommunityHostTemplate is set.
+	ConnectAddr string `toml:"connect_addr"`
+	// CommunityHostTemplate makes community n's host, with {run} and {n}.
+	CommunityHostTemplate string  `toml:"community_host_template"`
+	ConnectTimeoutSecs    float64 `toml:"connect_timeout_secs"`
+	// The operator key is never in the file: these name where it is.
+	OperatorKeyEnv  string `toml:"operator_key_env"`
+	OperatorKeyFile string `toml:"operator_key_file"`
+}
+
+// Shape is the seeded data shape.
+type Shape struct {
+	Communities               int  `toml:"communities"`
+	ChannelsPerCommunity      int  `toml:"channels_per_community"`
+	HistoryMessagesPerChannel int  `toml:"history_messages_per_channel"`
+	ThreadRootsPerChannel     int  `toml:"thread_roots_per_channel"`
+	ThreadDepth               int  `toml:"thread_depth"`
+	PrivateChannels           bool `toml:"private_channels"`
+	WideChannels              int  `toml:"wide_channels"`
+	SeedConcurrency           int  `toml:"seed_concurrency"`
+}
+
+// Population is the clients per unit of a ramp step's users, and how they
+// spread over channels.
+type Population struct {
+	Humans             int     `toml:"humans"`
+	Agents             int     `toml:"agents"`
+	ChannelsPerMember  int     `toml:"channels_per_member"`
+	WideMemberFraction float64 `toml:"wide_member_fraction"`
+	// WideActivityShare is nil when unset, which is not the same as 0.
+	WideActivityShare *float64 `toml:"wide_activity_share"`
+	Tiers             []Tier   `toml:"tiers"`
+	ConnectRatePerSec float64  `toml:"connect_rate_per_sec"`
+}
+
+// Tier is a share of humans that joins Channels own channels instead of
+// channels_per_member.
+type Tier struct {
+	Fraction float64 `toml:"fraction"`
+	Channels int     `toml:"channels"`
+}
+
+// Human is the basic human's behaviour; desktop humans share it.
+type Human struct {
+	HistoryLimit         int     `toml:"history_limit"`
+	ThreadReplyFraction  float64 `toml:"thread_reply_fraction"`
+	MeanSessionSecs      float64 `toml:"mean_session_secs"`
+	PresenceIntervalSecs float64 `toml:"presence_interval_secs"`
+	TypingPerHour        float64 `toml:"typing_per_hour"`
+	MessagesPerHour      float64 `toml:"messages_per_hour"`
+	ReactionsPerHour     float64 `toml:"reactions_per_hour"`
+}
+
+// Agent is the agent's behaviour.
+type Agent struct {
+	ChannelSubscriptions  bool      `toml:"channel_subscriptions"`
+	PresenceIntervalSecs  float64   `toml:"presence_interval_secs"`
+	QueryIntervalSecs     float64   `toml:"query_interval_secs"`
+	EventsPerHour         float64   `toml:"events_per_hour"`
+	ObserverFramesPerHour float64   `toml:"observer_frames_per_hour"`
+	Turn                  AgentTurn `toml:"turn"`
+}
+
+// AgentTurn models a harness working in bursts; PerHour 0 disables turns.
+type AgentTurn struct {
+	PerHour    float64 `toml:"per_hour"`
+	MeanSecs   float64 `toml:"mean_secs"`
+	TypingSecs float64 `toml:"typing_secs"`
+	FrameSecs  float64 `toml:"frame_secs"`
+	FrameBytes int     `toml:"frame_bytes"`
+	Reads      int     `toml:"reads"`
+}
+
+// HotThread is one thread that keeps growing. SeedReplies and Authors both 0
+// disable it.
+type HotThread struct {
+	SeedReplies    int     `toml:"seed_replies"`
+	Authors        int     `toml:"authors"`
+	RepliesPerHour float64 `toml:"replies_per_hour"`
+	FetchesPerHour float64 `toml:"fetches_per_hour"`
+}
+
+// Desktop mode names.
+const (
+	ModeCurrent = "current"
+	ModeLegacy  = "legacy"
+)
+
+// Desktop is the desktop-app model run by Fraction of the humans.
+type Desktop struct {
+	Fraction     float64 `toml:"fraction"`
+	Mode         string  `toml:"mode"`
+	Windows      int     `toml:"windows"`
+	Threads      int     `toml:"threads"`
+	TickSecs     float64 `toml:"tick_secs"`
+	BackstopSecs float64 `toml:"backstop_secs"`
+	RenewalSecs  float64 `toml:"renewal_secs"`
+}
+
+// Step is one [[ramp]] entry: grow to Users times the population over
+// RampSecs, then hold for HoldSecs.
+type Step struct {
+	Users    float64 `toml:"users"`
+	RampSecs float64 `toml:"ramp_secs"`
+	HoldSecs float64 `toml:"hold_secs"`
+}
+
+// Abort holds the limits each step is judged by at the end of its hold.
+type Abort struct {
+	MaxP99Ms     float64 `toml:"max_p99_ms"`
+	MaxErrorRate float64 `toml:"max_error_rate"`
+}
+
+// DefaultOperatorKeyEnv is the environment variable the operator key is read
+// from when target.operator_key_env is not set.
+const DefaultOperatorKeyEnv = "BUZZLOAD_OPERATOR_KEY"
+
+// Defaults returns a scenario with every key at its default. run_id and
+// [[ramp]] have none and must be given.
+func Defaults() Scenario {
+	return Scenario{
+		Target: Target{
+			ConnectTimeoutSecs: 10,
+			OperatorKeyEnv:     DefaultOperatorKeyEnv,
+		},
+		Shape: Shape{
+			Communities:               1,
+			ChannelsPerCommunity:      10,
+			HistoryMessagesPerChannel: 100,
+			ThreadRootsPerChannel:     2,
+			ThreadDepth:               10,
+			SeedConcurrency:           16,
+		},
+		Population: Population{
+			Humans:            100,
+			Agents:            10,
+			ChannelsPerMember: 3,
+			Tiers:             []Tier{},
+			ConnectRatePerSec: 50,
+		},
+		Human: Human{
+			HistoryLimit:         50,
+			ThreadReplyFraction:  0.2,
+			PresenceIntervalSecs: 30,
+			TypingPerHour:        60,
+			MessagesPerHour:      20,
+			ReactionsPerHour:     10,
+		},
+		Agent: Agent{
+			QueryIntervalSecs:     10,
+			EventsPerHour:         30,
+			ObserverFramesPerHour: 60,
+			Turn: AgentTurn{
+				MeanSecs:   60,
+				TypingSecs: 5,
+				FrameSecs:  2,
+				FrameBytes: 512,
+				Reads:      3,
+			},
+		},
+		HotThread: HotThread{
+			RepliesPerHour: 60,
+			FetchesPerHour: 60,
+		},
+		Desktop: Desktop{
+			Mode:         ModeCurrent,
+			Windows:      3,
+			Threads:      1,
+			TickSecs:     60,
+			BackstopSecs: 900,
+		},
+		Abort: Abort{
+			MaxP99Ms:     5000,
+			MaxErrorRate: 0.01,
+		},
+	}
+}

@@ -1,0 +1,347 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Limits beyond which a scenario is refused, so counts and durations stay
+// far from overflow. MaxClients matches k6's VU ceiling.
+const (
+	MaxClients  = 100_000_000
+	MaxChannels = 100_000_000
+	MaxSecs     = 100_000_000 // about three years
+	MaxThread   = 100         // the relay rejects deeper threads
+)
+
+type checker struct{ probs []Problem }
+
+func (c *checker) add(key, format string, args ...any) {
+	c.probs = append(c.probs, Problem{Key: key, Reason: fmt.Sprintf(format, args...)})
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// intAtLeast: v ≥ lo.
+func (c *checker) intAtLeast(key string, v, lo int) {
+	if v < lo {
+		c.add(key, "%d is below %d", v, lo)
+	}
+}
+
+// intRange: lo ≤ v ≤ hi; hiWhat names hi when it comes from another key.
+func (c *checker) intRange(key string, v, lo, hi int, hiWhat string) {
+	switch {
+	case v < lo:
+		c.add(key, "%d is below %d", v, lo)
+	case v > hi:
+		c.add(key, "%d is above %s", v, hiWhat)
+	}
+}
+
+func (c *checker) finite(key string, v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		c.add(key, "%s is not a finite number", num(v))
+		return false
+	}
+	return true
+}
+
+// floatAtLeast: v ≥ lo (and ≤ MaxSecs when secs).
+func (c *checker) floatAtLeast(key string, v, lo float64, secs bool) {
+	if !c.finite(key, v) {
+		return
+	}
+	switch {
+	case v < lo:
+		c.add(key, "%s is below %s", num(v), num(lo))
+	case secs && v > MaxSecs:
+		c.add(key, "%s is above %d", num(v), MaxSecs)
+	}
+}
+
+// positive: v > 0.
+func (c *checker) positive(key string, v float64, secs bool) {
+	if !c.finite(key, v) {
+		return
+	}
+	switch {
+	case v <= 0:
+		c.add(key, "%s is not above 0", num(v))
+	case secs && v > MaxSecs:
+		c.add(key, "%s is above %d", num(v), MaxSecs)
+	}
+}
+
+// fraction: 0 ≤ v ≤ 1.
+func (c *checker) fraction(key string, v float64) {
+	if !c.finite(key, v) {
+		return
+	}
+	switch {
+	case v < 0:
+		c.add(key, "%s is below 0", num(v))
+	case v > 1:
+		c.add(key, "%s is above 1", num(v))
+	}
+}
+
+// zeroOrAtLeast: v is 0 (disabled) or ≥ lo.
+func (c *checker) zeroOrAtLeast(key string, v, lo float64) {
+	if !c.finite(key, v) {
+		return
+	}
+	switch {
+	case v < 0:
+		c.add(key, "%s is below 0", num(v))
+	case v > 0 && v < lo:
+		c.add(key, "%s is below %s (0 disables it)", num(v), num(lo))
+	case v > MaxSecs:
+		c.add(key, "%s is above %d", num(v), MaxSecs)
+	}
+}
+
+var (
+	envNameRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	runIDRe    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	hostRunRe  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	templateRe = regexp.MustCompile(`\{[^}]*\}`)
+)
+
+// validate collects every rule a parsed scenario breaks. Each rule says why
+// the scenario could not be scheduled or would not mean what it says.
+func (s *Scenario) validate() []Problem {
+	c := &checker{}
+	s.validateTarget(c)
+	s.validateShape(c)
+	s.validatePopulation(c)
+	s.validateBehaviour(c)
+	s.validateRamp(c)
+	c.positive("abort.max_p99_ms", s.Abort.MaxP99Ms, false)
+	c.fraction("abort.max_error_rate", s.Abort.MaxErrorRate)
+	return c.probs
+}
+
+func (s *Scenario) validateTarget(c *checker) {
+	switch {
+	case s.RunID == "":
+		c.add("run_id", "is required")
+	case !runIDRe.MatchString(s.RunID):
+		c.add("run_id", "must be 1-128 letters, digits, '.', '_' or '-'")
+	}
+	t := s.Target
+	checkURL := func(key, raw string, schemes ...string) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || (u.Scheme != schemes[0] && u.Scheme != schemes[1]) {
+			c.add(key, "is not a %s:// or %s:// URL", schemes[0], schemes[1])
+			return
+		}
+		if u.User != nil {
+			c.add(key, "must not carry credentials")
+		}
+	}
+	if t.WSURL != "" {
+		checkURL("target.ws_url", t.WSURL, "ws", "wss")
+	}
+	if t.HTTPURL != "" {
+		checkURL("target.http_url", t.HTTPURL, "http", "https")
+	}
+	if t.WSURL != "" && t.HTTPURL == "" {
+		c.add("target.http_url", "is required when target.ws_url is set")
+	}
+	if t.HTTPURL != "" && t.WSURL == "" {
+		c.add("target.ws_url", "is required when target.http_url is set")
+	}
+	if t.ConnectAddr != "" {
+		if h, _, err := net.SplitHostPort(t.ConnectAddr); err != nil || h == "" {
+			c.add("target.connect_addr", "is not host:port")
+		} else if reason, _ := checkHost(t.ConnectAddr); reason != "" {
+			c.add("target.connect_addr", "%s", reason)
+		}
+	}
+	if tmpl := t.CommunityHostTemplate; tmpl != "" {
+		bad := false
+		for _, ph := range templateRe.FindAllString(tmpl, -1) {
+			if ph != "{run}" && ph != "{n}" {
+				c.add("target.community_host_template", "has unknown placeholder %s (only {run} and {n})", ph)
+				bad = true
+			}
+		}
+		if !bad && s.Shape.Communities > 1 && !strings.Contains(tmpl, "{n}") {
+			c.add("target.community_host_template", "has no {n}, so all %d communities would share one host", s.Shape.Communities)
+		}
+		if !bad && strings.Contains(tmpl, "{run}") && s.RunID != "" && !hostRunRe.MatchString(s.RunID) {
+			c.add("run_id", "must be lower-case letters, digits and '-' (a host name label) when the host template uses {run}")
+		}
+		if !bad {
+			reason, hasPort := checkHost(s.CommunityHost(0))
+			if reason != "" && (s.RunID == "" || hostRunRe.MatchString(s.RunID) || !strings.Contains(tmpl, "{run}")) {
+				c.add("target.community_host_template", "expands to a host that %s", reason)
+			}
+			if hasPort && t.ConnectAddr != "" {
+				c.add("target.community_host_template", "has a port while target.connect_addr is set (the override maps host names, so HTTP would ignore the port)")
+			}
+		}
+	}
+	c.positive("target.connect_timeout_secs", t.ConnectTimeoutSecs, true)
+	if t.OperatorKeyEnv != "" && !envNameRe.MatchString(t.OperatorKeyEnv) {
+		c.add("target.operator_key_env", "is not an environment variable name")
+	}
+}
+
+func (s *Scenario) validateShape(c *checker) {
+	sh := s.Shape
+	c.intRange("shape.communities", sh.Communities, 1, MaxChannels, strconv.Itoa(MaxChannels))
+	c.intRange("shape.channels_per_community", sh.ChannelsPerCommunity, 1, MaxChannels, strconv.Itoa(MaxChannels))
+	if sh.Communities >= 1 && sh.ChannelsPerCommunity >= 1 && sh.Communities > MaxChannels/sh.ChannelsPerCommunity {
+		c.add("shape.channels_per_community", "%d communities of %d channels is above %d channels", sh.Communities, sh.ChannelsPerCommunity, MaxChannels)
+	}
+	c.intAtLeast("shape.history_messages_per_channel", sh.HistoryMessagesPerChannel, 0)
+	c.intAtLeast("shape.thread_roots_per_channel", sh.ThreadRootsPerChannel, 0)
+	c.intRange("shape.thread_depth", sh.ThreadDepth, 0, MaxThread, strconv.Itoa(MaxThread)+" (the relay rejects deeper threads)")
+	c.intRange("shape.wide_channels", sh.WideChannels, 0, max(sh.ChannelsPerCommunity, 0),
+		fmt.Sprintf("shape.channels_per_community %d", sh.ChannelsPerCommunity))
+	c.intAtLeast("shape.seed_concurrency", sh.SeedConcurrency, 1)
+}
+
+func (s *Scenario) validatePopulation(c *checker) {
+	p := s.Population
+	c.intRange("population.humans", p.Humans, 0, MaxClients, strconv.Itoa(MaxClients))
+	c.intRange("population.agents", p.Agents, 0, MaxClients, strconv.Itoa(MaxClients))
+	regular := max(s.Shape.ChannelsPerCommunity-max(s.Shape.WideChannels, 0), 0)
+	regWhat := fmt.Sprintf("the %d regular channels of a community (channels_per_community - wide_channels)", regular)
+	c.intRange("population.channels_per_member", p.ChannelsPerMember, 0, regular, regWhat)
+	c.fraction("population.wide_member_fraction", p.WideMemberFraction)
+	if p.WideActivityShare != nil {
+		c.fraction("population.wide_activity_share", *p.WideActivityShare)
+	}
+	sum := 0.0
+	for i, t := range p.Tiers {
+		key := fmt.Sprintf("population.tiers[%d]", i)
+		c.fraction(key+".fraction", t.Fraction)
+		c.intRange(key+".channels", t.Channels, 0, regular, regWhat)
+		sum += t.Fraction
+	}
+	if sum > 1+1e-9 {
+		c.add("population.tiers", "fractions sum to %s, above 1", num(sum))
+	}
+	c.positive("population.connect_rate_per_sec", p.ConnectRatePerSec, false)
+	if p.Humans == 0 && p.Agents == 0 && s.HotThread.Authors == 0 {
+		c.add("population", "humans, agents and hot_thread.authors are all 0, so no client would run")
+	}
+}
+
+func (s *Scenario) validateBehaviour(c *checker) {
+	h := s.Human
+	c.intAtLeast("human.history_limit", h.HistoryLimit, 0)
+	c.fraction("human.thread_reply_fraction", h.ThreadReplyFraction)
+	c.floatAtLeast("human.mean_session_secs", h.MeanSessionSecs, 0, true)
+	c.floatAtLeast("human.presence_interval_secs", h.PresenceIntervalSecs, 1, true)
+	c.floatAtLeast("human.typing_per_hour", h.TypingPerHour, 0, false)
+	c.floatAtLeast("human.messages_per_hour", h.MessagesPerHour, 0, false)
+	c.floatAtLeast("human.reactions_per_hour", h.ReactionsPerHour, 0, false)
+
+	a := s.Agent
+	c.zeroOrAtLeast("agent.presence_interval_secs", a.PresenceIntervalSecs, 1)
+	c.floatAtLeast("agent.query_interval_secs", a.QueryIntervalSecs, 0, true)
+	c.floatAtLeast("agent.events_per_hour", a.EventsPerHour, 0, false)
+	c.floatAtLeast("agent.observer_frames_per_hour", a.ObserverFramesPerHour, 0, false)
+	tn := a.Turn
+	c.floatAtLeast("agent.turn.per_hour", tn.PerHour, 0, false)
+	c.positive("agent.turn.mean_secs", tn.MeanSecs, true)
+	c.positive("agent.turn.typing_secs", tn.TypingSecs, true)
+	c.positive("agent.turn.frame_secs", tn.FrameSecs, true)
+	c.intRange("agent.turn.frame_bytes", tn.FrameBytes, 1, 65535, "65535 (the NIP-44 plaintext limit)")
+	c.intAtLeast("agent.turn.reads", tn.Reads, 0)
+
+	ht := s.HotThread
+	c.intAtLeast("hot_thread.seed_replies", ht.SeedReplies, 0)
+	c.intRange("hot_thread.authors", ht.Authors, 0, MaxClients, strconv.Itoa(MaxClients))
+	c.floatAtLeast("hot_thread.replies_per_hour", ht.RepliesPerHour, 0, false)
+	c.floatAtLeast("hot_thread.fetches_per_hour", ht.FetchesPerHour, 0, false)
+
+	d := s.Desktop
+	c.fraction("desktop.fraction", d.Fraction)
+	if d.Mode != ModeCurrent && d.Mode != ModeLegacy {
+		c.add("desktop.mode", "must be %q or %q", ModeCurrent, ModeLegacy)
+	}
+	c.intAtLeast("desktop.windows", d.Windows, 0)
+	c.intAtLeast("desktop.threads", d.Threads, 0)
+	c.floatAtLeast("desktop.tick_secs", d.TickSecs, 1, true)
+	c.floatAtLeast("desktop.backstop_secs", d.BackstopSecs, 0, true)
+	c.floatAtLeast("desktop.renewal_secs", d.RenewalSecs, 0, true)
+}
+
+func (s *Scenario) validateRamp(c *checker) {
+	if len(s.Ramp) == 0 {
+		c.add("ramp", "needs at least one [[ramp]] step")
+		return
+	}
+	total := 0.0
+	for i, st := range s.Ramp {
+		key := fmt.Sprintf("ramp[%d]", i)
+		c.positive(key+".users", st.Users, false)
+		c.floatAtLeast(key+".ramp_secs", st.RampSecs, 0, true)
+		c.floatAtLeast(key+".hold_secs", st.HoldSecs, 0, true)
+		if st.RampSecs == 0 && st.HoldSecs == 0 {
+			c.add(key, "ramp_secs and hold_secs are both 0, so the step could not be judged")
+		}
+		if i > 0 && st.Users < s.Ramp[i-1].Users {
+			c.add(key+".users", "%s is below ramp[%d].users %s (clients are only ever added, so users never decrease)",
+				num(st.Users), i-1, num(s.Ramp[i-1].Users))
+		}
+		total += st.RampSecs + st.HoldSecs
+	}
+	if total > MaxSecs {
+		c.add("ramp", "lasts %s s, above %d", num(total), MaxSecs)
+	}
+	peak := s.PeakUsers()
+	if peak > 0 && !math.IsInf(peak, 0) && !math.IsNaN(peak) {
+		n := float64(max(s.Population.Humans, 0)+max(s.Population.Agents, 0)+max(s.HotThread.Authors, 0)) * peak
+		if n > MaxClients {
+			c.add(fmt.Sprintf("ramp[%d].users", len(s.Ramp)-1), "%s gives %s clients, above %d", num(peak), num(math.Round(n)), MaxClients)
+		}
+	}
+}
+
+// Warnings lists settings that are valid but probably not what was meant.
+func (s *Scenario) Warnings() []string {
+	var w []string
+	add := func(key, format string, args ...any) {
+		w = append(w, s.File+": "+key+": "+fmt.Sprintf(format, args...))
+	}
+	if s.Target.ConnectTimeoutSecs >= 15 {
+		add("target.connect_timeout_secs", "%s is not below the 15 s shutdown grace, so a stalled connect at the stop is cancelled (failing the run) instead of timing out", num(s.Target.ConnectTimeoutSecs))
+	}
+	if s.Target.ConnectAddr != "" && s.Target.CommunityHostTemplate == "" {
+		add("target.connect_addr", "has no effect without target.community_host_template")
+	}
+	if s.Shape.WideChannels == 0 && s.Population.WideMemberFraction > 0 {
+		add("population.wide_member_fraction", "has no effect with shape.wide_channels = 0")
+	}
+	if s.Shape.WideChannels == 0 && s.Population.WideActivityShare != nil {
+		add("population.wide_activity_share", "has no effect with shape.wide_channels = 0")
+	}
+	if s.Desktop.Fraction > 0 && s.Population.Humans == 0 {
+		add("desktop.fraction", "has no effect with population.humans = 0")
+	}
+	prev := 0
+	for i, p := range s.Steps() {
+		added := p.Clients.Total() - prev
+		prev = p.Clients.Total()
+		if s.Population.ConnectRatePerSec <= 0 || added <= 0 {
+			continue
+		}
+		need := float64(added) / s.Population.ConnectRatePerSec
+		if need > s.Ramp[i].RampSecs {
+			add(fmt.Sprintf("ramp[%d].ramp_secs", i), "%s s is shorter than the %s s that %d new clients take at population.connect_rate_per_sec %s",
+				num(s.Ramp[i].RampSecs), num(math.Ceil(need)), added, num(s.Population.ConnectRatePerSec))
+		}
+	}
+	return w
+}
