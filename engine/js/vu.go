@@ -1,0 +1,726 @@
+package js
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/js/eventloop"
+	"github.com/buzzload/buzzload/engine/js/modules"
+)
+
+// VU is one virtual user: a sobek runtime, its event loop and timers. All
+// methods must be called from one goroutine at a time (the VU's).
+type VU struct {
+	b       *Bundle
+	rt      *sobek.Runtime
+	loop    *eventloop.Loop
+	timers  *timers
+	id      uint64
+	idTest  uint64
+	ctx     context.Context
+	state   *modules.State
+	initEnv *modules.InitEnv
+
+	modStack []sobek.ModuleRecord
+	rejected []*sobek.Promise
+
+	// intMu guards running so that an interrupt from a context's AfterFunc
+	// never lands after the call it was meant for has finished.
+	intMu   sync.Mutex
+	running bool
+
+	setupJSON    []byte
+	setupDecoded bool
+	setupVal     sobek.Value
+
+	// Scenario activation (k6/execution).
+	scenario       *Scenario
+	exec           string
+	iterInScenario int64
+	iterInInstance int64
+	iterInTest     int64
+	env            map[string]string
+
+	// BytesSent and BytesReceived are added to by modules that do network
+	// I/O; the VU emits data_sent/data_received deltas after each call.
+	BytesSent, BytesReceived atomic.Int64
+}
+
+// Scenario is what k6/execution's `scenario` shows about the scenario a VU is
+// active in. Progress may be nil.
+type Scenario struct {
+	Name      string
+	Executor  string
+	StartTime time.Time
+	Progress  func() float64
+	// Stage is our extension scenario.stage: the current ramp stage of the
+	// scenario, if it has stages.
+	Stage func() (Stage, bool)
+}
+
+// Stage is scenario.stage: {index, name}.
+type Stage struct {
+	Index int
+	Name  string
+}
+
+var _ modules.VU = (*VU)(nil)
+
+// Runtime implements modules.VU.
+func (v *VU) Runtime() *sobek.Runtime { return v.rt }
+
+// Context implements modules.VU.
+func (v *VU) Context() context.Context { return v.ctx }
+
+// RegisterCallback implements modules.VU.
+func (v *VU) RegisterCallback() eventloop.Enqueue { return v.loop.RegisterCallback() }
+
+// State implements modules.VU.
+func (v *VU) State() *modules.State { return v.state }
+
+// InitEnv implements modules.VU.
+func (v *VU) InitEnv() *modules.InitEnv { return v.initEnv }
+
+// Metrics implements modules.VU.
+func (v *VU) Metrics() modules.Metrics { return v.b.cfg.Metrics }
+
+// ID is __VU.
+func (v *VU) ID() uint64 { return v.id }
+
+// Logger is the run's logger.
+func (v *VU) Logger() *Logger { return v.b.cfg.Logger }
+
+// Close releases the VU's bookkeeping in the bundle.
+func (v *VU) Close() { v.b.vus.Delete(v.rt) }
+
+func (b *Bundle) newVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
+	rt := sobek.New()
+	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
+	v := &VU{b: b, rt: rt, id: id, idTest: idInTest, ctx: ctx, env: b.cfg.Env}
+	v.loop = eventloop.New(v.checkRejections)
+	v.timers = newTimers(v)
+	rt.SetPromiseRejectionTracker(v.trackRejection)
+	b.vus.Store(rt, v)
+	if err := v.setGlobals(); err != nil {
+		v.Close()
+		return nil, err
+	}
+	b.inits.Add(1)
+	if err := v.init(ctx); err != nil {
+		v.Close()
+		return nil, err
+	}
+	if raw := b.mergedOptions.Load(); raw != nil && id != 0 {
+		v.overwriteOptions(*raw)
+	}
+	return v, nil
+}
+
+func (v *VU) setGlobals() error {
+	rt := v.rt
+	g := rt.GlobalObject()
+	set := func(k string, val any) {
+		if err := g.Set(k, val); err != nil {
+			panic(err) // only a broken runtime fails here
+		}
+	}
+	set("global", g) // k6's "extended" compatibility mode alias
+	set("__VU", v.id)
+	set("__ITER", 0)
+	set("__ENV", v.envObject(v.env))
+	set("open", v.open)
+	set("require", func(call sobek.FunctionCall) sobek.Value {
+		return v.require(v.activeModule(), call.Argument(0).String())
+	})
+	set("console", newConsole(v))
+	v.timers.install(g)
+	return nil
+}
+
+func (v *VU) envObject(env map[string]string) *sobek.Object {
+	o := v.rt.NewObject()
+	for k, val := range env {
+		_ = o.Set(k, val)
+	}
+	return o
+}
+
+// init evaluates the main module in this runtime.
+func (v *VU) init(ctx context.Context) error {
+	v.initEnv = &modules.InitEnv{Open: v.openBytes}
+	defer func() { v.initEnv = nil }()
+	var p *sobek.Promise
+	err := v.call(ctx, func() error {
+		var cm sobek.CyclicModuleRecord
+		switch r := v.b.main.(type) {
+		case sobek.CyclicModuleRecord:
+			cm = r
+		default:
+			return fmt.Errorf("main module has unexpected type %T", r)
+		}
+		p = v.rt.CyclicModuleRecordEvaluate(cm, v.b.loader.resolve)
+		return nil
+	})
+	if p != nil {
+		switch p.State() {
+		case sobek.PromiseStateRejected:
+			err = valueError(p.Result())
+		case sobek.PromiseStatePending:
+			if err == nil {
+				err = errors.New("the script's top-level await never settled")
+			}
+		}
+	}
+	if err != nil {
+		var ab *AbortError
+		if errors.As(err, &ab) {
+			return ab
+		}
+		return &ScriptError{Phase: "init", Err: err}
+	}
+	return nil
+}
+
+// call runs first on the event loop and waits for everything it started.
+// The context interrupts the runtime and clears its timers when it ends.
+func (v *VU) call(ctx context.Context, first func() error) error {
+	v.ctx = ctx
+	v.intMu.Lock()
+	v.running = true
+	v.intMu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		v.timers.clearAll()
+		v.intMu.Lock()
+		if v.running {
+			v.rt.Interrupt(errInterrupted)
+		}
+		v.intMu.Unlock()
+	})
+	err := v.loop.Start(first)
+	v.timers.clearAll()
+	stop()
+	v.loop.WaitOnRegistered()
+	v.intMu.Lock()
+	v.running = false
+	v.intMu.Unlock()
+	v.rt.ClearInterrupt()
+	v.rejected = v.rejected[:0]
+	return jsError(err)
+}
+
+func (v *VU) trackRejection(p *sobek.Promise, op sobek.PromiseRejectionOperation) {
+	switch op {
+	case sobek.PromiseRejectionReject:
+		v.rejected = append(v.rejected, p)
+	case sobek.PromiseRejectionHandle:
+		for i, q := range v.rejected {
+			if q == p {
+				v.rejected = append(v.rejected[:i], v.rejected[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+func (v *VU) checkRejections() error {
+	if len(v.rejected) == 0 {
+		return nil
+	}
+	p := v.rejected[0]
+	v.rejected = v.rejected[:0]
+	return fmt.Errorf("Uncaught (in promise) %w", valueError(p.Result()))
+}
+
+// exportNames lists the main module's exports.
+func (v *VU) exportNames() []string {
+	var names []string
+	switch r := v.b.main.(type) {
+	case *cjsRecord:
+		inst, _ := v.rt.GetModuleInstance(r).(*cjsInstance)
+		if inst != nil {
+			if o, ok := inst.exports.(*sobek.Object); ok {
+				names = o.Keys()
+			}
+		}
+	default:
+		r.GetExportedNames(func(n []string) { names = n })
+	}
+	return names
+}
+
+// exportValue returns the value of an export of the main module.
+func (v *VU) exportValue(name string) sobek.Value {
+	m := v.b.main
+	if _, ok := m.(*cjsRecord); ok {
+		return v.rt.GetModuleInstance(m).GetBindingValue(name)
+	}
+	bind, ambiguous := m.ResolveExport(name)
+	if bind == nil || ambiguous {
+		return nil
+	}
+	inst := v.rt.GetModuleInstance(bind.Module)
+	if inst == nil {
+		return nil
+	}
+	if bind.BindingName == "*namespace*" {
+		return v.rt.NamespaceObjectFor(bind.Module)
+	}
+	return inst.GetBindingValue(bind.BindingName)
+}
+
+func (v *VU) overwriteOptions(raw json.RawMessage) {
+	opt, ok := v.exportValue("options").(*sobek.Object)
+	if !ok {
+		return
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	for k, val := range m {
+		_ = opt.Set(k, val)
+	}
+}
+
+func (v *VU) pushModule(r sobek.ModuleRecord) { v.modStack = append(v.modStack, r) }
+func (v *VU) popModule()                      { v.modStack = v.modStack[:len(v.modStack)-1] }
+
+// activeModule is the module whose code is running: the innermost CommonJS
+// module being executed, else the ES module of the calling function.
+func (v *VU) activeModule() any {
+	if n := len(v.modStack); n > 0 {
+		return v.modStack[n-1]
+	}
+	if m := v.rt.GetActiveScriptOrModule(); m != nil {
+		return m
+	}
+	return v.b.main
+}
+
+func (v *VU) currentDir() string {
+	u := v.b.loader.urlOf(v.activeModule())
+	if u == nil || u.Scheme != "file" {
+		u = v.b.mainURL
+	}
+	return path.Dir(u.Path)
+}
+
+func (v *VU) throw(err error) {
+	panic(v.rt.NewGoError(err))
+}
+
+// openBytes reads a file the way open() does.
+func (v *VU) openBytes(p string) ([]byte, error) {
+	if v.initEnv == nil {
+		return nil, errors.New("open() can only be called in the init context (the script's top level)")
+	}
+	if p == "" {
+		return nil, errors.New("open() needs a file name")
+	}
+	full := cleanPath(v.currentDir(), p)
+	return v.b.loader.readPath(filepath.FromSlash(full))
+}
+
+func (v *VU) open(call sobek.FunctionCall) sobek.Value {
+	b, err := v.openBytes(call.Argument(0).String())
+	if err != nil {
+		v.throw(err)
+	}
+	if mode := call.Argument(1); !sobek.IsUndefined(mode) && mode.String() == "b" {
+		return v.rt.ToValue(v.rt.NewArrayBuffer(append([]byte(nil), b...)))
+	}
+	return v.rt.ToValue(string(b))
+}
+
+func (v *VU) requireFrom(ref sobek.ModuleRecord) func(sobek.FunctionCall) sobek.Value {
+	return func(call sobek.FunctionCall) sobek.Value {
+		return v.require(ref, call.Argument(0).String())
+	}
+}
+
+// require loads a module synchronously from init code.
+func (v *VU) require(ref any, spec string) sobek.Value {
+	if v.initEnv == nil {
+		v.throw(errors.New("require() can only be called in the init context"))
+	}
+	rec, err := v.b.loader.resolve(ref, spec)
+	if err != nil {
+		v.throw(err)
+	}
+	cm, ok := rec.(sobek.CyclicModuleRecord)
+	if !ok {
+		v.throw(fmt.Errorf("require(%q): unsupported module type", spec))
+	}
+	if err := cm.Link(); err != nil {
+		v.throw(err)
+	}
+	p := v.rt.CyclicModuleRecordEvaluate(cm, v.b.loader.resolve)
+	switch p.State() {
+	case sobek.PromiseStateRejected:
+		panic(p.Result())
+	case sobek.PromiseStatePending:
+		v.throw(fmt.Errorf("require(%q): module uses top-level await; import it instead", spec))
+	}
+	switch inst := v.rt.GetModuleInstance(rec).(type) {
+	case *cjsInstance:
+		return inst.exports
+	case *goModuleInstance:
+		return inst.def
+	default:
+		return v.rt.NamespaceObjectFor(rec)
+	}
+}
+
+// Activate puts the VU in a scenario: a fresh __ENV (global env plus the
+// scenario's), tags reset to the test-wide tags plus the scenario's.
+func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map[string]string) {
+	v.scenario = sc
+	v.exec = exec
+	v.iterInScenario = 0
+	merged := v.b.cfg.Env
+	if len(env) > 0 {
+		merged = make(map[string]string, len(v.b.cfg.Env)+len(env))
+		for k, val := range v.b.cfg.Env {
+			merged[k] = val
+		}
+		for k, val := range env {
+			merged[k] = val
+		}
+	}
+	v.env = merged
+	_ = v.rt.GlobalObject().Set("__ENV", v.envObject(merged))
+	t := modules.NewTagMap(tags)
+	if sc != nil {
+		t.Set("scenario", sc.Name)
+	}
+	t.Set("group", "")
+	v.state = &modules.State{
+		VUID: v.id, VUIDInTest: v.idTest, Iteration: v.iterationCount(),
+		Tags: t, Metadata: modules.NewTagMap(nil), Phase: modules.PhaseIteration,
+	}
+}
+
+func (v *VU) iterationCount() int64 {
+	if v.state != nil {
+		return v.state.Iteration
+	}
+	return -1
+}
+
+// SetSetupData gives the VU setup()'s JSON; it is decoded on the first
+// iteration and reused afterwards (spec §1.3).
+func (v *VU) SetSetupData(raw []byte) {
+	v.setupJSON = raw
+	v.setupDecoded = false
+	v.setupVal = nil
+}
+
+func (v *VU) decode(raw []byte) (sobek.Value, error) {
+	if raw == nil {
+		return sobek.Undefined(), nil
+	}
+	var x any
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return nil, fmt.Errorf("decoding setup data: %w", err)
+	}
+	parse, _ := sobek.AssertFunction(v.rt.Get("JSON").ToObject(v.rt).Get("parse"))
+	return parse(sobek.Undefined(), v.rt.ToValue(string(raw)))
+}
+
+// IterationResult says how an iteration ended.
+type IterationResult struct {
+	// Full is false when the context ended the iteration early
+	// (interrupted): no iteration metrics are emitted then.
+	Full bool
+	// Err is the exception, if the function threw (already logged).
+	Err error
+}
+
+// RunIteration runs the activated exec function once. iterInInstance and
+// iterInTest are the scenario-wide indices from the executor.
+func (v *VU) RunIteration(ctx context.Context, iterInInstance, iterInTest int64) IterationResult {
+	if v.state == nil {
+		v.Activate(nil, "default", nil, nil)
+	}
+	st := v.state
+	st.Iteration++
+	v.iterInInstance, v.iterInTest = iterInInstance, iterInTest
+	_ = v.rt.GlobalObject().Set("__ITER", st.Iteration)
+	if !v.setupDecoded {
+		val, err := v.decode(v.setupJSON)
+		if err != nil {
+			return IterationResult{Full: true, Err: err}
+		}
+		v.setupVal, v.setupDecoded = val, true
+	}
+	fn, ok := sobek.AssertFunction(v.exportValue(v.exec))
+	if !ok {
+		return IterationResult{Err: fmt.Errorf("function %q not found in exports", v.exec)}
+	}
+	start := time.Now()
+	_, err := v.callFn(ctx, fn, v.setupVal)
+	end := time.Now()
+	v.iterInScenario++
+	v.emitData(end)
+	if ctx.Err() != nil && (err == nil || errors.Is(err, errInterrupted)) {
+		return IterationResult{Full: false}
+	}
+	var ab *AbortError
+	if errors.As(err, &ab) {
+		// k6 still counts an iteration that called test.abort() (errata 5).
+		v.emitIteration(start, end)
+		return IterationResult{Full: true, Err: ab}
+	}
+	if err != nil && !errors.Is(err, errInterrupted) {
+		v.logException(err)
+	}
+	v.emitIteration(start, end)
+	return IterationResult{Full: true, Err: err}
+}
+
+func (v *VU) logException(err error) {
+	fields := []string{"source", "stacktrace"}
+	if v.scenario != nil {
+		fields = append(fields, "scenario", v.scenario.Name, "executor", v.scenario.Executor)
+	}
+	v.b.cfg.Logger.Log(LevelError, err.Error(), fields...)
+}
+
+func (v *VU) emitIteration(start, end time.Time) {
+	tags := v.state.Tags.Map()
+	md := v.metadata()
+	v.b.cfg.Metrics.Push(
+		modules.Sample{Metric: v.b.metrics.iterations, Time: end, Value: 1, Tags: tags, Metadata: md},
+		modules.Sample{Metric: v.b.metrics.iterationDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: md},
+	)
+}
+
+func (v *VU) metadata() map[string]string {
+	if v.state == nil || v.state.Metadata == nil || v.state.Metadata.Len() == 0 {
+		return nil
+	}
+	return v.state.Metadata.Map()
+}
+
+func (v *VU) emitData(t time.Time) {
+	if v.state == nil {
+		return
+	}
+	tags := v.state.Tags.Map()
+	v.b.cfg.Metrics.Push(
+		modules.Sample{Metric: v.b.metrics.dataSent, Time: t, Value: float64(v.BytesSent.Swap(0)), Tags: tags},
+		modules.Sample{Metric: v.b.metrics.dataReceived, Time: t, Value: float64(v.BytesReceived.Swap(0)), Tags: tags},
+	)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// callFn calls fn on the event loop and unwraps a returned promise.
+func (v *VU) callFn(ctx context.Context, fn sobek.Callable, args ...sobek.Value) (sobek.Value, error) {
+	var ret sobek.Value
+	err := v.call(ctx, func() error {
+		r, err := fn(sobek.Undefined(), args...)
+		ret = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ret == nil {
+		return sobek.Undefined(), nil
+	}
+	if p, ok := ret.Export().(*sobek.Promise); ok {
+		switch p.State() {
+		case sobek.PromiseStateRejected:
+			return nil, valueError(p.Result())
+		case sobek.PromiseStatePending:
+			if ctx.Err() != nil {
+				return nil, errInterrupted
+			}
+			return nil, errors.New("the function's promise never settled")
+		}
+		return p.Result(), nil
+	}
+	return ret, nil
+}
+
+// runLifecycle runs setup/teardown/handleSummary in a fresh VU 0 with a
+// timeout. tagGroup is "::setup"/"::teardown" or "" (no samples expected).
+func (b *Bundle) runLifecycle(ctx context.Context, name string, phase modules.Phase, timeout time.Duration, args func(*VU) ([]sobek.Value, error)) (sobek.Value, *VU, error) {
+	vu, err := b.newVU(ctx, 0, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	tags := modules.NewTagMap(nil)
+	if phase == modules.PhaseSetup || phase == modules.PhaseTeardown {
+		tags.Set("group", "::"+name)
+	}
+	vu.state = &modules.State{Tags: tags, Metadata: modules.NewTagMap(nil), Group: "::" + name, Phase: phase}
+	fn, ok := sobek.AssertFunction(vu.exportValue(name))
+	if !ok {
+		vu.Close()
+		return nil, nil, fmt.Errorf("%s is not an exported function", name)
+	}
+	a, err := args(vu)
+	if err != nil {
+		vu.Close()
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errLifecycleTimeout)
+	defer cancel()
+	ret, err := vu.callFn(cctx, fn, a...)
+	if phase != modules.PhaseSummary {
+		vu.emitData(time.Now())
+	}
+	if err != nil {
+		if errors.Is(context.Cause(cctx), errLifecycleTimeout) {
+			vu.Close()
+			return nil, nil, &TimeoutError{Phase: name, Timeout: timeout.String()}
+		}
+		var ab *AbortError
+		if errors.As(err, &ab) {
+			vu.Close()
+			return nil, nil, ab
+		}
+		vu.Close()
+		return nil, nil, &ScriptError{Phase: name, Err: err}
+	}
+	return ret, vu, nil
+}
+
+var errLifecycleTimeout = errors.New("lifecycle timeout")
+
+// RunSetup calls setup() (if exported) and returns its result as JSON, nil
+// for undefined. The JSON comes from Go's encoder, as in k6 (spec §1.3).
+func (b *Bundle) RunSetup(ctx context.Context, timeout time.Duration) ([]byte, error) {
+	if !b.HasExport("setup") {
+		return nil, nil
+	}
+	ret, vu, err := b.runLifecycle(ctx, "setup", modules.PhaseSetup, timeout, func(*VU) ([]sobek.Value, error) { return nil, nil })
+	if err != nil {
+		return nil, err
+	}
+	defer vu.Close()
+	if ret == nil || sobek.IsUndefined(ret) {
+		return nil, nil
+	}
+	raw, err := json.Marshal(ret.Export())
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling setup() data to JSON: %w", err)
+	}
+	return raw, nil
+}
+
+// RunTeardown calls teardown(data) (if exported) with a fresh decode of data.
+func (b *Bundle) RunTeardown(ctx context.Context, timeout time.Duration, data []byte) error {
+	if !b.HasExport("teardown") {
+		return nil
+	}
+	_, vu, err := b.runLifecycle(ctx, "teardown", modules.PhaseTeardown, timeout, func(vu *VU) ([]sobek.Value, error) {
+		d, err := vu.decode(data)
+		return []sobek.Value{d}, err
+	})
+	if vu != nil {
+		vu.Close()
+	}
+	return err
+}
+
+// SummaryOutput is one destination handleSummary returned.
+type SummaryOutput struct {
+	// Dest is "stdout", "stderr" or a file path.
+	Dest string
+	Data []byte
+}
+
+// RunHandleSummary calls handleSummary(data) where data is the summary JSON
+// with setup_data added. ok is false when the default summary should be
+// printed: handleSummary is not exported or returned null/undefined.
+func (b *Bundle) RunHandleSummary(ctx context.Context, timeout time.Duration, summaryJSON, setupData []byte) (outs []SummaryOutput, ok bool, err error) {
+	if !b.HasExport("handleSummary") {
+		return nil, false, nil
+	}
+	ret, vu, err := b.runLifecycle(ctx, "handleSummary", modules.PhaseSummary, timeout, func(vu *VU) ([]sobek.Value, error) {
+		d, err := vu.decode(summaryJSON)
+		if err != nil {
+			return nil, err
+		}
+		if o, isObj := d.(*sobek.Object); isObj && setupData != nil {
+			sd, err := vu.decode(setupData)
+			if err != nil {
+				return nil, err
+			}
+			_ = o.Set("setup_data", sd)
+		}
+		return []sobek.Value{d}, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	defer vu.Close()
+	if ret == nil || sobek.IsUndefined(ret) || sobek.IsNull(ret) {
+		return nil, false, nil
+	}
+	obj, isObj := ret.(*sobek.Object)
+	if !isObj {
+		return nil, false, fmt.Errorf("handleSummary() must return an object, got %s", ret.String())
+	}
+	for _, k := range obj.Keys() {
+		val := obj.Get(k)
+		switch x := val.Export().(type) {
+		case string:
+			outs = append(outs, SummaryOutput{Dest: k, Data: []byte(x)})
+		case sobek.ArrayBuffer:
+			outs = append(outs, SummaryOutput{Dest: k, Data: append([]byte(nil), x.Bytes()...)})
+		default:
+			return nil, false, fmt.Errorf("handleSummary(): the value for %q must be a string or an ArrayBuffer, got %s", k, typeName(val))
+		}
+	}
+	return outs, true, nil
+}
+
+func typeName(v sobek.Value) string {
+	if v == nil || sobek.IsUndefined(v) {
+		return "undefined"
+	}
+	if sobek.IsNull(v) {
+		return "null"
+	}
+	if v.ExportType() != nil {
+		return v.ExportType().String()
+	}
+	return strconv.Quote(v.String())
+}
+
+// helper for console formatting of values.
+func (v *VU) stringify(val sobek.Value) string {
+	if val == nil || sobek.IsUndefined(val) {
+		return "undefined"
+	}
+	if o, ok := val.(*sobek.Object); ok {
+		if _, isFn := sobek.AssertFunction(o); isFn {
+			return o.String()
+		}
+		if st := o.Get("stack"); st != nil && !sobek.IsUndefined(st) {
+			if cls := o.ClassName(); cls == "Error" {
+				return strings.TrimRight(st.String(), "\n")
+			}
+		}
+		stringify, _ := sobek.AssertFunction(v.rt.Get("JSON").ToObject(v.rt).Get("stringify"))
+		if s, err := stringify(sobek.Undefined(), o); err == nil && !sobek.IsUndefined(s) {
+			return s.String()
+		}
+	}
+	return val.String()
+}
