@@ -1,0 +1,576 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/segment"
+)
+
+// Executor type names as scripts spell them.
+const (
+	SharedIterations     = "shared-iterations"
+	PerVUIterations      = "per-vu-iterations"
+	ConstantVUs          = "constant-vus"
+	RampingVUs           = "ramping-vus"
+	ConstantArrivalRate  = "constant-arrival-rate"
+	RampingArrivalRate   = "ramping-arrival-rate"
+	externallyControlled = "externally-controlled"
+)
+
+// ExitInvalidConfig is k6's exit code for invalid options (k6-compat.md §4.5).
+const ExitInvalidConfig = 104
+
+// Defaults shared by the executors (k6-compat.md §2).
+const (
+	DefaultGracefulStop     = 30 * time.Second
+	DefaultGracefulRampDown = 30 * time.Second
+	DefaultMaxDuration      = 10 * time.Minute
+	DefaultTimeUnit         = time.Second
+	maxRampingVUs           = 100_000_000
+)
+
+// ConfigError is one invalid scenario option. Callers map it (and any error
+// wrapping it) to exit code 104.
+type ConfigError struct {
+	Scenario string // "" for the top-level shortcut options
+	Key      string // e.g. "stages[1].target"
+	Message  string
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Scenario == "" && e.Key == "":
+		return e.Message
+	case e.Scenario == "":
+		return fmt.Sprintf("options.%s: %s", e.Key, e.Message)
+	case e.Key == "":
+		return fmt.Sprintf("scenarios.%s: %s", e.Scenario, e.Message)
+	}
+	return fmt.Sprintf("scenarios.%s.%s: %s", e.Scenario, e.Key, e.Message)
+}
+
+// ExitCode is 104.
+func (e *ConfigError) ExitCode() int { return ExitInvalidConfig }
+
+// Stage is one step of a ramping executor: move linearly to Target over
+// Duration. Name is our extension: it labels the stage in iteration info and
+// stage events (for per-stage thresholds).
+type Stage struct {
+	Duration time.Duration
+	Target   int64
+	Name     string
+}
+
+// BaseConfig holds the fields every scenario has (k6-compat.md §2.1).
+type BaseConfig struct {
+	Name         string
+	Type         string // executor name
+	StartTime    time.Duration
+	GracefulStop time.Duration
+	Exec         string // exported function; "default" unless given
+	Env          map[string]string
+	Tags         map[string]string
+	Options      json.RawMessage // browser options, passed through untouched
+}
+
+// Config is one scenario's typed configuration. Each executor has its own
+// type; Base gives the common fields.
+type Config interface {
+	Base() *BaseConfig
+	// Validate returns every problem, each a *ConfigError, joined.
+	Validate() error
+	// ExecutionSteps is the pure plan of VUs this scenario needs on the
+	// instance described by t, offsets relative to the scenario's startTime.
+	// The last step is at the end of the scenario (including its graceful
+	// stop) with zero VUs.
+	ExecutionSteps(t *segment.Tuple) []Step
+	// Description is the one-line banner text for this scenario.
+	Description(t *segment.Tuple) string
+}
+
+func (b *BaseConfig) Base() *BaseConfig { return b }
+
+// SharedIterationsConfig: VUs share one pool of Iterations (§2.3).
+type SharedIterationsConfig struct {
+	BaseConfig
+	VUs         int64
+	Iterations  int64
+	MaxDuration time.Duration
+}
+
+// PerVUIterationsConfig: every VU runs Iterations iterations (§2.4).
+type PerVUIterationsConfig struct {
+	BaseConfig
+	VUs         int64
+	Iterations  int64
+	MaxDuration time.Duration
+}
+
+// ConstantVUsConfig: VUs loop for Duration (§2.5).
+type ConstantVUsConfig struct {
+	BaseConfig
+	VUs      int64
+	Duration time.Duration
+}
+
+// RampingVUsConfig: the VU count follows Stages from StartVUs (§2.6).
+type RampingVUsConfig struct {
+	BaseConfig
+	StartVUs         int64
+	Stages           []Stage
+	GracefulRampDown time.Duration
+}
+
+// ConstantArrivalRateConfig: Rate iterations per TimeUnit for Duration (§2.7).
+type ConstantArrivalRateConfig struct {
+	BaseConfig
+	Rate            int64
+	TimeUnit        time.Duration
+	Duration        time.Duration
+	PreAllocatedVUs int64
+	MaxVUs          int64
+}
+
+// RampingArrivalRateConfig: the rate follows Stages (targets are iterations
+// per TimeUnit) from StartRate (§2.8).
+type RampingArrivalRateConfig struct {
+	BaseConfig
+	StartRate       int64
+	TimeUnit        time.Duration
+	Stages          []Stage
+	PreAllocatedVUs int64
+	MaxVUs          int64
+}
+
+var scenarioName = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
+
+var commonKeys = []string{"executor", "startTime", "gracefulStop", "exec", "env", "tags", "options"}
+
+var executorKeys = map[string][]string{
+	SharedIterations:    {"vus", "iterations", "maxDuration"},
+	PerVUIterations:     {"vus", "iterations", "maxDuration"},
+	ConstantVUs:         {"vus", "duration"},
+	RampingVUs:          {"startVUs", "stages", "gracefulRampDown"},
+	ConstantArrivalRate: {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
+	RampingArrivalRate:  {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
+}
+
+// ParseScenarios parses the `scenarios` object of the options into validated
+// configs sorted by (startTime, name), the order k6 plans and shows them in.
+// Warnings (unknown keys) are returned separately; errors are *ConfigError
+// values joined with errors.Join.
+func ParseScenarios(raw json.RawMessage) ([]Config, []string, error) {
+	var objs map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &objs); err != nil {
+		return nil, nil, &ConfigError{Key: "scenarios", Message: "must be an object of named scenarios: " + err.Error()}
+	}
+	names := make([]string, 0, len(objs))
+	for n := range objs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var (
+		configs  []Config
+		warnings []string
+		errs     []error
+	)
+	for _, name := range names {
+		c, w, err := ParseScenario(name, objs[name])
+		warnings = append(warnings, w...)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		configs = append(configs, c)
+	}
+	if len(errs) > 0 {
+		return nil, warnings, errors.Join(errs...)
+	}
+	SortConfigs(configs)
+	return configs, warnings, nil
+}
+
+// SortConfigs orders scenarios by (startTime, name).
+func SortConfigs(cs []Config) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i].Base(), cs[j].Base()
+		if a.StartTime != b.StartTime {
+			return a.StartTime < b.StartTime
+		}
+		return a.Name < b.Name
+	})
+}
+
+// ParseScenario parses and validates one scenario object.
+func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
+	p := &fieldParser{scenario: name}
+	if !scenarioName.MatchString(name) {
+		return nil, nil, &ConfigError{Scenario: name, Message: "invalid scenario name (allowed: letters, digits, '_' and '-')"}
+	}
+	if err := json.Unmarshal(raw, &p.fields); err != nil || p.fields == nil {
+		return nil, nil, &ConfigError{Scenario: name, Message: "must be an object"}
+	}
+	var typ string
+	if _, ok := p.fields["executor"]; !ok {
+		return nil, nil, &ConfigError{Scenario: name, Key: "executor", Message: "is required"}
+	}
+	p.str("executor", &typ)
+	if p.errs != nil {
+		return nil, nil, errors.Join(p.errs...)
+	}
+	if typ == externallyControlled {
+		return nil, nil, &ConfigError{Scenario: name, Key: "executor", Message: "externally-controlled is not supported by buzzload (it needs k6's REST API, removed in k6 v2); use constant-vus or ramping-vus"}
+	}
+	keys, ok := executorKeys[typ]
+	if !ok {
+		return nil, nil, &ConfigError{Scenario: name, Key: "executor", Message: fmt.Sprintf("unknown executor %q (one of %s)", typ, strings.Join(ExecutorTypes(), ", "))}
+	}
+	base := BaseConfig{Name: name, Type: typ, GracefulStop: DefaultGracefulStop, Exec: "default"}
+	p.duration("startTime", &base.StartTime)
+	p.duration("gracefulStop", &base.GracefulStop)
+	if _, ok := p.fields["exec"]; ok {
+		p.str("exec", &base.Exec)
+	}
+	p.strMap("env", &base.Env)
+	p.strMap("tags", &base.Tags)
+	if o, ok := p.fields["options"]; ok {
+		base.Options = o
+	}
+	var c Config
+	switch typ {
+	case SharedIterations, PerVUIterations:
+		vus, iters, maxDur := int64(1), int64(1), DefaultMaxDuration
+		p.integer("vus", &vus)
+		p.integer("iterations", &iters)
+		p.duration("maxDuration", &maxDur)
+		if typ == SharedIterations {
+			c = &SharedIterationsConfig{BaseConfig: base, VUs: vus, Iterations: iters, MaxDuration: maxDur}
+		} else {
+			c = &PerVUIterationsConfig{BaseConfig: base, VUs: vus, Iterations: iters, MaxDuration: maxDur}
+		}
+	case ConstantVUs:
+		cc := &ConstantVUsConfig{BaseConfig: base, VUs: 1}
+		p.integer("vus", &cc.VUs)
+		p.required("duration")
+		p.duration("duration", &cc.Duration)
+		c = cc
+	case RampingVUs:
+		cc := &RampingVUsConfig{BaseConfig: base, StartVUs: 1, GracefulRampDown: DefaultGracefulRampDown}
+		p.integer("startVUs", &cc.StartVUs)
+		p.required("stages")
+		p.stages("stages", &cc.Stages)
+		p.duration("gracefulRampDown", &cc.GracefulRampDown)
+		c = cc
+	case ConstantArrivalRate:
+		cc := &ConstantArrivalRateConfig{BaseConfig: base, TimeUnit: DefaultTimeUnit, MaxVUs: -1}
+		p.required("rate", "duration", "preAllocatedVUs")
+		p.integer("rate", &cc.Rate)
+		p.duration("timeUnit", &cc.TimeUnit)
+		p.duration("duration", &cc.Duration)
+		p.integer("preAllocatedVUs", &cc.PreAllocatedVUs)
+		p.integer("maxVUs", &cc.MaxVUs)
+		if cc.MaxVUs == -1 {
+			cc.MaxVUs = cc.PreAllocatedVUs
+		}
+		c = cc
+	case RampingArrivalRate:
+		cc := &RampingArrivalRateConfig{BaseConfig: base, TimeUnit: DefaultTimeUnit, MaxVUs: -1}
+		p.required("stages", "preAllocatedVUs")
+		p.integer("startRate", &cc.StartRate)
+		p.duration("timeUnit", &cc.TimeUnit)
+		p.stages("stages", &cc.Stages)
+		p.integer("preAllocatedVUs", &cc.PreAllocatedVUs)
+		p.integer("maxVUs", &cc.MaxVUs)
+		if cc.MaxVUs == -1 {
+			cc.MaxVUs = cc.PreAllocatedVUs
+		}
+		c = cc
+	}
+	var warnings []string
+	known := map[string]bool{}
+	for _, k := range append(append([]string{}, commonKeys...), keys...) {
+		known[k] = true
+	}
+	var unknown []string
+	for k := range p.fields {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		warnings = append(warnings, fmt.Sprintf("scenarios.%s.%s: unknown option for %s, ignored", name, k, typ))
+	}
+	if p.errs != nil {
+		return nil, warnings, errors.Join(p.errs...)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	return c, warnings, nil
+}
+
+// ExecutorTypes lists the supported executor names.
+func ExecutorTypes() []string {
+	return []string{SharedIterations, PerVUIterations, ConstantVUs, RampingVUs, ConstantArrivalRate, RampingArrivalRate}
+}
+
+// fieldParser reads typed fields out of one JSON object and collects errors
+// that name the scenario and key.
+type fieldParser struct {
+	scenario string
+	fields   map[string]json.RawMessage
+	errs     []error
+}
+
+func (p *fieldParser) fail(key, format string, args ...any) {
+	p.errs = append(p.errs, &ConfigError{Scenario: p.scenario, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+func (p *fieldParser) get(key string) (json.RawMessage, bool) {
+	raw, ok := p.fields[key]
+	if !ok || isNull(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+func (p *fieldParser) required(keys ...string) {
+	for _, k := range keys {
+		if _, ok := p.get(k); !ok {
+			p.fail(k, "is required")
+		}
+	}
+}
+
+func (p *fieldParser) str(key string, dst *string) {
+	raw, ok := p.get(key)
+	if !ok {
+		return
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		p.fail(key, "must be a string, got %s", raw)
+	}
+}
+
+func (p *fieldParser) integer(key string, dst *int64) {
+	raw, ok := p.get(key)
+	if !ok {
+		return
+	}
+	v, err := parseInteger(raw)
+	if err != nil {
+		p.fail(key, "%v", err)
+		return
+	}
+	*dst = v
+}
+
+// parseInteger accepts JSON numbers with no fractional part (JS numbers
+// arrive as 5 or 5.0).
+func parseInteger(raw json.RawMessage) (int64, error) {
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0, fmt.Errorf("must be a number, got %s", raw)
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, fmt.Errorf("must be a whole number, got %s", raw)
+	}
+	return int64(f), nil
+}
+
+func (p *fieldParser) duration(key string, dst *time.Duration) {
+	raw, ok := p.get(key)
+	if !ok {
+		return
+	}
+	d, err := parseDurationJSON(raw)
+	if err != nil {
+		p.fail(key, "%v", err)
+		return
+	}
+	*dst = d
+}
+
+func (p *fieldParser) strMap(key string, dst *map[string]string) {
+	raw, ok := p.get(key)
+	if !ok {
+		return
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		p.fail(key, "must be an object of strings, got %s", raw)
+		return
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		switch x := v.(type) {
+		case string:
+			out[k] = x
+		case float64, bool:
+			out[k] = fmt.Sprint(x)
+		default:
+			p.fail(key+"."+k, "must be a string, number or boolean")
+		}
+	}
+	*dst = out
+}
+
+// stages parses scenario stages; duration and target are both required.
+func (p *fieldParser) stages(key string, dst *[]Stage) {
+	raw, ok := p.get(key)
+	if !ok {
+		return
+	}
+	st, errs := parseStages(raw, p.scenario, key, true)
+	p.errs = append(p.errs, errs...)
+	*dst = st
+}
+
+// parseStages parses a JSON array of {duration, target, name}. With strict,
+// a missing duration or target is an error; otherwise (the `stages`
+// shortcut) stages without a duration are dropped and a missing target is 0.
+func parseStages(raw json.RawMessage, scenario, key string, strict bool) ([]Stage, []error) {
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, []error{&ConfigError{Scenario: scenario, Key: key, Message: "must be an array of {duration, target} objects"}}
+	}
+	var (
+		out  []Stage
+		errs []error
+	)
+	for i, it := range items {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		sp := &fieldParser{scenario: scenario, fields: it}
+		var s Stage
+		if _, ok := sp.get("duration"); !ok {
+			if strict {
+				sp.fail(k+".duration", "is required")
+			} else {
+				continue
+			}
+		}
+		if _, ok := sp.get("target"); !ok && strict {
+			sp.fail(k+".target", "is required")
+		}
+		sp.duration("duration", &s.Duration)
+		sp.integer("target", &s.Target)
+		sp.str("name", &s.Name)
+		for _, e := range sp.errs {
+			var ce *ConfigError
+			if errors.As(e, &ce) && !strings.HasPrefix(ce.Key, k) {
+				ce.Key = k + "." + ce.Key
+			}
+		}
+		errs = append(errs, sp.errs...)
+		out = append(out, s)
+	}
+	return out, errs
+}
+
+// --- validation -------------------------------------------------------------
+
+type validator struct {
+	scenario string
+	errs     []error
+}
+
+func (v *validator) check(ok bool, key, format string, args ...any) {
+	if !ok {
+		v.errs = append(v.errs, &ConfigError{Scenario: v.scenario, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func (b *BaseConfig) validate() *validator {
+	v := &validator{scenario: b.Name}
+	v.check(scenarioName.MatchString(b.Name), "", "invalid scenario name (allowed: letters, digits, '_' and '-')")
+	v.check(b.StartTime >= 0, "startTime", "must not be negative, got %s", b.StartTime)
+	v.check(b.GracefulStop >= 0, "gracefulStop", "must not be negative, got %s", b.GracefulStop)
+	v.check(b.Exec != "", "exec", "must name an exported function, got an empty string")
+	return v
+}
+
+func validateMaxDuration(v *validator, key string, d time.Duration) {
+	v.check(d >= time.Second, key, "must be at least 1s, got %s", d)
+}
+
+func (c *SharedIterationsConfig) Validate() error {
+	v := c.validate()
+	v.check(c.VUs > 0, "vus", "must be greater than 0, got %d", c.VUs)
+	v.check(c.Iterations >= c.VUs, "iterations", "the number of iterations (%d) can't be less than the number of VUs (%d)", c.Iterations, c.VUs)
+	validateMaxDuration(v, "maxDuration", c.MaxDuration)
+	return v.err()
+}
+
+func (c *PerVUIterationsConfig) Validate() error {
+	v := c.validate()
+	v.check(c.VUs > 0, "vus", "must be greater than 0, got %d", c.VUs)
+	v.check(c.Iterations > 0, "iterations", "must be greater than 0, got %d", c.Iterations)
+	validateMaxDuration(v, "maxDuration", c.MaxDuration)
+	return v.err()
+}
+
+func (c *ConstantVUsConfig) Validate() error {
+	v := c.validate()
+	v.check(c.VUs > 0, "vus", "must be greater than 0, got %d", c.VUs)
+	validateMaxDuration(v, "duration", c.Duration)
+	return v.err()
+}
+
+func validateStages(v *validator, stages []Stage) {
+	v.check(len(stages) > 0, "stages", "at least one stage is required")
+	for i, s := range stages {
+		k := fmt.Sprintf("stages[%d]", i)
+		v.check(s.Duration >= 0, k+".duration", "must not be negative, got %s", s.Duration)
+		v.check(s.Target >= 0, k+".target", "must not be negative, got %d", s.Target)
+	}
+}
+
+func (c *RampingVUsConfig) Validate() error {
+	v := c.validate()
+	v.check(c.StartVUs >= 0, "startVUs", "must not be negative, got %d", c.StartVUs)
+	v.check(c.StartVUs <= maxRampingVUs, "startVUs", "must not be above %d, got %d", maxRampingVUs, c.StartVUs)
+	v.check(c.GracefulRampDown >= 0, "gracefulRampDown", "must not be negative, got %s", c.GracefulRampDown)
+	validateStages(v, c.Stages)
+	maxVUs := c.StartVUs
+	for i, s := range c.Stages {
+		v.check(s.Target <= maxRampingVUs, fmt.Sprintf("stages[%d].target", i), "must not be above %d, got %d", maxRampingVUs, s.Target)
+		maxVUs = max(maxVUs, s.Target)
+	}
+	v.check(maxVUs > 0, "", "either startVUs or one of the stage targets must be greater than 0")
+	return v.err()
+}
+
+func validateArrival(v *validator, timeUnit time.Duration, pre, maxVUs int64) {
+	v.check(timeUnit > 0, "timeUnit", "must be greater than 0, got %s", timeUnit)
+	v.check(pre >= 0, "preAllocatedVUs", "must not be negative, got %d", pre)
+	v.check(maxVUs >= pre, "maxVUs", "can't be less than preAllocatedVUs (%d), got %d", pre, maxVUs)
+}
+
+func (c *ConstantArrivalRateConfig) Validate() error {
+	v := c.validate()
+	v.check(c.Rate > 0, "rate", "must be greater than 0, got %d", c.Rate)
+	validateMaxDuration(v, "duration", c.Duration)
+	validateArrival(v, c.TimeUnit, c.PreAllocatedVUs, c.MaxVUs)
+	return v.err()
+}
+
+func (c *RampingArrivalRateConfig) Validate() error {
+	v := c.validate()
+	v.check(c.StartRate >= 0, "startRate", "must not be negative, got %d", c.StartRate)
+	validateStages(v, c.Stages)
+	validateArrival(v, c.TimeUnit, c.PreAllocatedVUs, c.MaxVUs)
+	return v.err()
+}
