@@ -25,7 +25,12 @@ func (c *checker) add(key, format string, args ...any) {
 	c.probs = append(c.probs, Problem{Key: key, Reason: fmt.Sprintf(format, args...)})
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+func num(v float64) string {
+	if math.Abs(v) < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
 
 // intAtLeast: v ≥ lo.
 func (c *checker) intAtLeast(key string, v, lo int) {
@@ -334,7 +339,8 @@ func (s *Scenario) Warnings() []string {
 	for i, p := range s.Steps() {
 		added := p.Clients.Total() - prev
 		prev = p.Clients.Total()
-		if s.Population.ConnectRatePerSec <= 0 || added <= 0 {
+		// ramp_secs 0 asks for "as fast as the connect rate allows".
+		if s.Population.ConnectRatePerSec <= 0 || added <= 0 || s.Ramp[i].RampSecs == 0 {
 			continue
 		}
 		need := float64(added) / s.Population.ConnectRatePerSec
