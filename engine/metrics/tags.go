@@ -1,0 +1,269 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Tag is one key/value pair.
+type Tag struct {
+	Key, Value string
+}
+
+// TagSet is an immutable set of tags sorted by key, with a precomputed hash.
+// The zero value is the empty set. Copying a TagSet copies one pointer, so
+// producers should build the sets they use often once and reuse them: equal
+// pointers compare in one step and hit the Collector's routing cache.
+type TagSet struct {
+	d *tagData
+}
+
+type tagData struct {
+	tags []Tag
+	hash uint64
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// NewTagSet builds a set from pairs; a later duplicate key wins.
+func NewTagSet(tags ...Tag) TagSet {
+	if len(tags) == 0 {
+		return TagSet{}
+	}
+	ts := make([]Tag, len(tags))
+	copy(ts, tags)
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Key < ts[j].Key })
+	// Keep the last of equal keys (stable sort keeps input order among them).
+	out := ts[:0]
+	for i, t := range ts {
+		if i+1 < len(ts) && ts[i+1].Key == t.Key {
+			continue
+		}
+		out = append(out, t)
+	}
+	return makeTagSet(out)
+}
+
+// TagsFromMap builds a set from a map.
+func TagsFromMap(m map[string]string) TagSet {
+	if len(m) == 0 {
+		return TagSet{}
+	}
+	ts := make([]Tag, 0, len(m))
+	for k, v := range m {
+		ts = append(ts, Tag{k, v})
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Key < ts[j].Key })
+	return makeTagSet(ts)
+}
+
+func makeTagSet(sorted []Tag) TagSet {
+	h := uint64(fnvOffset)
+	for _, t := range sorted {
+		h = fnvString(h, t.Key)
+		h = (h ^ 0xff) * fnvPrime
+		h = fnvString(h, t.Value)
+		h = (h ^ 0xfe) * fnvPrime
+	}
+	return TagSet{&tagData{tags: sorted, hash: h}}
+}
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+// Len is the number of tags.
+func (t TagSet) Len() int {
+	if t.d == nil {
+		return 0
+	}
+	return len(t.d.tags)
+}
+
+// Tags returns the pairs sorted by key. The slice must not be modified.
+func (t TagSet) Tags() []Tag {
+	if t.d == nil {
+		return nil
+	}
+	return t.d.tags
+}
+
+// Get returns the value of key and whether it is present.
+func (t TagSet) Get(key string) (string, bool) {
+	if t.d == nil {
+		return "", false
+	}
+	ts := t.d.tags
+	if len(ts) <= 8 {
+		for _, tg := range ts {
+			if tg.Key == key {
+				return tg.Value, true
+			}
+		}
+		return "", false
+	}
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].Key >= key })
+	if i < len(ts) && ts[i].Key == key {
+		return ts[i].Value, true
+	}
+	return "", false
+}
+
+// With returns a set with key set to value (the receiver is unchanged).
+func (t TagSet) With(key, value string) TagSet {
+	ts := t.Tags()
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].Key >= key })
+	if i < len(ts) && ts[i].Key == key {
+		if ts[i].Value == value {
+			return t
+		}
+		out := make([]Tag, len(ts))
+		copy(out, ts)
+		out[i].Value = value
+		return makeTagSet(out)
+	}
+	out := make([]Tag, 0, len(ts)+1)
+	out = append(out, ts[:i]...)
+	out = append(out, Tag{key, value})
+	out = append(out, ts[i:]...)
+	return makeTagSet(out)
+}
+
+// Merge returns the receiver with every pair of o laid over it (o wins).
+func (t TagSet) Merge(o TagSet) TagSet {
+	if o.Len() == 0 {
+		return t
+	}
+	if t.Len() == 0 {
+		return o
+	}
+	a, b := t.Tags(), o.Tags()
+	out := make([]Tag, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Key < b[j].Key):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].Key < a[i].Key:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, b[j])
+			i++
+			j++
+		}
+	}
+	return makeTagSet(out)
+}
+
+// Without returns a set without key.
+func (t TagSet) Without(key string) TagSet {
+	ts := t.Tags()
+	for i, tg := range ts {
+		if tg.Key == key {
+			out := make([]Tag, 0, len(ts)-1)
+			out = append(out, ts[:i]...)
+			out = append(out, ts[i+1:]...)
+			return makeTagSet(out)
+		}
+	}
+	return t
+}
+
+// Hash is a 64-bit hash of the pairs; equal sets have equal hashes.
+func (t TagSet) Hash() uint64 {
+	if t.d == nil {
+		return fnvOffset
+	}
+	return t.d.hash
+}
+
+// Equal reports whether both sets hold the same pairs.
+func (t TagSet) Equal(o TagSet) bool {
+	if t.d == o.d {
+		return true
+	}
+	if t.Len() != o.Len() || t.Hash() != o.Hash() {
+		return false
+	}
+	a, b := t.Tags(), o.Tags()
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Contains reports whether every pair of sub is in t (a present key with the
+// same value; a missing key never matches, even for an empty value).
+func (t TagSet) Contains(sub TagSet) bool {
+	for _, tg := range sub.Tags() {
+		v, ok := t.Get(tg.Key)
+		if !ok || v != tg.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// Map returns the pairs as a new map.
+func (t TagSet) Map() map[string]string {
+	m := make(map[string]string, t.Len())
+	for _, tg := range t.Tags() {
+		m[tg.Key] = tg.Value
+	}
+	return m
+}
+
+// String is `k=v,k2=v2` in key order, for messages and tests.
+func (t TagSet) String() string {
+	var sb strings.Builder
+	for i, tg := range t.Tags() {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(tg.Key)
+		sb.WriteByte('=')
+		sb.WriteString(tg.Value)
+	}
+	return sb.String()
+}
+
+// MarshalJSON writes an object with keys in sorted order ({} when empty).
+func (t TagSet) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, tg := range t.Tags() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(tg.Key)
+		v, _ := json.Marshal(tg.Value)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads an object of string values (null is the empty set).
+func (t *TagSet) UnmarshalJSON(b []byte) error {
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("tags: %w", err)
+	}
+	*t = TagsFromMap(m)
+	return nil
+}
