@@ -214,7 +214,7 @@ func TestWindowsHoldOnlyTheirStagesSamples(t *testing.T) {
 		t.Fatalf("stage 1 window: count %d max %v", s1.Count(), s1.Max())
 	}
 	c.StartWindows([]*Window{w}, t0.Add(3*time.Second)) // continuing: keeps the 3.5 s sample
-	add(2.9, 30, ramp)                                   // late: belongs to stage 1, already judged
+	add(2.9, 30, ramp)                                  // late: belongs to stage 1, already judged
 	add(4, 21, ramp)
 	res = c.EndWindows([]*Window{w}, t0.Add(5*time.Second))
 	s2 := res[0].(*TrendSink)
