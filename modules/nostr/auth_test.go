@@ -81,6 +81,16 @@ func TestHTTPAuthRoundTrip(t *testing.T) {
 			t.Errorf("want %q, got %v", name, err)
 		}
 	}
+	// A lower-case method tag from another client is accepted (Buzz compares
+	// case-insensitively); a missing one is not.
+	lower, _ := k.NewEvent(KindHTTPAuth, [][]string{{"u", check.URL}, {"method", "post"}}, "", now)
+	if err := VerifyHTTPAuth(lower, HTTPCheck{Method: "POST", URL: check.URL, Now: now, MaxSkew: time.Minute}); err != nil {
+		t.Errorf("lower-case method tag: %v", err)
+	}
+	noMethod, _ := k.NewEvent(KindHTTPAuth, [][]string{{"u", check.URL}}, "", now)
+	if err := VerifyHTTPAuth(noMethod, HTTPCheck{URL: check.URL, Now: now, MaxSkew: time.Minute}); err == nil || err.Error() != "NIP-98: method mismatch" {
+		t.Errorf("missing method tag with an empty expected method: %v", err)
+	}
 	if _, err := ParseHTTPAuth("Bearer x"); err != ErrMissingNostrAuth {
 		t.Errorf("non-Nostr scheme: %v", err)
 	}

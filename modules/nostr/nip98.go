@@ -82,7 +82,8 @@ func VerifyHTTPAuth(e *Event, c HTTPCheck) error {
 	if u := e.TagValue("u"); !SameRelayURL(u, c.URL) {
 		return errors.New("NIP-98: url mismatch")
 	}
-	if m := e.TagValue("method"); m != strings.ToUpper(c.Method) {
+	// Case-insensitive, as Buzz's nip98.rs compares it.
+	if m := e.TagValue("method"); m == "" || !strings.EqualFold(m, c.Method) {
 		return errors.New("NIP-98: method mismatch")
 	}
 	if p := e.Tag("payload"); p != nil {
