@@ -101,6 +101,9 @@ func (c *Collector) Snapshot(runDuration time.Duration, keys ...string) *Snapsho
 
 // Metric returns the named metric's snapshot, or nil.
 func (s *Snapshot) Metric(name string) *MetricSnapshot {
+	if s == nil {
+		return nil
+	}
 	i := sort.Search(len(s.Metrics), func(i int) bool { return s.Metrics[i].Name >= name })
 	if i < len(s.Metrics) && s.Metrics[i].Name == name {
 		return s.Metrics[i]
