@@ -43,9 +43,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	file := e.File
+	if file == "" {
+		file = "scenario"
+	}
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		lines[i] = p.format(e.File)
+		lines[i] = p.format(file)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -126,7 +126,9 @@ func (s *Scenario) Client(g int) (c Client, ok bool) {
 // ScaleCount is round(n·users), halves rounded up: the clients of a base
 // count n at a step with that many users.
 func ScaleCount(n int, users float64) int {
-	return int(math.Floor(float64(n)*users + 0.5))
+	// The explicit conversion rounds the product before the addition, so no
+	// platform fuses them into one FMA and every shard gets the same count.
+	return int(math.Floor(float64(float64(n)*users) + 0.5))
 }
 
 // PeakUsers is the users of the last (largest) ramp step.

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -61,6 +62,11 @@ func (s *Scenario) StepAt(offset time.Duration) int {
 type Stage struct {
 	Duration time.Duration
 	Target   int
+}
+
+// MarshalJSON writes the stage as k6 options do: {"duration":"1m30s","target":5}.
+func (st Stage) MarshalJSON() ([]byte, error) {
+	return []byte(`{"duration":"` + st.Duration.String() + `","target":` + strconv.Itoa(st.Target) + `}`), nil
 }
 
 // Stages is the ramping-vus plan (startVUs 0) of one kind's clients in shard

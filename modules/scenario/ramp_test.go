@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -182,5 +183,28 @@ func TestAbortRulesAsData(t *testing.T) {
 		if r.Name != w.name || r.Metric != w.metric || r.Threshold() != w.threshold || r.PerOp != w.perOp || r.Covers("deliver") != w.deliver || !r.Covers("publish") {
 			t.Errorf("rule %d = %+v (threshold %q), want %+v", i, r, r.Threshold(), w)
 		}
+	}
+}
+
+func TestStagesMarshalAsK6Options(t *testing.T) {
+	b, err := json.Marshal([]Stage{{90 * time.Second, 5}, {0, 0}, {1500 * time.Millisecond, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"duration":"1m30s","target":5},{"duration":"0s","target":0},{"duration":"1.5s","target":2}]`; string(b) != want {
+		t.Errorf("json = %s, want %s", b, want)
+	}
+}
+
+func TestValidateInMemoryScenario(t *testing.T) {
+	s := Defaults()
+	err := s.Validate()
+	if err == nil || !containsLine(err.Error(), "scenario: run_id: is required") || !containsLine(err.Error(), "scenario: ramp: needs at least one [[ramp]] step") {
+		t.Errorf("Validate of bare defaults: %v", err)
+	}
+	s.RunID = "x"
+	s.Ramp = []Step{{Users: 1, HoldSecs: 1}}
+	if err := s.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
 	}
 }
