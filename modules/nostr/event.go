@@ -258,9 +258,14 @@ func isHex(s string, n int) bool {
 	return true
 }
 
+// trim shortens untrusted input quoted in errors, cutting on a rune boundary.
 func trim(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if len(s) <= 80 {
+		return s
 	}
-	return s
+	n := 80
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -1,8 +1,10 @@
 package nostr
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	gonostr "github.com/nbd-wtf/go-nostr"
 )
@@ -103,4 +105,58 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+func TestCheckShape(t *testing.T) {
+	k := DeriveKeys("shape", RoleHuman, 0)
+	good, err := k.NewEvent(9, nil, "ok", time.Unix(1700000000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := good.CheckShape(); err != nil {
+		t.Fatalf("valid event: %v", err)
+	}
+	for name, mut := range map[string]func(e *Event){
+		"short id":         func(e *Event) { e.ID = e.ID[:63] },
+		"upper-case id":    func(e *Event) { e.ID = strings.ToUpper(e.ID) },
+		"non-hex pubkey":   func(e *Event) { e.PubKey = "g" + e.PubKey[1:] },
+		"long sig":         func(e *Event) { e.Sig += "00" },
+		"negative kind":    func(e *Event) { e.Kind = -1 },
+		"kind above 65535": func(e *Event) { e.Kind = 65536 },
+		"invalid UTF-8":    func(e *Event) { e.Content = "a\xffb" },
+	} {
+		e := *good
+		mut(&e)
+		if err := e.CheckShape(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestGenerateKeysAreFreshAndUsable(t *testing.T) {
+	a, err := GenerateKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := GenerateKeys()
+	if a.PubKey() == b.PubKey() {
+		t.Fatal("two generated keys are equal")
+	}
+	back, err := NewKeys(a.SecretHex())
+	if err != nil || back.PubKey() != a.PubKey() {
+		t.Fatalf("secret does not round-trip: %v", err)
+	}
+	e, err := a.NewEvent(1, nil, "x", time.Unix(1700000000, 0))
+	if err != nil || e.Verify() != nil {
+		t.Fatalf("generated key cannot sign: %v", err)
+	}
+}
+
+func TestTrimKeepsUTF8Valid(t *testing.T) {
+	s := strings.Repeat("é", 60) // 120 bytes; byte 80 is a rune start, 81 is not
+	for _, in := range []string{s, "x" + s} {
+		if out := trim(in); !utf8.ValidString(out) || len(out) > 80+len("…") {
+			t.Errorf("trim(%d bytes) = %q", len(in), out)
+		}
+	}
 }
