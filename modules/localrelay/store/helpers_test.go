@@ -67,3 +67,5 @@ func testKeys(t testing.TB) *nostr.Keys {
 	t.Helper()
 	return nostr.DeriveKeys("store-test", nostr.RoleOperator, 0)
 }
+
+func replyToID(id string) []string { return []string{"e", id, "", "reply"} }
