@@ -155,6 +155,13 @@ func TestCrossCheckNostrTools(t *testing.T) {
 	addEvent(tamper(func(e *Event) { e.Content = "hellp" }), false, false, "tampered content")
 	addEvent(tamper(func(e *Event) { e.Sig = flipHex(e.Sig, 5) }), false, true, "tampered signature")
 	addEvent(tamper(func(e *Event) { e.PubKey = owner.PubKey(); e.ID = e.ComputeID() }), false, true, "signature under another key")
+	// Known divergence (nostr-ecosystem.md §4.4): we hash the bytes we send;
+	// a JavaScript peer decodes invalid UTF-8 (here a lone byte and a UTF-8
+	// encoded surrogate) to U+FFFD first, so it computes another id and
+	// rejects the event. Conformance runs may send this on purpose; normal
+	// traffic must stay valid UTF-8 (CheckShape refuses it inbound).
+	bad8, _ := k.NewEvent(KindStreamMessage, nil, "a\xffb\xed\xa0\x80c", now)
+	addEvent(bad8, false, false, "invalid UTF-8 content (expected divergence)")
 	attested, _ := AttestAgent(owner, agent.PubKey(), "kind=9")
 	oaEv, _ := agent.NewEvent(KindStreamMessage, [][]string{{"h", "c"}, attested}, "agent says hi", now)
 	addEvent(oaEv, true, true, "event with NIP-OA tag")
