@@ -10,6 +10,7 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // NewRegistry returns a registry holding the built-in modules: k6,
@@ -111,18 +112,14 @@ func (k *k6Module) check(call sobek.FunctionCall) sobek.Value {
 		} else {
 			pass = item.ToBoolean()
 		}
-		tags := st.Tags.Map()
-		for tk, tv := range extra {
-			tags[tk] = tv
-		}
-		tags["check"] = name
+		tags := withTags(st.Tags.TagSet(), extra).With("check", name)
 		var value float64
 		if pass {
 			value = 1
 		} else {
 			all = false
 		}
-		k.vu.b.cfg.Metrics.Push(modules.Sample{Metric: k.vu.b.metrics.checks, Time: time.Now(), Value: value, Tags: tags, Metadata: k.vu.metadata()})
+		k.vu.buf.Add(metrics.Sample{Metric: k.vu.b.metrics.Checks, Time: time.Now(), Value: value, Tags: tags, Metadata: k.vu.metadata()})
 		if thrown != nil {
 			if ex, isEx := thrown.(*sobek.Exception); isEx {
 				panic(ex.Value())
@@ -143,9 +140,6 @@ func (k *k6Module) group(name string, fn sobek.Callable) (sobek.Value, error) {
 		return nil, errors.New("group() needs a function")
 	}
 	parent := st.Group
-	if parent == "" && st.Phase != modules.PhaseIteration {
-		parent = ""
-	}
 	path := parent + "::" + name
 	prevTag, _ := st.Tags.Get("group")
 	st.Group = path
@@ -155,9 +149,8 @@ func (k *k6Module) group(name string, fn sobek.Callable) (sobek.Value, error) {
 	end := time.Now()
 	st.Group = parent
 	st.Tags.Set("group", prevTag)
-	tags := st.Tags.Map()
-	tags["group"] = path
-	k.vu.b.cfg.Metrics.Push(modules.Sample{Metric: k.vu.b.metrics.groupDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: k.vu.metadata()})
+	tags := st.Tags.TagSet().With("group", path)
+	k.vu.buf.Add(metrics.Sample{Metric: k.vu.b.metrics.GroupDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: k.vu.metadata()})
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +183,14 @@ func (k *k6Module) fail(msg string) {
 func (k *k6Module) randomSeed(seed int64) {
 	r := rand.New(rand.NewSource(seed)) //nolint:gosec // Math.random is not crypto
 	k.vu.rt.SetRandSource(r.Float64)
+}
+
+// withTags lays extra tags over base.
+func withTags(base metrics.TagSet, extra map[string]string) metrics.TagSet {
+	if len(extra) == 0 {
+		return base
+	}
+	return base.Merge(metrics.TagsFromMap(extra))
 }
 
 // tagArg reads an optional tags object: values must be strings, numbers or

@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // metricNameRE is k6's custom metric name rule (spec §1.10).
@@ -22,16 +23,16 @@ func newMetricsModule(mvu modules.VU) (modules.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	mk := func(t modules.MetricType) func(sobek.ConstructorCall) *sobek.Object {
+	mk := func(t metrics.Type) func(sobek.ConstructorCall) *sobek.Object {
 		return func(call sobek.ConstructorCall) *sobek.Object { return v.newCustomMetric(call, t) }
 	}
 	return modules.StaticExports{Named: map[string]any{
-		"Counter": mk(modules.Counter), "Gauge": mk(modules.Gauge),
-		"Rate": mk(modules.Rate), "Trend": mk(modules.Trend),
+		"Counter": mk(metrics.Counter), "Gauge": mk(metrics.Gauge),
+		"Rate": mk(metrics.Rate), "Trend": mk(metrics.Trend),
 	}}, nil
 }
 
-func (v *VU) newCustomMetric(call sobek.ConstructorCall, t modules.MetricType) *sobek.Object {
+func (v *VU) newCustomMetric(call sobek.ConstructorCall, t metrics.Type) *sobek.Object {
 	rt := v.rt
 	if v.initEnv == nil {
 		v.throw(errors.New("metrics must be declared in the init context"))
@@ -40,11 +41,11 @@ func (v *VU) newCustomMetric(call sobek.ConstructorCall, t modules.MetricType) *
 	if !metricNameRE.MatchString(name) {
 		v.throw(fmt.Errorf("invalid metric name %q: it must match %s", name, metricNameRE))
 	}
-	contains := modules.Default
+	contains := metrics.Default
 	if call.Argument(1).ToBoolean() {
-		contains = modules.Time
+		contains = metrics.Time
 	}
-	m, err := v.b.cfg.Metrics.Define(name, t, contains)
+	m, err := v.Registry().New(name, t, contains)
 	if err != nil {
 		v.throw(err)
 	}
@@ -54,7 +55,7 @@ func (v *VU) newCustomMetric(call sobek.ConstructorCall, t modules.MetricType) *
 	return o
 }
 
-func (v *VU) addSample(m *modules.Metric, c sobek.FunctionCall) bool {
+func (v *VU) addSample(m *metrics.Metric, c sobek.FunctionCall) bool {
 	st := v.state
 	if st == nil || v.initEnv != nil {
 		v.throw(errors.New("metric samples can't be added in the init context"))
@@ -68,11 +69,7 @@ func (v *VU) addSample(m *modules.Metric, c sobek.FunctionCall) bool {
 	if err != nil {
 		v.throw(err)
 	}
-	tags := st.Tags.Map()
-	for k, t := range extra {
-		tags[k] = t
-	}
-	v.b.cfg.Metrics.Push(modules.Sample{Metric: m, Time: time.Now(), Value: val, Tags: tags, Metadata: v.metadata()})
+	v.buf.Add(metrics.Sample{Metric: m, Time: time.Now(), Value: val, Tags: withTags(st.Tags.TagSet(), extra), Metadata: v.metadata()})
 	return true
 }
 

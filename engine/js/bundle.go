@@ -25,6 +25,7 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // Config is what a Bundle needs.
@@ -41,8 +42,9 @@ type Config struct {
 	Env map[string]string
 	// Logger gets console output and script errors; nil discards.
 	Logger *Logger
-	// Metrics receives samples; nil discards them.
-	Metrics modules.Metrics
+	// Collector receives samples (each VU records through its own buffer);
+	// nil gives the bundle a private collector.
+	Collector *metrics.Collector
 	// Control is the run this bundle belongs to (k6/execution); nil is a
 	// stand-alone bundle whose test.abort/fail only record.
 	Control Controller
@@ -56,7 +58,7 @@ type Bundle struct {
 	loader  *loader
 	main    sobek.ModuleRecord
 	mainURL *url.URL
-	metrics builtinMetrics
+	metrics *metrics.Builtins
 
 	// Options is the script's `options` export as JSON (nil if none).
 	Options json.RawMessage
@@ -69,10 +71,6 @@ type Bundle struct {
 	control       Controller
 }
 
-type builtinMetrics struct {
-	iterations, iterationDuration, checks, groupDuration, dataSent, dataReceived *modules.Metric
-}
-
 // NewBundle compiles the script and runs its init code once with __VU = 0 in
 // a throwaway runtime to read `options` and the exports (spec §1.1). After it
 // the file system is locked: VUs can only read what this init read.
@@ -80,16 +78,18 @@ func NewBundle(ctx context.Context, cfg Config) (*Bundle, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = NewRegistry()
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = discardMetrics{}
+	if cfg.Collector == nil {
+		cfg.Collector = metrics.NewCollector(metrics.NewRegistry(), metrics.CollectorOptions{})
 	}
 	b := &Bundle{cfg: cfg, control: cfg.Control}
 	if b.control == nil {
 		b.control = &StandaloneControl{}
 	}
-	if err := b.defineMetrics(); err != nil {
+	bm, err := cfg.Collector.Registry().RegisterBuiltins()
+	if err != nil {
 		return nil, err
 	}
+	b.metrics = bm
 	b.loader = newLoader(cfg.Registry, cfg.Helpers, cfg.ReadFile)
 	b.loader.host = b
 	b.mainURL = fileURL(cfg.Filename)
@@ -148,28 +148,6 @@ type ConfigError struct{ Err error }
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-func (b *Bundle) defineMetrics() error {
-	m := b.cfg.Metrics
-	var err error
-	def := func(name string, t modules.MetricType, c modules.ValueType) *modules.Metric {
-		if err != nil {
-			return nil
-		}
-		var mm *modules.Metric
-		mm, err = m.Define(name, t, c)
-		return mm
-	}
-	b.metrics = builtinMetrics{
-		iterations:        def("iterations", modules.Counter, modules.Default),
-		iterationDuration: def("iteration_duration", modules.Trend, modules.Time),
-		checks:            def("checks", modules.Rate, modules.Default),
-		groupDuration:     def("group_duration", modules.Trend, modules.Time),
-		dataSent:          def("data_sent", modules.Counter, modules.Data),
-		dataReceived:      def("data_received", modules.Counter, modules.Data),
-	}
-	return err
-}
-
 // HasExport reports whether name is an exported function.
 func (b *Bundle) HasExport(name string) bool {
 	i := sort.SearchStrings(b.Exports, name)
@@ -199,14 +177,6 @@ func (b *Bundle) vuFor(rt *sobek.Runtime) *VU {
 func (b *Bundle) NewVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
 	return b.newVU(ctx, id, idInTest)
 }
-
-// discardMetrics drops every sample.
-type discardMetrics struct{}
-
-func (discardMetrics) Define(name string, t modules.MetricType, c modules.ValueType) (*modules.Metric, error) {
-	return &modules.Metric{Name: name, Type: t, Contains: c}, nil
-}
-func (discardMetrics) Push(...modules.Sample) {}
 
 // Controller is the run as seen from scripts (k6/execution) and the host.
 type Controller interface {

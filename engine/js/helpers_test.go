@@ -9,46 +9,34 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
-// memMetrics records every sample for assertions.
+// memMetrics records every sample the collector ingests.
 type memMetrics struct {
+	c       *metrics.Collector
 	mu      sync.Mutex
-	defs    map[string]*modules.Metric
-	samples []modules.Sample
+	samples []metrics.Sample
 }
 
-func newMemMetrics() *memMetrics { return &memMetrics{defs: map[string]*modules.Metric{}} }
-
-func (m *memMetrics) Define(name string, t modules.MetricType, c modules.ValueType) (*modules.Metric, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if d, ok := m.defs[name]; ok {
-		if d.Type != t || d.Contains != c {
-			return nil, errMetricClash(name)
-		}
-		return d, nil
-	}
-	d := &modules.Metric{Name: name, Type: t, Contains: c, ID: len(m.defs)}
-	m.defs[name] = d
-	return d, nil
+func newMemMetrics() *memMetrics {
+	m := &memMetrics{c: metrics.NewCollector(metrics.NewRegistry(), metrics.CollectorOptions{})}
+	m.c.AddConsumer(m)
+	return m
 }
 
-type errMetricClash string
-
-func (e errMetricClash) Error() string { return "metric " + string(e) + " redefined with another type" }
-
-func (m *memMetrics) Push(s ...modules.Sample) {
+func (m *memMetrics) AddSamples(s []metrics.Sample) {
 	m.mu.Lock()
 	m.samples = append(m.samples, s...)
 	m.mu.Unlock()
 }
 
-func (m *memMetrics) of(name string) []modules.Sample {
+// of flushes and returns the samples of one metric.
+func (m *memMetrics) of(name string) []metrics.Sample {
+	m.c.Flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []modules.Sample
+	var out []metrics.Sample
 	for _, s := range m.samples {
 		if s.Metric.Name == name {
 			out = append(out, s)
@@ -103,12 +91,12 @@ func newHarness(t *testing.T, files map[string]string) *harness {
 
 func (h *harness) config(main string) Config {
 	return Config{
-		Filename: filepath.Join(h.dir, main),
-		Env:      map[string]string{"FROM_ENV": "yes"},
-		Logger:   NewLogger(h.log, LevelDebug),
-		Metrics:  h.metrics,
-		Control:  h.control,
-		Helpers:  fstest.MapFS{"greet.js": {Data: []byte(`export function greet(n) { return "hi " + n }`)}},
+		Filename:  filepath.Join(h.dir, main),
+		Env:       map[string]string{"FROM_ENV": "yes"},
+		Logger:    NewLogger(h.log, LevelDebug),
+		Collector: h.metrics.c,
+		Control:   h.control,
+		Helpers:   fstest.MapFS{"greet.js": {Data: []byte(`export function greet(n) { return "hi " + n }`)}},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/js/eventloop"
 	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // VU is one virtual user: a sobek runtime, its event loop and timers. All
@@ -29,6 +30,7 @@ type VU struct {
 	id      uint64
 	idTest  uint64
 	ctx     context.Context
+	buf     *metrics.Buffer
 	state   *modules.State
 	initEnv *modules.InitEnv
 
@@ -93,7 +95,17 @@ func (v *VU) State() *modules.State { return v.state }
 func (v *VU) InitEnv() *modules.InitEnv { return v.initEnv }
 
 // Metrics implements modules.VU.
-func (v *VU) Metrics() modules.Metrics { return v.b.cfg.Metrics }
+func (v *VU) Metrics() modules.Metrics { return v }
+
+// Registry implements modules.Metrics.
+func (v *VU) Registry() *metrics.Registry { return v.b.cfg.Collector.Registry() }
+
+// Push implements modules.Metrics.
+func (v *VU) Push(samples ...metrics.Sample) {
+	for i := range samples {
+		v.buf.Add(samples[i])
+	}
+}
 
 // ID is __VU.
 func (v *VU) ID() uint64 { return v.id }
@@ -102,12 +114,15 @@ func (v *VU) ID() uint64 { return v.id }
 func (v *VU) Logger() *Logger { return v.b.cfg.Logger }
 
 // Close releases the VU's bookkeeping in the bundle.
-func (v *VU) Close() { v.b.vus.Delete(v.rt) }
+func (v *VU) Close() {
+	v.b.vus.Delete(v.rt)
+	v.buf.Close()
+}
 
 func (b *Bundle) newVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
-	v := &VU{b: b, rt: rt, id: id, idTest: idInTest, ctx: ctx, env: b.cfg.Env}
+	v := &VU{b: b, rt: rt, id: id, idTest: idInTest, ctx: ctx, env: b.cfg.Env, buf: b.cfg.Collector.NewBuffer()}
 	v.loop = eventloop.New(v.checkRejections)
 	v.timers = newTimers(v)
 	rt.SetPromiseRejectionTracker(v.trackRejection)
@@ -498,30 +513,26 @@ func (v *VU) logException(err error) {
 }
 
 func (v *VU) emitIteration(start, end time.Time) {
-	tags := v.state.Tags.Map()
+	tags := v.state.Tags.TagSet()
 	md := v.metadata()
-	v.b.cfg.Metrics.Push(
-		modules.Sample{Metric: v.b.metrics.iterations, Time: end, Value: 1, Tags: tags, Metadata: md},
-		modules.Sample{Metric: v.b.metrics.iterationDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: md},
-	)
+	v.buf.Add(metrics.Sample{Metric: v.b.metrics.Iterations, Time: end, Value: 1, Tags: tags, Metadata: md})
+	v.buf.Add(metrics.Sample{Metric: v.b.metrics.IterationDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: md})
 }
 
-func (v *VU) metadata() map[string]string {
+func (v *VU) metadata() metrics.TagSet {
 	if v.state == nil || v.state.Metadata == nil || v.state.Metadata.Len() == 0 {
-		return nil
+		return metrics.TagSet{}
 	}
-	return v.state.Metadata.Map()
+	return v.state.Metadata.TagSet()
 }
 
 func (v *VU) emitData(t time.Time) {
 	if v.state == nil {
 		return
 	}
-	tags := v.state.Tags.Map()
-	v.b.cfg.Metrics.Push(
-		modules.Sample{Metric: v.b.metrics.dataSent, Time: t, Value: float64(v.BytesSent.Swap(0)), Tags: tags},
-		modules.Sample{Metric: v.b.metrics.dataReceived, Time: t, Value: float64(v.BytesReceived.Swap(0)), Tags: tags},
-	)
+	tags := v.state.Tags.TagSet()
+	v.buf.Add(metrics.Sample{Metric: v.b.metrics.DataSent, Time: t, Value: float64(v.BytesSent.Swap(0)), Tags: tags})
+	v.buf.Add(metrics.Sample{Metric: v.b.metrics.DataReceived, Time: t, Value: float64(v.BytesReceived.Swap(0)), Tags: tags})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

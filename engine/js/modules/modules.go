@@ -13,11 +13,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/js/eventloop"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // Module is a Go JS module. It must be safe to call from many VU goroutines.
@@ -132,6 +132,21 @@ func (p Phase) String() string {
 type TagMap struct {
 	keys []string
 	vals []string
+	set  metrics.TagSet
+	ok   bool // set is current
+}
+
+// TagSet returns the tags as an immutable metrics.TagSet, rebuilt only after
+// a change, so emitting samples with unchanged tags allocates nothing.
+func (t *TagMap) TagSet() metrics.TagSet {
+	if !t.ok {
+		tags := make([]metrics.Tag, len(t.keys))
+		for i, k := range t.keys {
+			tags[i] = metrics.Tag{Key: k, Value: t.vals[i]}
+		}
+		t.set, t.ok = metrics.NewTagSet(tags...), true
+	}
+	return t.set
 }
 
 // NewTagMap returns a tag map holding m.
@@ -147,10 +162,13 @@ func NewTagMap(m map[string]string) *TagMap {
 func (t *TagMap) Set(k, v string) {
 	for i, kk := range t.keys {
 		if kk == k {
-			t.vals[i] = v
+			if t.vals[i] != v {
+				t.vals[i], t.ok = v, false
+			}
 			return
 		}
 	}
+	t.ok = false
 	t.keys = append(t.keys, k)
 	t.vals = append(t.vals, v)
 }
@@ -169,6 +187,7 @@ func (t *TagMap) Get(k string) (string, bool) {
 func (t *TagMap) Delete(k string) {
 	for i, kk := range t.keys {
 		if kk == k {
+			t.ok = false
 			t.keys = append(t.keys[:i], t.keys[i+1:]...)
 			t.vals = append(t.vals[:i], t.vals[i+1:]...)
 			return
@@ -197,63 +216,17 @@ func (t *TagMap) Map() map[string]string {
 
 // Clone copies the tag map.
 func (t *TagMap) Clone() *TagMap {
-	return &TagMap{keys: append([]string(nil), t.keys...), vals: append([]string(nil), t.vals...)}
+	return &TagMap{keys: append([]string(nil), t.keys...), vals: append([]string(nil), t.vals...), set: t.set, ok: t.ok}
 }
 
-// MetricType is the kind of sink a metric has.
-type MetricType uint8
-
-// The four k6 metric types.
-const (
-	Counter MetricType = iota
-	Gauge
-	Rate
-	Trend
-)
-
-func (m MetricType) String() string {
-	return [...]string{"counter", "gauge", "rate", "trend"}[m]
-}
-
-// ValueType says what a metric's values are.
-type ValueType uint8
-
-// Value types: plain numbers, milliseconds, bytes.
-const (
-	Default ValueType = iota
-	Time
-	Data
-)
-
-func (v ValueType) String() string {
-	return [...]string{"default", "time", "data"}[v]
-}
-
-// Metric is a handle to a defined metric.
-type Metric struct {
-	Name     string
-	Type     MetricType
-	Contains ValueType
-	// ID is the registry's index, for sinks that want a slice, not a map.
-	ID int
-}
-
-// Sample is one measurement.
-type Sample struct {
-	Metric   *Metric
-	Time     time.Time
-	Value    float64
-	Tags     map[string]string
-	Metadata map[string]string
-}
-
-// Metrics is the metric registry and sample path as modules see it.
+// Metrics is the metric side of a VU as modules see it.
 type Metrics interface {
-	// Define creates a metric or returns the existing one of the same name,
-	// type and value type; a clash or a bad name is an error.
-	Define(name string, t MetricType, contains ValueType) (*Metric, error)
-	// Push records samples. It must not block for long.
-	Push(samples ...Sample)
+	// Registry creates metrics or returns existing ones (k6's name rule; a
+	// type clash is an error). Create them in init code.
+	Registry() *metrics.Registry
+	// Push records samples through the VU's own buffer. Build tag sets with
+	// State.Tags.TagSet() (cached) plus your own tags.
+	Push(samples ...metrics.Sample)
 }
 
 // Registry maps import paths to modules. Build it once before the run; it is
