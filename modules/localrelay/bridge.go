@@ -1,0 +1,332 @@
+package localrelay
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
+
+// httpCaller is who an authenticated HTTP request speaks for.
+type httpCaller struct {
+	pubkey string
+	agent  bool
+	authID string // the NIP-98 event id ("" for the dev fallback)
+}
+
+// publicHTTPBase is scheme://host as clients address this community.
+func (r *Relay) publicHTTPBase(c *community) string {
+	if r.cfg.PublicScheme == "wss" {
+		return "https://" + c.host
+	}
+	return "http://" + c.host
+}
+
+// readBody reads at most MaxBodyBytes.
+func (r *Relay) readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSONError(w, http.StatusRequestEntityTooLarge, "request body too large (limit "+strconv.FormatInt(r.cfg.MaxBodyBytes, 10)+" bytes)")
+		} else {
+			writeJSONError(w, http.StatusBadRequest, "could not read request body")
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// authHTTP applies NIP-98 (digest §3.2). requirePayload is true on
+// /buzz/v1 POSTs; allowDev permits the X-Pubkey fallback when configured.
+// It writes the 401 itself and returns ok=false on failure.
+func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community, body []byte, requirePayload, allowDev bool) (httpCaller, bool) {
+	h := req.Header.Get("Authorization")
+	if h == "" && allowDev && r.cfg.AllowDevPubkey {
+		pk := strings.ToLower(strings.TrimSpace(req.Header.Get("X-Pubkey")))
+		if _, err := nostr.ParsePubKey(pk); err == nil {
+			return httpCaller{pubkey: pk}, true
+		}
+	}
+	ev, err := nostr.ParseHTTPAuth(h)
+	if err != nil {
+		writeJSONError(w, http.StatusUnauthorized, err.Error())
+		return httpCaller{}, false
+	}
+	u := r.publicHTTPBase(c) + req.URL.EscapedPath()
+	if req.URL.RawQuery != "" {
+		u += "?" + req.URL.RawQuery
+	}
+	if err := nostr.VerifyHTTPAuth(ev, nostr.HTTPCheck{
+		Method: req.Method, URL: u, Body: body, RequirePayload: requirePayload,
+		Now: time.Now(), MaxSkew: r.cfg.AuthSkew,
+	}); err != nil {
+		writeJSONError(w, http.StatusUnauthorized, err.Error())
+		return httpCaller{}, false
+	}
+	caller := httpCaller{pubkey: ev.PubKey, authID: ev.ID}
+	if v := req.Header.Get(nostr.OAHeader); v != "" {
+		tag, err := nostr.ParseOATagHeader(v)
+		if err == nil {
+			_, err = verifyOATag(tag, ev.PubKey, 0, ev.CreatedAt)
+		}
+		if err != nil {
+			writeJSONError(w, http.StatusUnauthorized, "NIP-98: invalid x-auth-tag")
+			return httpCaller{}, false
+		}
+		caller.agent = true
+	}
+	return caller, true
+}
+
+// serveBridge handles POST /events, /query and /count. Check order (digest
+// §3.2): host → auth → admission (429) → replay → JSON parse → route.
+func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *community) {
+	if d := r.faults.latency(); d > 0 {
+		time.Sleep(d)
+	}
+	if st := r.faults.takeHTTPFailure(req.URL.Path); st != 0 {
+		writeJSONError(w, st, "fault injected")
+		return
+	}
+	if req.Method != http.MethodPost {
+		writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	body, ok := r.readBody(w, req)
+	if !ok {
+		return
+	}
+	caller, ok := r.authHTTP(w, req, c, body, false, true)
+	if !ok {
+		return
+	}
+	if reason := c.limits.api(caller.pubkey, caller.agent, time.Now()); reason != "" {
+		writeJSONError(w, http.StatusTooManyRequests, reason)
+		return
+	}
+	if caller.authID != "" && c.replay.check(caller.authID, time.Now()) {
+		writeJSONError(w, http.StatusUnauthorized, "NIP-98: replay detected")
+		return
+	}
+	switch req.URL.Path {
+	case "/events":
+		r.httpEvents(w, c, caller, body)
+	case "/query":
+		r.httpQuery(w, c, caller, body)
+	case "/count":
+		r.httpCount(w, c, caller, body)
+	}
+}
+
+func (r *Relay) httpEvents(w http.ResponseWriter, c *community, caller httpCaller, body []byte) {
+	ev, err := nostr.ParseEvent(body)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid: body is not an event JSON object")
+		return
+	}
+	res := r.ingest(c, ev, ingestAuth{pubkey: caller.pubkey, agentOwner: boolOwner(caller.agent), ws: false})
+	if res.accepted || res.status == http.StatusOK {
+		writeJSON(w, http.StatusOK, map[string]any{"event_id": ev.ID, "accepted": res.accepted, "message": res.message})
+		return
+	}
+	writeJSONError(w, res.status, res.message)
+}
+
+// boolOwner marks an agent caller for the tier choice (the owner itself
+// does not matter for HTTP publishing).
+func boolOwner(agent bool) string {
+	if agent {
+		return "agent"
+	}
+	return ""
+}
+
+// restrictedStatus maps a read refusal to 403 (restricted:) or 400.
+func restrictedStatus(reason string) int {
+	if strings.HasPrefix(reason, "restricted:") {
+		return http.StatusForbidden
+	}
+	return http.StatusBadRequest
+}
+
+func (r *Relay) httpCount(w http.ResponseWriter, c *community, caller httpCaller, body []byte) {
+	filters, err := parseFilters(body)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(filters) == 0 || len(filters) > r.cfg.MaxFilters {
+		writeJSONError(w, http.StatusBadRequest, "invalid: between 1 and "+strconv.Itoa(r.cfg.MaxFilters)+" filters are required")
+		return
+	}
+	if reason := c.checkReadAccess(filters, caller.pubkey, accessCOUNT, 0); reason != "" {
+		writeJSONError(w, restrictedStatus(reason), reason)
+		return
+	}
+	n, reason := c.count(filters, caller.pubkey)
+	if reason != "" {
+		writeJSONError(w, http.StatusBadRequest, reason)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"count": n})
+}
+
+func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller, body []byte) {
+	filters, err := parseFilters(body)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(filters) == 0 || len(filters) > r.cfg.MaxFilters {
+		writeJSONError(w, http.StatusBadRequest, "invalid: between 1 and "+strconv.Itoa(r.cfg.MaxFilters)+" filters are required")
+		return
+	}
+	if reason := c.checkReadAccess(filters, caller.pubkey, accessHTTP, 0); reason != "" {
+		writeJSONError(w, restrictedStatus(reason), reason)
+		return
+	}
+	var top, tw, snapshot int
+	for _, f := range filters {
+		if f.TopLevel {
+			top++
+		}
+		if f.ThreadWindow {
+			tw++
+		}
+		if f.ReadStateSnapshot {
+			snapshot++
+		}
+	}
+	switch {
+	case top > 0:
+		if len(filters) != 1 {
+			writeJSONError(w, http.StatusBadRequest, "top_level cannot be combined with other filters")
+			return
+		}
+		out, status, msg := r.channelWindow(c, filters[0], caller.pubkey)
+		if status != http.StatusOK {
+			writeJSONError(w, status, msg)
+			return
+		}
+		writeRaw(w, out)
+		return
+	case tw > 0:
+		if tw != len(filters) {
+			writeJSONError(w, http.StatusBadRequest, "thread_window filters cannot be mixed with other filters")
+			return
+		}
+		if tw > 4 {
+			writeJSONError(w, http.StatusBadRequest, "at most 4 thread_window filters per request")
+			return
+		}
+		out, status, msg := r.threadWindow(c, filters, caller.pubkey)
+		if status != http.StatusOK {
+			writeJSONError(w, status, msg)
+			return
+		}
+		writeRaw(w, out)
+		return
+	case snapshot > 0:
+		if len(filters) != 1 {
+			writeJSONError(w, http.StatusBadRequest, "read_state_snapshot cannot be combined with other filters")
+			return
+		}
+		writeJSON(w, http.StatusOK, r.readStateSnapshot(c, caller.pubkey))
+		return
+	case isPresenceQuery(filters):
+		writeRaw(w, r.synthesizePresence(c, filters))
+		return
+	}
+	for _, f := range filters {
+		if f.HasBeforeID {
+			if f.Until == nil {
+				writeJSONError(w, http.StatusBadRequest, "before_id requires until to be set")
+				return
+			}
+			if !isHexLen(f.BeforeID, 64) {
+				writeJSONError(w, http.StatusBadRequest, "before_id must be a 64-char hex event id")
+				return
+			}
+		}
+		if f.HasSearch {
+			if f.Limit == nil {
+				f.Limit = new(int)
+				*f.Limit = 100
+			}
+			if *f.Limit > 500 {
+				*f.Limit = 500
+			}
+		}
+	}
+	entries := c.history(filters, caller.pubkey, r.cfg.MaxHistoricalLimit)
+	writeEntries(w, entries)
+}
+
+func writeRaw(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// writeEntries writes a JSON array of stored events without re-encoding them.
+func writeEntries(w http.ResponseWriter, es []*Entry) {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, e := range es {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(e.JSON)
+	}
+	buf.WriteByte(']')
+	writeRaw(w, buf.Bytes())
+}
+
+// isPresenceQuery: every filter is kinds [20001] (or [40902]) with authors.
+func isPresenceQuery(filters []*Filter) bool {
+	for _, f := range filters {
+		if len(f.Kinds) != 1 || (f.Kinds[0] != kindPresence && f.Kinds[0] != 40902) || len(f.Authors) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// synthesizePresence answers a presence read with relay-signed 20001
+// events: content = the subject's status, p = the subject (digest §3.4).
+func (r *Relay) synthesizePresence(c *community, filters []*Filter) []byte {
+	seen := map[string]bool{}
+	var subjects []string
+	for _, f := range filters {
+		for _, a := range f.Authors {
+			if !seen[a] && len(subjects) < 1000 {
+				seen[a] = true
+				subjects = append(subjects, a)
+			}
+		}
+	}
+	statuses := make([]string, len(subjects))
+	c.mu.RLock()
+	for i, pk := range subjects {
+		statuses[i] = c.presenceOf(pk)
+	}
+	c.mu.RUnlock()
+	out := []byte{'['}
+	for i, pk := range subjects {
+		e := r.signRelay(kindPresence, [][]string{{"p", pk}}, statuses[i])
+		if e == nil {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = e.AppendJSON(out)
+	}
+	return append(out, ']')
+}

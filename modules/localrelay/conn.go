@@ -1,0 +1,514 @@
+package localrelay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
+
+// conn is one WebSocket client. The HTTP handler goroutine reads; one writer
+// goroutine owns all writes through a bounded queue (digest §1.1: 1000
+// messages, dropped after 15 consecutive overflows).
+type conn struct {
+	r  *Relay
+	c  *community
+	ws *websocket.Conn
+
+	send      chan outFrame
+	done      chan struct{}
+	closeOnce sync.Once
+	overflows atomic.Int32
+	framesOut atomic.Int64
+
+	challenge string
+	expected  string // the relay URL the AUTH relay tag must name
+
+	authed     atomic.Bool
+	pubkey     string // written once before authed is set
+	agentOwner string // NIP-OA owner, "" for humans
+	authFailed bool   // reader goroutine only
+
+	subs map[string]*subscription // reader goroutine only
+}
+
+type outFrame struct {
+	data      []byte
+	thenClose bool // close the socket once data is written
+}
+
+func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
+	if r.draining.Load() {
+		http.Error(w, "relay restarting", http.StatusServiceUnavailable)
+		return
+	}
+	c := r.lookup(req.Host)
+	if c == nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, unmappedBody)
+		return
+	}
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	if n := r.conns.Add(1); n > int64(r.cfg.MaxConnections) {
+		// Beyond the cap Buzz drops new sockets without a message.
+		r.conns.Add(-1)
+		ws.NetConn().Close()
+		return
+	}
+	r.connWG.Add(1)
+	defer r.connWG.Done()
+	defer r.conns.Add(-1)
+
+	k := &conn{
+		r: r, c: c, ws: ws,
+		send:      make(chan outFrame, r.cfg.SendBuffer),
+		done:      make(chan struct{}),
+		challenge: randomHex(32),
+		expected:  r.cfg.PublicScheme + "://" + c.host,
+		subs:      map[string]*subscription{},
+	}
+	c.addConn(k)
+	defer c.removeConn(k)
+	if r.draining.Load() {
+		k.closeWith(websocket.CloseServiceRestart, "relay restarting")
+	}
+	hardCap := int64(r.cfg.MaxFrameBytes)*4 + 1<<20
+	ws.SetReadLimit(hardCap)
+	idle := 3*r.cfg.PingInterval + 10*time.Second
+	ws.SetReadDeadline(time.Now().Add(idle))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(idle)) })
+
+	writerDone := make(chan struct{})
+	go func() { k.writeLoop(); close(writerDone) }()
+	k.enqueue(appendAuthFrame(nil, k.challenge))
+	authTimer := time.AfterFunc(r.cfg.AuthTimeout, func() {
+		if !k.authed.Load() {
+			k.closeWith(websocket.ClosePolicyViolation, "auth-required: authentication timed out")
+		}
+	})
+
+	k.readLoop(idle)
+
+	authTimer.Stop()
+	k.closeWith(websocket.CloseNormalClosure, "")
+	<-writerDone
+	ws.Close()
+	for _, s := range k.subs {
+		c.subs.remove(s)
+	}
+	if k.authed.Load() {
+		c.presenceConnClosed(k.pubkey)
+	}
+}
+
+func appendAuthFrame(dst []byte, challenge string) []byte {
+	dst = append(dst, `["AUTH","`...)
+	dst = append(dst, challenge...)
+	return append(dst, `"]`...)
+}
+
+func (k *conn) readLoop(idle time.Duration) {
+	limit := k.r.cfg.MaxFrameBytes
+	for {
+		mt, rd, err := k.ws.NextReader()
+		if err != nil {
+			return
+		}
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			return
+		}
+		k.ws.SetReadDeadline(time.Now().Add(idle))
+		if len(data) > limit {
+			k.enqueueClose([]byte(noticeFrame(fmt.Sprintf("error: frame too large (%d bytes, limit %d)", len(data), limit))))
+			return
+		}
+		if mt == websocket.BinaryMessage && !utf8.Valid(data) {
+			k.notice("invalid message: binary frame is not UTF-8")
+			continue
+		}
+		select {
+		case <-k.done:
+			return
+		default:
+		}
+		k.handle(data)
+	}
+}
+
+// writeLoop is the only writer of the socket besides close frames.
+func (k *conn) writeLoop() {
+	ping := time.NewTicker(k.r.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-k.done:
+			return
+		case f := <-k.send:
+			k.ws.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
+			if err := k.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
+				k.abort()
+				return
+			}
+			n := k.framesOut.Add(1)
+			if k.r.faults.shouldDrop(k.pubkeyIfAuthed(), n) {
+				k.abort()
+				return
+			}
+			if f.thenClose {
+				k.closeWith(websocket.ClosePolicyViolation, "")
+				return
+			}
+		case <-ping.C:
+			if err := k.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(k.r.cfg.WriteTimeout)); err != nil {
+				k.abort()
+				return
+			}
+		}
+	}
+}
+
+func (k *conn) pubkeyIfAuthed() string {
+	if k.authed.Load() {
+		return k.pubkey
+	}
+	return ""
+}
+
+// closeWith sends a close frame and lets the reader finish the handshake
+// (reading on until the peer answers or a second passes), so queued frames
+// are not lost to a TCP reset.
+func (k *conn) closeWith(code int, reason string) {
+	k.closeOnce.Do(func() {
+		close(k.done)
+		msg := websocket.FormatCloseMessage(code, reason)
+		if code == websocket.CloseNoStatusReceived {
+			msg = []byte{}
+		}
+		k.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+		k.ws.SetReadDeadline(time.Now().Add(time.Second))
+	})
+}
+
+// abort drops the TCP connection without a close frame.
+func (k *conn) abort() {
+	k.closeOnce.Do(func() { close(k.done) })
+	k.ws.NetConn().Close()
+}
+
+// enqueue queues a reply frame, waiting for room: replies to the client's
+// own requests apply back-pressure to its reads rather than being dropped.
+func (k *conn) enqueue(b []byte) {
+	select {
+	case k.send <- outFrame{data: b}:
+	case <-k.done:
+	}
+}
+
+func (k *conn) enqueueClose(b []byte) {
+	select {
+	case k.send <- outFrame{data: b, thenClose: true}:
+	case <-k.done:
+	}
+	// Wait for the writer so the caller's return does not race the close.
+	<-k.done
+}
+
+// deliver queues a live event without blocking. A full queue drops the
+// delivery; SlowClientGrace consecutive drops disconnect the client.
+func (k *conn) deliver(s *subscription, e *Entry) {
+	b := make([]byte, 0, len(e.JSON)+len(s.idJSON)+12)
+	b = append(b, `["EVENT",`...)
+	b = append(b, s.idJSON...)
+	b = append(b, ',')
+	b = append(b, e.JSON...)
+	b = append(b, ']')
+	select {
+	case k.send <- outFrame{data: b}:
+		k.overflows.Store(0)
+	default:
+		if int(k.overflows.Add(1)) >= k.r.cfg.SlowClientGrace {
+			go k.closeWith(websocket.ClosePolicyViolation, "slow consumer")
+		}
+	}
+}
+
+func noticeFrame(msg string) string { return `["NOTICE",` + jsonString(msg) + `]` }
+
+func (k *conn) notice(msg string) { k.enqueue([]byte(noticeFrame(msg))) }
+
+func (k *conn) ok(id string, accepted bool, msg string) {
+	k.enqueue([]byte(`["OK",` + jsonString(id) + `,` + strconv.FormatBool(accepted) + `,` + jsonString(msg) + `]`))
+}
+
+func (k *conn) closed(sub, msg string) {
+	k.enqueue([]byte(`["CLOSED",` + jsonString(sub) + `,` + jsonString(msg) + `]`))
+}
+
+func (k *conn) eose(s string) {
+	k.enqueue([]byte(`["EOSE",` + jsonString(s) + `]`))
+}
+
+// handle dispatches one client frame (digest §1.2).
+func (k *conn) handle(data []byte) {
+	var msg []json.RawMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		k.notice("invalid message: " + trimDetail(err.Error()))
+		return
+	}
+	if len(msg) == 0 {
+		k.notice("invalid message: empty array")
+		return
+	}
+	var verb string
+	if err := json.Unmarshal(msg[0], &verb); err != nil {
+		k.notice("invalid message: verb is not a string")
+		return
+	}
+	switch verb {
+	case "AUTH":
+		k.handleAuth(msg)
+	case "EVENT":
+		k.handleEvent(msg)
+	case "REQ":
+		k.handleReq(msg, false)
+	case "COUNT":
+		k.handleReq(msg, true)
+	case "CLOSE":
+		k.handleClose(msg)
+	default:
+		k.notice("invalid message: unknown message type " + strconv.Quote(trimDetail(verb)))
+	}
+}
+
+func trimDetail(s string) string {
+	if len(s) > 200 {
+		return s[:200]
+	}
+	return s
+}
+
+func (k *conn) handleClose(msg []json.RawMessage) {
+	var sub string
+	if len(msg) < 2 || json.Unmarshal(msg[1], &sub) != nil {
+		k.notice("invalid message: CLOSE needs a subscription id")
+		return
+	}
+	if s := k.subs[sub]; s != nil {
+		k.c.subs.remove(s)
+		delete(k.subs, sub)
+	}
+	k.closed(sub, "")
+}
+
+// handleAuth is NIP-42 as Buzz applies it (digest §1.5).
+func (k *conn) handleAuth(msg []json.RawMessage) {
+	if len(msg) < 2 {
+		k.notice("invalid message: AUTH needs an event")
+		return
+	}
+	ev, err := nostr.ParseEvent(msg[1])
+	if err != nil {
+		k.notice("invalid message: AUTH event: " + trimDetail(err.Error()))
+		return
+	}
+	switch {
+	case k.authed.Load():
+		k.ok(ev.ID, false, "auth-required: already authenticated")
+		return
+	case k.authFailed:
+		k.ok(ev.ID, false, "auth-required: authentication already failed")
+		return
+	}
+	check := nostr.AuthCheck{
+		Challenge: k.challenge, RelayURL: k.expected, Now: time.Now(),
+		MaxSkew: k.r.cfg.AuthSkew, AllowOATags: true,
+	}
+	if k.r.cfg.PairingRelayURL != "" {
+		check.AlsoAccept = []string{k.r.cfg.PairingRelayURL}
+	}
+	oa, err := nostr.VerifyAuthEvent(ev, check)
+	owner := ""
+	if err == nil && oa != nil {
+		owner, err = verifyOATag(oa, ev.PubKey, ev.Kind, ev.CreatedAt)
+	}
+	if err != nil {
+		k.authFailed = true
+		k.ok(ev.ID, false, "auth-required: verification failed")
+		return
+	}
+	k.pubkey = ev.PubKey
+	k.agentOwner = owner
+	k.authed.Store(true)
+	if owner != "" {
+		k.c.mu.Lock()
+		k.c.agentOwner[ev.PubKey] = owner
+		k.c.mu.Unlock()
+	}
+	k.c.presenceConnOpened(ev.PubKey)
+	k.ok(ev.ID, true, "")
+}
+
+// throttled answers a rate-limited frame: OK/CLOSED (newer relays) or a
+// NOTICE with no OK (relay-v0.2.1, Config.LegacyRateLimitNotice).
+func (k *conn) throttledEvent(id, reason string) {
+	if k.r.cfg.LegacyRateLimitNotice {
+		k.notice(reason)
+		return
+	}
+	k.ok(id, false, reason)
+}
+
+func (k *conn) handleEvent(msg []json.RawMessage) {
+	if len(msg) < 2 {
+		k.notice("invalid message: EVENT needs an event")
+		return
+	}
+	ev, err := nostr.ParseEvent(msg[1])
+	if err != nil {
+		k.notice("invalid message: " + trimDetail(err.Error()))
+		return
+	}
+	if !k.authed.Load() {
+		k.ok(ev.ID, false, "auth-required: not authenticated")
+		return
+	}
+	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
+		k.throttledEvent(ev.ID, reason)
+		return
+	}
+	res := k.r.ingest(k.c, ev, ingestAuth{pubkey: k.pubkey, agentOwner: k.agentOwner, ws: true})
+	if res.throttled {
+		k.throttledEvent(ev.ID, res.message)
+		return
+	}
+	k.ok(ev.ID, res.accepted, res.message)
+}
+
+// handleReq serves REQ and COUNT (digest §1.6, §1.7).
+func (k *conn) handleReq(msg []json.RawMessage, count bool) {
+	var sub string
+	if len(msg) < 2 || json.Unmarshal(msg[1], &sub) != nil {
+		k.notice("invalid message: missing subscription id")
+		return
+	}
+	if !k.authed.Load() {
+		if !count {
+			k.notice("auth-required: authenticate before subscribing")
+		}
+		k.closed(sub, "auth-required: not authenticated")
+		return
+	}
+	if len(sub) == 0 || len(sub) > k.r.cfg.MaxSubIDLength {
+		k.closed(sub, fmt.Sprintf("invalid: subscription id must be 1-%d bytes", k.r.cfg.MaxSubIDLength))
+		return
+	}
+	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
+		if count && k.r.cfg.LegacyRateLimitNotice {
+			k.notice(reason)
+		} else {
+			k.closed(sub, reason)
+		}
+		return
+	}
+	raws := msg[2:]
+	if len(raws) == 0 {
+		k.closed(sub, "invalid: at least one filter is required")
+		return
+	}
+	if len(raws) > k.r.cfg.MaxFilters {
+		k.closed(sub, fmt.Sprintf("invalid: too many filters (%d, limit %d)", len(raws), k.r.cfg.MaxFilters))
+		return
+	}
+	filters := make([]*Filter, 0, len(raws))
+	for i, raw := range raws {
+		f, err := parseFilter(raw)
+		if err != nil {
+			k.closed(sub, fmt.Sprintf("invalid: filter %d: %v", i, err))
+			return
+		}
+		filters = append(filters, f)
+	}
+	mode := accessWS
+	if count {
+		mode = accessCOUNT
+	}
+	if reason := k.c.checkReadAccess(filters, k.pubkey, mode, k.r.cfg.MaxChannelsPerREQ); reason != "" {
+		k.closed(sub, reason)
+		return
+	}
+	if count {
+		n, reason := k.c.count(filters, k.pubkey)
+		if reason != "" {
+			k.closed(sub, reason)
+			return
+		}
+		k.enqueue([]byte(`["COUNT",` + jsonString(sub) + `,{"count":` + strconv.Itoa(n) + `}]`))
+		return
+	}
+	if old := k.subs[sub]; old != nil {
+		// A REQ reusing an id replaces the old subscription (NIP-01).
+		k.c.subs.remove(old)
+		delete(k.subs, sub)
+	}
+	if len(k.subs) >= k.r.cfg.MaxSubscriptions {
+		k.closed(sub, "error: too many subscriptions")
+		return
+	}
+	s := &subscription{conn: k, id: sub, idJSON: []byte(jsonString(sub)), filters: filters, channels: channelScope(filters)}
+	// Register before replaying so nothing published in between is missed;
+	// a live event may then also appear in the replay (clients dedupe by id).
+	k.c.subs.add(s)
+	k.subs[sub] = s
+	var buf bytes.Buffer
+	for _, e := range k.c.history(filters, k.pubkey, k.r.cfg.MaxHistoricalLimit) {
+		buf.Reset()
+		buf.WriteString(`["EVENT",`)
+		buf.Write(s.idJSON)
+		buf.WriteByte(',')
+		buf.Write(e.JSON)
+		buf.WriteByte(']')
+		k.enqueue(append([]byte(nil), buf.Bytes()...))
+	}
+	switch d, withhold := k.r.faults.eoseDelay(sub); {
+	case withhold:
+	case d > 0:
+		time.AfterFunc(d, func() { k.eose(sub) })
+	default:
+		k.eose(sub)
+	}
+}
+
+// channelScope returns the union of #h values when every filter has #h
+// (a channel-scoped subscription), else nil (a global one).
+func channelScope(filters []*Filter) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range filters {
+		hs := f.channels()
+		if len(hs) == 0 {
+			return nil
+		}
+		for _, h := range hs {
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
