@@ -324,7 +324,9 @@ func evAt(t testing.TB, k *nostr.Keys, kind int, at time.Time, content string, t
 	return e
 }
 
-func key(name string) *nostr.Keys { return nostr.DeriveKeys("localrelay-test", nostr.RoleHuman, hashIndex(name)) }
+func key(name string) *nostr.Keys {
+	return nostr.DeriveKeys("localrelay-test", nostr.RoleHuman, hashIndex(name))
+}
 
 func hashIndex(s string) int {
 	h := sha256.Sum256([]byte(s))

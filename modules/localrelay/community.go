@@ -79,12 +79,12 @@ func (r *Relay) newCommunity(host, owner string, deployment bool) *community {
 		store:     newMemStore(), channels: map[string]*channel{}, reactions: map[reactionKey]string{},
 		replaceable: map[string]*Entry{}, threads: map[string]*threadStats{},
 		presence: map[string]*presenceState{}, agentOwner: map[string]string{},
-		readState: map[string]map[string]int64{},
+		readState:   map[string]map[string]int64{},
 		auxByTarget: map[string][]*Entry{}, replies: map[string][]*Entry{},
-		subs:      newSubIndex(),
-		limits:    newLimiter(&r.cfg),
-		replay:    newReplayCache(r.cfg.ReplayWindow),
-		conns:     map[*conn]struct{}{},
+		subs:   newSubIndex(),
+		limits: newLimiter(&r.cfg),
+		replay: newReplayCache(r.cfg.ReplayWindow),
+		conns:  map[*conn]struct{}{},
 	}
 }
 

@@ -70,20 +70,20 @@ type Config struct {
 	MaxBodyBytes       int64         `envconfig:"BUZZ_MAX_BODY_BYTES"`
 
 	// Rate limits (per community and pubkey). RateLimit=false switches them off.
-	RateLimit                bool          `envconfig:"BUZZ_RATE_LIMIT"`
-	HumanMessagesPerMin      int           `envconfig:"BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN"`
-	HumanAPICallsPerMin      int           `envconfig:"BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN"`
-	AgentMessagesPerMin      int           `envconfig:"BUZZ_RATE_LIMIT_AGENT_MESSAGES_PER_MIN"`
-	AgentAPICallsPerMin      int           `envconfig:"BUZZ_RATE_LIMIT_AGENT_API_CALLS_PER_MIN"`
-	WSFramesPerWindow        int           `envconfig:"BUZZ_RATE_LIMIT_WS_FRAMES_PER_WINDOW"`
-	WSFrameWindow            time.Duration `envconfig:"BUZZ_RATE_LIMIT_WS_FRAME_WINDOW"`
-	ObserverFramesPerSec     int           `envconfig:"BUZZ_RATE_LIMIT_OBSERVER_FRAMES_PER_SEC"`
-	LegacyRateLimitNotice    bool          `envconfig:"BUZZ_LEGACY_RATE_LIMIT_NOTICE"`
-	ThreadRepliesInChannel   bool          `envconfig:"BUZZ_THREAD_REPLIES_IN_CHANNEL"`
-	BuzzV1                   bool          `envconfig:"BUZZ_V1_ENABLED"`
-	BuzzV1RetentionSeconds   int64         `envconfig:"BUZZ_V1_RETENTION_SECONDS"`
-	PairingRelayURL          string        `envconfig:"BUZZ_PAIRING_RELAY_URL"`
-	DrainOnClose             time.Duration `envconfig:"BUZZ_DRAIN_TIMEOUT"`
+	RateLimit              bool          `envconfig:"BUZZ_RATE_LIMIT"`
+	HumanMessagesPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN"`
+	HumanAPICallsPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN"`
+	AgentMessagesPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_AGENT_MESSAGES_PER_MIN"`
+	AgentAPICallsPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_AGENT_API_CALLS_PER_MIN"`
+	WSFramesPerWindow      int           `envconfig:"BUZZ_RATE_LIMIT_WS_FRAMES_PER_WINDOW"`
+	WSFrameWindow          time.Duration `envconfig:"BUZZ_RATE_LIMIT_WS_FRAME_WINDOW"`
+	ObserverFramesPerSec   int           `envconfig:"BUZZ_RATE_LIMIT_OBSERVER_FRAMES_PER_SEC"`
+	LegacyRateLimitNotice  bool          `envconfig:"BUZZ_LEGACY_RATE_LIMIT_NOTICE"`
+	ThreadRepliesInChannel bool          `envconfig:"BUZZ_THREAD_REPLIES_IN_CHANNEL"`
+	BuzzV1                 bool          `envconfig:"BUZZ_V1_ENABLED"`
+	BuzzV1RetentionSeconds int64         `envconfig:"BUZZ_V1_RETENTION_SECONDS"`
+	PairingRelayURL        string        `envconfig:"BUZZ_PAIRING_RELAY_URL"`
+	DrainOnClose           time.Duration `envconfig:"BUZZ_DRAIN_TIMEOUT"`
 
 	// Logf receives operational log lines (never secrets). nil: silent.
 	Logf func(format string, args ...any) `ignored:"true"`

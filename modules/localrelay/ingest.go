@@ -27,8 +27,12 @@ type ingestResult struct {
 	status    int // HTTP status for a rejection: 400, 403, 429 or 500
 }
 
-func accept(msg string) ingestResult { return ingestResult{accepted: true, message: msg, status: http.StatusOK} }
-func reject(msg string) ingestResult { return ingestResult{message: msg, status: http.StatusBadRequest} }
+func accept(msg string) ingestResult {
+	return ingestResult{accepted: true, message: msg, status: http.StatusOK}
+}
+func reject(msg string) ingestResult {
+	return ingestResult{message: msg, status: http.StatusBadRequest}
+}
 
 // rejectf formats a rejection reason.
 func rejectf(format string, a ...any) ingestResult { return reject(fmt.Sprintf(format, a...)) }

@@ -106,8 +106,12 @@ func TestNIP42Auth(t *testing.T) {
 		}, 0, true},
 		{"59 s skew accepted", func(c *wsClient) [][]string { return [][]string{{"relay", c.url}, {"challenge", c.challenge}} }, 59 * time.Second, true},
 		{"61 s old refused", func(c *wsClient) [][]string { return [][]string{{"relay", c.url}, {"challenge", c.challenge}} }, -61 * time.Second, false},
-		{"wrong challenge refused", func(c *wsClient) [][]string { return [][]string{{"relay", c.url}, {"challenge", strings.Repeat("0", 64)}} }, 0, false},
-		{"wrong relay refused", func(c *wsClient) [][]string { return [][]string{{"relay", "ws://other.example"}, {"challenge", c.challenge}} }, 0, false},
+		{"wrong challenge refused", func(c *wsClient) [][]string {
+			return [][]string{{"relay", c.url}, {"challenge", strings.Repeat("0", 64)}}
+		}, 0, false},
+		{"wrong relay refused", func(c *wsClient) [][]string {
+			return [][]string{{"relay", "ws://other.example"}, {"challenge", c.challenge}}
+		}, 0, false},
 		{"duplicate relay tag refused", func(c *wsClient) [][]string {
 			return [][]string{{"relay", c.url}, {"relay", c.url}, {"challenge", c.challenge}}
 		}, 0, false},
