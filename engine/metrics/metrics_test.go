@@ -506,3 +506,16 @@ func TestParseStatAndAllowedAggregations(t *testing.T) {
 		t.Fatal("value accepted as a trend stat")
 	}
 }
+
+func TestTagJSONStringsMatchEncodingJSONExceptHTML(t *testing.T) {
+	for _, s := range []string{"plain", `q"uote`, `back\slash`, "nl\n\r\t", "ctl\x01\x1f", "<a&b>", "ünï", "bad\xffutf8", "sep\u2028\u2029", ""} {
+		var buf strings.Builder
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		want := strings.TrimSuffix(buf.String(), "\n")
+		if got := string(AppendJSONString(nil, s)); got != want {
+			t.Errorf("%q: got %s want %s", s, got, want)
+		}
+	}
+}

@@ -1,11 +1,11 @@
 package metrics
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Tag is one key/value pair.
@@ -241,21 +241,74 @@ func (t TagSet) String() string {
 }
 
 // MarshalJSON writes an object with keys in sorted order ({} when empty).
+// Like k6's outputs it does not escape <, > and &.
 func (t TagSet) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	return t.AppendJSON(nil), nil
+}
+
+// AppendJSON appends the MarshalJSON form to b.
+func (t TagSet) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
 	for i, tg := range t.Tags() {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(tg.Key)
-		v, _ := json.Marshal(tg.Value)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		b = AppendJSONString(b, tg.Key)
+		b = append(b, ':')
+		b = AppendJSONString(b, tg.Value)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}')
+}
+
+// AppendJSONString appends s as a JSON string, escaping what JSON requires
+// (and U+2028/U+2029, as encoding/json does) but not <, > and &.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // UnmarshalJSON reads an object of string values (null is the empty set).

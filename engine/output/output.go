@@ -1,0 +1,172 @@
+// Package output writes samples to files the way k6's outputs do:
+// `--out json=FILE` (NDJSON, spec §7.1) and `--out csv=FILE` (spec §7.2).
+//
+// An Output is a metrics.SampleConsumer: register it with
+// Collector.AddConsumer after Start. AddSamples only copies the batch into
+// memory; a goroutine encodes and writes it every flush interval, so the
+// sample path never waits on I/O. Stop writes what is left and closes the
+// file.
+//
+//	out, err := output.New("json=results.json.gz", output.Params{Thresholds: set, Stdout: os.Stdout})
+//	err = out.Start(); collector.AddConsumer(out); ...; err = out.Stop()
+package output
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/thresholds"
+)
+
+// Output receives samples and writes them somewhere.
+type Output interface {
+	// Start opens the destination and starts the periodic writer.
+	Start() error
+	// AddSamples copies a batch for the next write; it never blocks on I/O.
+	AddSamples(samples []metrics.Sample)
+	// Stop writes every pending sample and closes the destination.
+	Stop() error
+}
+
+// Params are what every output may need from the runner.
+type Params struct {
+	// Stdout is where "-" (or an empty file name) writes.
+	Stdout io.Writer
+	// Thresholds are listed in the JSON Metric lines (may be nil).
+	Thresholds *thresholds.Set
+	// Submetrics are extra sub-metric keys to list in JSON Metric lines
+	// (besides those of thresholds), e.g. http_req_duration{expected_response:true}.
+	Submetrics []string
+	// Location is the time zone of JSON timestamps (time.Local when nil).
+	Location *time.Location
+	// Env is the environment (K6_CSV_* settings); nil means none.
+	Env map[string]string
+	// SystemTags are the enabled system tags (CSV columns); nil means k6's
+	// defaults.
+	SystemTags []string
+}
+
+// New creates an output from a `--out` argument: `json=FILE`, `json`,
+// `csv=FILE` or `csv=fileName=…,saveInterval=…,timeFormat=…`.
+func New(arg string, p Params) (Output, error) {
+	kind, rest, _ := strings.Cut(arg, "=")
+	switch kind {
+	case "json":
+		return NewJSON(rest, p), nil
+	case "csv":
+		cfg, err := ParseCSVConfig(rest, p.Env)
+		if err != nil {
+			return nil, fmt.Errorf("--out %s: %w", arg, err)
+		}
+		return NewCSV(cfg, p), nil
+	}
+	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv)", arg, kind)
+}
+
+// sink is an opened destination: a file, possibly gzipped, or stdout.
+type sink struct {
+	w      io.Writer
+	closer []io.Closer
+}
+
+func openSink(name string, stdout io.Writer) (*sink, error) {
+	if name == "" || name == "-" {
+		if stdout == nil {
+			stdout = os.Stdout
+		}
+		return &sink{w: stdout}, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("output file %s: %w", name, err)
+	}
+	s := &sink{w: f, closer: []io.Closer{f}}
+	if strings.HasSuffix(name, ".gz") {
+		gz := gzip.NewWriter(f)
+		s.w = gz
+		s.closer = []io.Closer{gz, f}
+	}
+	return s, nil
+}
+
+func (s *sink) Close() error {
+	var first error
+	for _, c := range s.closer {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// pump holds copied samples and runs the periodic writer.
+type pump struct {
+	mu       sync.Mutex
+	pending  []metrics.Sample
+	interval time.Duration
+	write    func([]metrics.Sample) error
+	stop     chan struct{}
+	done     chan struct{}
+	errMu    sync.Mutex
+	err      error
+}
+
+func (p *pump) add(samples []metrics.Sample) {
+	p.mu.Lock()
+	p.pending = append(p.pending, samples...)
+	p.mu.Unlock()
+}
+
+func (p *pump) flush() {
+	p.mu.Lock()
+	batch := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := p.write(batch); err != nil {
+		p.errMu.Lock()
+		if p.err == nil {
+			p.err = err
+		}
+		p.errMu.Unlock()
+	}
+}
+
+func (p *pump) start() {
+	p.stop = make(chan struct{})
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(p.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				p.flush()
+				return
+			case <-t.C:
+				p.flush()
+			}
+		}
+	}()
+}
+
+// halt stops the writer after a last flush and returns the first write error.
+func (p *pump) halt() error {
+	if p.stop != nil {
+		close(p.stop)
+		<-p.done
+		p.stop = nil
+	}
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
