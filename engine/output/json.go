@@ -14,14 +14,14 @@ import (
 // JSON writes k6's NDJSON: one Metric line before a metric's first Point,
 // then a Point line per sample (spec §7.1). Flushed every 200 ms.
 type JSON struct {
-	name   string
-	p      Params
-	out    *sink
-	bw     *bufio.Writer
-	pump   pump
-	seen   map[string]bool
-	buf    []byte
-	tz     *time.Location
+	name string
+	p    Params
+	out  *sink
+	bw   *bufio.Writer
+	pump pump
+	seen map[string]bool
+	buf  []byte
+	tz   *time.Location
 }
 
 var _ Output = (*JSON)(nil)
