@@ -95,9 +95,11 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	var probs []Problem
 	checkTable(raw, reflect.TypeFor[Scenario](), "", &probs)
 
+	// Decode over the defaults, so absent keys keep them. Strictness comes
+	// from checkTable, which also catches the case-insensitive matches the
+	// decoder would accept.
 	s := Defaults()
-	md, err := toml.Decode(string(data), &s)
-	if err != nil {
+	if _, err := toml.Decode(string(data), &s); err != nil {
 		// The schema walk has already reported the bad value with its indexed
 		// path; the decoder adds the line of the first one.
 		line, key := decoderWhere(err)
@@ -116,7 +118,6 @@ func Parse(name string, data []byte) (*Scenario, error) {
 	if len(probs) > 0 {
 		return nil, &Error{File: name, Problems: probs}
 	}
-	_ = md // strictness comes from checkTable, which also catches case-insensitive matches the decoder accepts
 	s.File = name
 	if probs := s.validate(); len(probs) > 0 {
 		return nil, &Error{File: name, Problems: probs}

@@ -180,12 +180,13 @@ func (s *Scenario) validateTarget(c *checker) {
 		if !bad && s.Shape.Communities > 1 && !strings.Contains(tmpl, "{n}") {
 			c.add("target.community_host_template", "has no {n}, so all %d communities would share one host", s.Shape.Communities)
 		}
-		if !bad && strings.Contains(tmpl, "{run}") && s.RunID != "" && !hostRunRe.MatchString(s.RunID) {
+		runBad := strings.Contains(tmpl, "{run}") && s.RunID != "" && !hostRunRe.MatchString(s.RunID)
+		if !bad && runBad {
 			c.add("run_id", "must be lower-case letters, digits and '-' (a host name label) when the host template uses {run}")
 		}
 		if !bad {
 			reason, hasPort := checkHost(s.CommunityHost(0))
-			if reason != "" && (s.RunID == "" || hostRunRe.MatchString(s.RunID) || !strings.Contains(tmpl, "{run}")) {
+			if reason != "" && !runBad { // a bad run_id is reported once, above
 				c.add("target.community_host_template", "expands to a host that %s", reason)
 			}
 			if hasPort && t.ConnectAddr != "" {

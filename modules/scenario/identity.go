@@ -1,0 +1,55 @@
+package scenario
+
+import "github.com/buzzload/buzzload/modules/nostr"
+
+// Keys is client g's identity: nostr.DeriveKeys(run_id, kind role, g), with
+// desktop humans on human keys. It is nil for an index that is not a client.
+// Deriving costs a hash and a scalar multiplication, so callers keep it.
+func (s *Scenario) Keys(g int) *nostr.Keys {
+	c, ok := s.Client(g)
+	if !ok {
+		return nil
+	}
+	return nostr.DeriveKeys(s.RunID, c.Kind.Role(), g)
+}
+
+// AgentOwnerKeys is the NIP-OA owner that attests agent g (and receives its
+// observer frames); nil when g is not an agent.
+func (s *Scenario) AgentOwnerKeys(g int) *nostr.Keys {
+	if c, ok := s.Client(g); !ok || c.Kind != KindAgent {
+		return nil
+	}
+	return nostr.DeriveKeys(s.RunID, nostr.RoleAgentOwner, g)
+}
+
+// OwnerKeys is community n's fixture owner, which seed provisions the
+// community for and which signs its channel and membership events.
+func (s *Scenario) OwnerKeys(n int) *nostr.Keys {
+	return nostr.DeriveKeys(s.RunID, nostr.RoleOwner, n)
+}
+
+// CoMembers is up to limit other clients that share a channel with g among
+// those running at a step with users: the members of g's channels in
+// MemberChannels order, each once, g excluded. Humans pick their ten
+// presence peers and desktop clients their co-members from it. It stops
+// walking as soon as it has limit, so a wide channel costs little.
+func (s *Scenario) CoMembers(g int, users float64, limit int) []int {
+	if limit <= 0 {
+		return nil
+	}
+	seen := map[int]bool{g: true}
+	var out []int
+	for _, ch := range s.MemberChannels(g) {
+		for m := range s.ChannelMembersAt(ch, users) {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			out = append(out, m)
+			if len(out) == limit {
+				return out
+			}
+		}
+	}
+	return out
+}

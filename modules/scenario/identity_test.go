@@ -1,0 +1,73 @@
+package scenario
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
+
+func TestIdentities(t *testing.T) {
+	s := mustParse(t, rampShape) // 10 humans (some desktop), 2 agents, 1 author per unit
+	desk := s.Clients(KindDesktop, 1, Shard{})
+	if len(desk) == 0 {
+		t.Fatal("no desktop human to check")
+	}
+	cases := []struct {
+		rule string
+		g    int
+		role nostr.Role
+	}{
+		{"basic human", s.Clients(KindHuman, 1, Shard{})[0], nostr.RoleHuman},
+		{"desktop human on human keys", desk[0], nostr.RoleHuman},
+		{"agent", 10, nostr.RoleAgent},
+		{"hot-thread author", 12, nostr.RoleHotAuthor},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			if got, want := s.Keys(c.g).PubKey(), nostr.DeriveKeys("t", c.role, c.g).PubKey(); got != want {
+				t.Errorf("Keys(%d) = %s, want %s role keys %s", c.g, got, c.role, want)
+			}
+		})
+	}
+	if s.Keys(-1) != nil || s.AgentOwnerKeys(0) != nil {
+		t.Error("keys for a non-client or a non-agent owner")
+	}
+	if got, want := s.AgentOwnerKeys(11).PubKey(), nostr.DeriveKeys("t", nostr.RoleAgentOwner, 11).PubKey(); got != want {
+		t.Errorf("AgentOwnerKeys(11) = %s, want %s", got, want)
+	}
+	if got, want := s.OwnerKeys(0).PubKey(), nostr.DeriveKeys("t", nostr.RoleOwner, 0).PubKey(); got != want {
+		t.Errorf("OwnerKeys(0) = %s, want %s", got, want)
+	}
+}
+
+func TestCoMembers(t *testing.T) {
+	s := mustParse(t, plainShape)
+	// human 0 is in channels 0/0 and 0/1: its co-members are their members
+	// in that order, each once, without itself.
+	var want []int
+	seen := map[int]bool{0: true}
+	for _, ch := range s.MemberChannels(0) {
+		for m := range s.ChannelMembers(ch) {
+			if !seen[m] {
+				seen[m] = true
+				want = append(want, m)
+			}
+		}
+	}
+	if got := s.CoMembers(0, 2, 100); !slices.Equal(got, want) {
+		t.Errorf("CoMembers(0) = %v, want %v", got, want)
+	}
+	if got := s.CoMembers(0, 2, 2); !slices.Equal(got, want[:2]) {
+		t.Errorf("CoMembers(0, limit 2) = %v, want %v", got, want[:2])
+	}
+	for _, m := range s.CoMembers(0, 2, 100) {
+		shared := false
+		for _, ch := range s.MemberChannels(m) {
+			shared = shared || slices.Contains(s.MemberChannels(0), ch)
+		}
+		if !shared || m == 0 {
+			t.Errorf("co-member %d shares no channel with 0", m)
+		}
+	}
+}
