@@ -15,7 +15,10 @@ type Channel struct {
 
 // HotThreadChannel is where the hot thread's root is seeded: community 0,
 // channel 0.
-var HotThreadChannel = Channel{Community: 0, Index: 0}
+func (s *Scenario) HotThreadChannel() Channel { return hotThreadChannel }
+
+// hotThreadChannel is a constant in all but name.
+var hotThreadChannel = Channel{Community: 0, Index: 0}
 
 // Channels is every channel of the run, community by community.
 func (s *Scenario) Channels() []Channel {
@@ -120,7 +123,7 @@ func (s *Scenario) MemberChannels(g int) []Channel {
 		return nil
 	}
 	if c.Kind == KindHotAuthor {
-		return []Channel{HotThreadChannel}
+		return []Channel{hotThreadChannel}
 	}
 	k, r := s.Shape.WideChannels, s.regular()
 	n := s.Population.ChannelsPerMember
@@ -203,7 +206,7 @@ func (s *Scenario) ChannelMembersAt(ch Channel, users float64) iter.Seq[int] {
 				}
 			}
 		}
-		if ch == HotThreadChannel {
+		if ch == hotThreadChannel {
 			for i := 0; i < authors; i++ {
 				if !yield(s.GlobalIndex(KindHotAuthor, i)) {
 					return

@@ -204,7 +204,7 @@ func TestMemberChannelsRules(t *testing.T) {
 			}
 			switch k {
 			case KindHotAuthor:
-				if !slices.Equal(got, []Channel{HotThreadChannel}) {
+				if !slices.Equal(got, []Channel{s.HotThreadChannel()}) {
 					t.Fatalf("author g=%d channels %v, want only the hot thread's", g, got)
 				}
 				continue

@@ -118,7 +118,7 @@ func (s *Scenario) Client(g int) (c Client, ok bool) {
 		c = Client{Global: g, Kind: KindAgent, Index: i, Community: i % s.Shape.Communities}
 	default:
 		i := b*s.HotThread.Authors + o - h - a
-		c = Client{Global: g, Kind: KindHotAuthor, Index: i, Community: HotThreadChannel.Community}
+		c = Client{Global: g, Kind: KindHotAuthor, Index: i, Community: hotThreadChannel.Community}
 	}
 	return c, true
 }

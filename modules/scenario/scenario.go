@@ -32,8 +32,8 @@ type Scenario struct {
 // Target says where the relay is and how to reach its communities.
 type Target struct {
 	// WSURL and HTTPURL are the relay's public URLs. Both empty means the
-	// embedded local relay. With a host template only their schemes (and
-	// ports, when the template has none) are used.
+	// embedded local relay. With a host template only their schemes and
+	// paths are used.
 	WSURL   string `toml:"ws_url"`
 	HTTPURL string `toml:"http_url"`
 	// ConnectAddr (host:port) is dialled in plaintext for every community
