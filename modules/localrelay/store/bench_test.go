@@ -103,20 +103,13 @@ func BenchmarkChannelWindow(b *testing.B) {
 		{"head", `{"top_level":true,"#h":["` + chans[0] + `"],"kinds":[9,40002],"limit":50}`},
 		{"head+aux+summaries", `{"top_level":true,"#h":["` + chans[0] + `"],"kinds":[9,40002],"limit":50,"include_aux":true,"include_summaries":true}`},
 		{"deep cursor", fmt.Sprintf(`{"top_level":true,"#h":[%q],"kinds":[9,40002],"limit":50,"until":%d,"before_id":%q}`, chans[0], deepAt, hexID(0))},
-		{"thread window", ""},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			var f Filter
-			if c.js != "" {
-				f = filter(b, c.js)
-			}
+			f := filter(b, c.js)
 			rd := Reader{Signer: keys}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if c.js == "" {
-					b.Skip("covered by BenchmarkThreadWindow")
-				}
 				w, err := s.ChannelWindow(f, rd)
 				if err != nil || len(w.Rows) != 50 {
 					b.Fatalf("%d rows, %v", len(w.Rows), err)
@@ -151,5 +144,31 @@ func BenchmarkChannelReplay(b *testing.B) {
 		if got := s.Query([]Filter{f}, Reader{}); len(got) != 500 {
 			b.Fatalf("%d events", len(got))
 		}
+	}
+}
+
+// BenchmarkThreadWindow pages 50 replies of a hot thread of 100,000
+// replies, at the head and 50,000 replies deep.
+func BenchmarkThreadWindow(b *testing.B) {
+	s := New(Config{})
+	s.Add(ev(1, 1, 1000, 9, h(chA)))
+	for i := 0; i < 100_000; i++ {
+		s.Add(ev(10+i, i%50, 1001+i/10, 9, h(chA), replyTo(1)))
+	}
+	rd := Reader{Signer: benchKeys(), Pubkey: pk(1), Host: "acme.localhost"}
+	for _, c := range []struct{ name, cursor string }{
+		{"head", ""},
+		{"deep", fmt.Sprintf(`,"until":%d,"before_id":%q`, 1001+5000, hexID(0))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := filter(b, `{"thread_window":true,"#h":["`+chA+`"],"#e":["`+hexID(1)+`"],"kinds":[9],"limit":50,"include_aux":true`+c.cursor+`}`)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if w, err := s.ThreadWindow(f, rd); err != nil || len(w.Rows) != 50 {
+					b.Fatalf("%d rows, %v", len(w.Rows), err)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -63,9 +64,8 @@ func filter(t testing.TB, js string) Filter {
 	return f
 }
 
-func testKeys(t testing.TB) *nostr.Keys {
-	t.Helper()
-	return nostr.DeriveKeys("store-test", nostr.RoleOperator, 0)
-}
+var sharedTestKeys = sync.OnceValue(func() *nostr.Keys { return nostr.DeriveKeys("store-test", nostr.RoleOperator, 0) })
+
+func testKeys(t testing.TB) *nostr.Keys { return sharedTestKeys() }
 
 func replyToID(id string) []string { return []string{"e", id, "", "reply"} }
