@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// syncBuffer is a bytes.Buffer safe for the command's goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRelayCommandServesAndStopsOnSignal(t *testing.T) {
+	var out, errb syncBuffer
+	sigs := make(chan os.Signal, 1)
+	secretFile := t.TempDir() + "/op.key"
+	env := cliEnv{Stdout: &out, Stderr: &errb, Signals: sigs,
+		Env: []string{"BUZZ_OPERATOR_SECRET_FILE=" + secretFile, "BUZZ_RATE_LIMIT=false"}}
+	done := make(chan int, 1)
+	go func() { done <- dispatch(context.Background(), []string{"relay", "--listen", "127.0.0.1:0"}, env) }()
+
+	wsRe := regexp.MustCompile(`websocket: +(ws://\S+)`)
+	var wsURL string
+	deadline := time.Now().Add(5 * time.Second)
+	for wsURL == "" && time.Now().Before(deadline) {
+		if m := wsRe.FindStringSubmatch(out.String()); m != nil {
+			wsURL = m[1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if wsURL == "" {
+		t.Fatalf("no WebSocket URL printed; stdout %q stderr %q", out.String(), errb.String())
+	}
+	for _, want := range []string{"http://127.0.0.1:", "relay pubkey:", "operator pubkey:", "written to " + secretFile} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+	secret, _ := os.ReadFile(secretFile)
+	if s := strings.TrimSpace(string(secret)); len(s) != 64 || strings.Contains(out.String()+errb.String(), s) {
+		t.Fatal("operator secret missing from its file or printed")
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_, msg, err := ws.ReadMessage()
+	if err != nil || !strings.HasPrefix(string(msg), `["AUTH","`) {
+		t.Fatalf("first frame %q %v", msg, err)
+	}
+	resp, err := http.Get(strings.Replace(wsURL, "ws://", "http://", 1) + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/health: %v", err)
+	}
+	resp.Body.Close()
+
+	sigs <- syscall.SIGTERM
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; stderr %q", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("relay did not stop on SIGTERM")
+	}
+	// The open socket was closed with 1012 "relay restarting".
+	ws.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_, _, err = ws.ReadMessage()
+	if ce, ok := err.(*websocket.CloseError); !ok || ce.Code != websocket.CloseServiceRestart || ce.Text != "relay restarting" {
+		t.Fatalf("socket end: %v", err)
+	}
+	if !strings.Contains(out.String(), "stopped") {
+		t.Errorf("no shutdown line: %q", out.String())
+	}
+}
+
+func TestRelayHelpDocumentsFlagsAndEnvironment(t *testing.T) {
+	code, out, _ := runCLI(t, "relay", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"--listen", "[BUZZ_LISTEN]", "--rate-limit", "[BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN]",
+		"[BUZZ_SEND_BUFFER]", "BUZZ_OPERATOR_SECRET", "--legacy-rate-limit-notice", "[BUZZ_V1_ENABLED]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestRelayBadConfigurationNamesTheKey(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"--listen", "nonsense"}, nil, "BUZZ_LISTEN"},
+		{nil, []string{"BUZZ_SEND_BUFFER=lots"}, "BUZZ_SEND_BUFFER"},
+		{[]string{"--send-buffer", "0"}, nil, "BUZZ_SEND_BUFFER"},
+		{nil, []string{"BUZZ_OPERATOR_SECRET=zz"}, "BUZZ_OPERATOR_SECRET"},
+		{[]string{"--frobnicate"}, nil, "frobnicate"},
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		code := dispatch(context.Background(), append([]string{"relay"}, tc.args...), cliEnv{Stdout: &out, Stderr: &errb, Env: tc.env})
+		if code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v %v: exit %d, stderr %q", tc.args, tc.env, code, errb.String())
+		}
+		if strings.Contains(errb.String(), "zz\"") {
+			t.Errorf("secret value echoed: %q", errb.String())
+		}
+	}
+}
