@@ -2,6 +2,7 @@ package store
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/buzzload/buzzload/modules/nostr"
 )
@@ -18,7 +19,7 @@ func ValidateBridge(filters []Filter) error {
 	threads, searches := 0, 0
 	for i := range filters {
 		f := &filters[i]
-		if f.ThreadWindow || f.Has("thread_window") {
+		if f.ThreadWindow { // absent or false keeps the legacy paths
 			threads++
 			if threads > MaxThreadWindows {
 				return badRequest("at most four thread windows per query")
@@ -164,7 +165,7 @@ func (s *Store) auxFor(rows []*record) []*record {
 // (thread_cursor, thread_cursor_id) cursor; limit default 100, max 500;
 // then their aux closure when include_aux is set.
 func (s *Store) legacyThread(f *Filter, rd *Reader) []*nostr.Event {
-	root := s.lookup(f.Tags["e"][0])
+	root := s.lookup(strings.ToLower(f.Tags["e"][0]))
 	if root == nil || !rd.readable(root.part.channel) {
 		return nil
 	}

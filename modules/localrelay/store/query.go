@@ -50,11 +50,17 @@ var ErrCountTooBroad = errors.New("restricted: count filter requires narrower co
 // newest first (created_at DESC, id ASC). Window, thread and search-paging
 // fields are ignored here (BridgeQuery honours them); before_id is applied.
 func (s *Store) Query(filters []Filter, rd Reader) []*nostr.Event {
+	return s.QueryN(filters, rd, s.cfg.MaxLimit)
+}
+
+// QueryN is Query with maxLimit in place of Config.MaxLimit, for server
+// reads with their own bound (the read-state snapshot's 4096 events).
+func (s *Store) QueryN(filters []Filter, rd Reader, maxLimit int) []*nostr.Event {
 	var recs []*record
 	for i := range filters {
 		f := filters[i]
 		f.prepare()
-		recs = append(recs, s.queryOne(&f, &rd, s.limitFor(&f, 0, s.cfg.MaxLimit))...)
+		recs = append(recs, s.queryOne(&f, &rd, s.limitFor(&f, 0, maxLimit))...)
 	}
 	if len(filters) > 1 {
 		recs = uniqueSorted(recs)

@@ -303,17 +303,19 @@ func (p *partition) summaries(rows []*record) []summary {
 		}
 		sm := summary{id: row.id, replies: int(row.replies), desc: int(row.desc), participants: []string{}}
 		if th != nil {
+			found := 0
 			th.each(func(m *record) bool {
 				if sub && !descendantOf(m, row) {
 					return true
 				}
+				found++
 				if !sm.hasLast {
 					sm.last, sm.hasLast = m.at, true
 				}
 				if !slices.Contains(sm.participants, m.ev.PubKey) {
 					sm.participants = append(sm.participants, m.ev.PubKey)
 				}
-				return len(sm.participants) < SummaryMaxAuthors
+				return len(sm.participants) < SummaryMaxAuthors && found < sm.desc
 			})
 		}
 		out = append(out, sm)
