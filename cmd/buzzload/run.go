@@ -2,11 +2,384 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mstoykov/envconfig"
+	"github.com/spf13/pflag"
+
+	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/executor"
+	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/js/modules"
+	helpers "github.com/buzzload/buzzload/js"
 )
 
-// runCmd is not built yet; its owner replaces this file.
-func runCmd(_ context.Context, _ []string, env cliEnv) int {
-	fmt.Fprintln(env.Stderr, "buzzload run: not implemented yet")
-	return 2
+// runEnv is the K6_* environment of `buzzload run` (k6-compat.md §8.1). Only
+// real OS variables count; `-e K6_VUS=…` does not set options.
+type runEnv struct {
+	VUs                  *int64  `envconfig:"K6_VUS"`
+	Duration             *string `envconfig:"K6_DURATION"`
+	Iterations           *int64  `envconfig:"K6_ITERATIONS"`
+	Stages               *string `envconfig:"K6_STAGES"`
+	IncludeSystemEnvVars *bool   `envconfig:"K6_INCLUDE_SYSTEM_ENV_VARS"`
+	Out                  *string `envconfig:"K6_OUT"`
+	SummaryExport        *string `envconfig:"K6_SUMMARY_EXPORT"`
+	SummaryMode          *string `envconfig:"K6_SUMMARY_MODE"`
+	NoSummary            *bool   `envconfig:"K6_NO_SUMMARY"`
+	SummaryTrendStats    *string `envconfig:"K6_SUMMARY_TREND_STATS"`
+	SummaryTimeUnit      *string `envconfig:"K6_SUMMARY_TIME_UNIT"`
+	NoThresholds         *bool   `envconfig:"K6_NO_THRESHOLDS"`
+	Tags                 *string `envconfig:"K6_TAGS"`
+	SystemTags           *string `envconfig:"K6_SYSTEM_TAGS"`
+	NoSetup              *bool   `envconfig:"K6_NO_SETUP"`
+	NoTeardown           *bool   `envconfig:"K6_NO_TEARDOWN"`
+	SetupTimeout         *string `envconfig:"K6_SETUP_TIMEOUT"`
+	TeardownTimeout      *string `envconfig:"K6_TEARDOWN_TIMEOUT"`
+	Throw                *bool   `envconfig:"K6_THROW"`
+	Config               *string `envconfig:"K6_CONFIG"`
+}
+
+// runFlags are the parsed command-line flags.
+type runFlags struct {
+	fs *pflag.FlagSet
+
+	vus, iterations                                    int64
+	duration                                           time.Duration
+	stages, env, outs, tags                            []string
+	summaryExport, summaryMode, trendStats, timeUnit   string
+	segment, sequence, systemTags, config              string
+	noSummary, noThresholds, quiet, verbose            bool
+	noSetup, noTeardown, includeSystemEnv, throw, help bool
+}
+
+func newRunFlags(stderr io.Writer) *runFlags {
+	f := &runFlags{fs: pflag.NewFlagSet("run", pflag.ContinueOnError)}
+	fs := f.fs
+	fs.SetOutput(stderr)
+	fs.SetInterspersed(true)
+	fs.Int64VarP(&f.vus, "vus", "u", 1, "number of virtual users")
+	fs.DurationVarP(&f.duration, "duration", "d", 0, "test duration (e.g. 30s)")
+	fs.Int64VarP(&f.iterations, "iterations", "i", 0, "total iterations, shared by the VUs")
+	fs.StringArrayVarP(&f.stages, "stage", "s", nil, "ramping stage duration:target (repeatable)")
+	fs.StringArrayVarP(&f.env, "env", "e", nil, "script environment variable KEY=VALUE (repeatable)")
+	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, ...")
+	fs.StringVar(&f.summaryExport, "summary-export", "", "write the end-of-test summary JSON to this file")
+	fs.StringVar(&f.summaryMode, "summary-mode", "", "summary mode: compact, full, legacy or disabled")
+	fs.BoolVar(&f.noSummary, "no-summary", false, "no end-of-test summary (same as --summary-mode=disabled)")
+	fs.StringVar(&f.trendStats, "summary-trend-stats", "", "trend stats in the summary, e.g. avg,min,med,max,p(90),p(95)")
+	fs.StringVar(&f.timeUnit, "summary-time-unit", "", "fixed time unit in the summary: s, ms or us")
+	fs.BoolVar(&f.noThresholds, "no-thresholds", false, "do not evaluate thresholds")
+	fs.StringArrayVar(&f.tags, "tag", nil, "test-wide tag NAME=VALUE (repeatable)")
+	fs.StringVar(&f.systemTags, "system-tags", "", "system tags to enable, comma-separated")
+	fs.StringVar(&f.segment, "execution-segment", "", "this instance's execution segment, e.g. 1/3:2/3")
+	fs.StringVar(&f.sequence, "execution-segment-sequence", "", "the full segment sequence, e.g. 0,1/3,2/3,1")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "debug logging")
+	fs.BoolVar(&f.noSetup, "no-setup", false, "do not run setup()")
+	fs.BoolVar(&f.noTeardown, "no-teardown", false, "do not run teardown()")
+	fs.BoolVar(&f.includeSystemEnv, "include-system-env-vars", true, "pass the system environment to the script's __ENV")
+	fs.BoolVarP(&f.throw, "throw", "w", false, "throw on metric errors instead of warning")
+	fs.StringVarP(&f.config, "config", "c", "", "JSON config file")
+	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	return f
+}
+
+// runCmd is `buzzload run script.js`.
+func runCmd(ctx context.Context, args []string, env cliEnv) int {
+	stdout, stderr := env.Stdout, env.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	f := newRunFlags(stderr)
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		return engine.ExitGeneric
+	}
+	if f.help {
+		fmt.Fprintln(stdout, "usage: buzzload run [flags] script.js")
+		f.fs.SetOutput(stdout)
+		f.fs.PrintDefaults()
+		return 0
+	}
+	if f.fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "buzzload run: want exactly one script argument (see buzzload run --help)")
+		return engine.ExitGeneric
+	}
+	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		return engine.ExitCode(err)
+	}
+	cfg.Stdout, cfg.Stderr = stdout, stderr
+	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if env.Signals != nil {
+		go func() {
+			select {
+			case <-env.Signals:
+				cancel(engine.ErrSignal)
+			case <-runCtx.Done():
+				return
+			}
+			// A second signal ends the process at once (k6: exit 105).
+			select {
+			case <-env.Signals:
+				fmt.Fprintln(stderr, "buzzload run: second signal, exiting at once")
+				os.Exit(engine.ExitExternalAbort)
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	res := engine.Run(runCtx, cfg)
+	return res.ExitCode
+}
+
+// lookupFrom makes an envconfig lookup over a KEY=VALUE list.
+func lookupFrom(environ []string) func(string) (string, bool) {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func optErr(format string, a ...any) error {
+	return &engine.OptionsError{Err: fmt.Errorf(format, a...)}
+}
+
+// buildRunConfig merges flags and K6_* variables into a RunConfig; flags win
+// over their variables.
+func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, error) {
+	var e runEnv
+	if err := envconfig.Process("", &e, lookupFrom(env.Env)); err != nil {
+		return engine.RunConfig{}, optErr("environment: %w", err)
+	}
+	changed := f.fs.Changed
+	cfg := engine.RunConfig{Script: script}
+
+	// Execution options: env layer and CLI layer.
+	var envDur *time.Duration
+	if e.Duration != nil {
+		d, err := engine.ParseDuration(*e.Duration)
+		if err != nil {
+			return cfg, optErr("K6_DURATION: %w", err)
+		}
+		envDur = &d
+	}
+	cfg.Env.Exec = executor.ExecutionOptions{VUs: e.VUs, Duration: envDur, Iterations: e.Iterations}
+	if e.Stages != nil {
+		st, err := executor.ParseStagesEnv(*e.Stages)
+		if err != nil {
+			return cfg, optErr("%w", err)
+		}
+		cfg.Env.Exec.Stages = st
+	}
+	var vus, iters *int64
+	var dur *time.Duration
+	if changed("vus") {
+		vus = &f.vus
+	}
+	if changed("iterations") {
+		iters = &f.iterations
+	}
+	if changed("duration") {
+		dur = &f.duration
+	}
+	ex, err := executor.CLIOptions(vus, dur, iters, f.stages)
+	if err != nil {
+		return cfg, optErr("%w", err)
+	}
+	cfg.CLI.Exec = ex
+
+	// Other options.
+	var err2 error
+	cfg.Env.Options, err2 = envOptions(e)
+	if err2 != nil {
+		return cfg, err2
+	}
+	cli := engine.Options{}
+	if changed("tag") {
+		cli.Tags = map[string]string{}
+		for _, kv := range f.tags {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return cfg, optErr("--tag %q: want NAME=VALUE with a non-empty value", kv)
+			}
+			cli.Tags[k] = v
+		}
+	}
+	if changed("summary-trend-stats") {
+		cli.SummaryTrendStats = splitList(f.trendStats)
+	}
+	if changed("summary-time-unit") {
+		cli.SummaryTimeUnit = &f.timeUnit
+	}
+	if changed("system-tags") {
+		cli.SystemTags = splitList(f.systemTags)
+	}
+	if changed("no-setup") {
+		cli.NoSetup = &f.noSetup
+	}
+	if changed("no-teardown") {
+		cli.NoTeardown = &f.noTeardown
+	}
+	if changed("throw") {
+		cli.Throw = &f.throw
+	}
+	if changed("execution-segment") {
+		cli.ExecutionSegment = &f.segment
+	}
+	if changed("execution-segment-sequence") {
+		cli.ExecutionSegmentSequence = &f.sequence
+	}
+	cfg.CLI.Options = cli
+
+	// Runtime options: flag over env.
+	pickBool := func(flag string, fv bool, ev *bool) bool {
+		if changed(flag) {
+			return fv
+		}
+		if ev != nil {
+			return *ev
+		}
+		return fv
+	}
+	pickStr := func(flag, fv string, ev *string) string {
+		if changed(flag) || ev == nil {
+			return fv
+		}
+		return *ev
+	}
+	cfg.NoThresholds = pickBool("no-thresholds", f.noThresholds, e.NoThresholds)
+	cfg.SummaryExport = pickStr("summary-export", f.summaryExport, e.SummaryExport)
+	cfg.SummaryMode = pickStr("summary-mode", f.summaryMode, e.SummaryMode)
+	if pickBool("no-summary", f.noSummary, e.NoSummary) {
+		if cfg.SummaryMode != "" && cfg.SummaryMode != "disabled" {
+			return cfg, optErr("--no-summary and --summary-mode=%s contradict each other", cfg.SummaryMode)
+		}
+		cfg.SummaryMode = "disabled"
+	}
+	switch cfg.SummaryMode {
+	case "":
+		cfg.SummaryMode = "compact"
+	case "compact", "full", "legacy", "disabled":
+	default:
+		return cfg, optErr("--summary-mode %q: want compact, full, legacy or disabled", cfg.SummaryMode)
+	}
+	cfg.Outputs = f.outs
+	if !changed("out") && e.Out != nil {
+		cfg.Outputs = splitList(*e.Out)
+	}
+	cfg.Quiet, cfg.Verbose = f.quiet, f.verbose
+
+	includeSystem := pickBool("include-system-env-vars", f.includeSystemEnv, e.IncludeSystemEnvVars)
+	scriptEnv, err := engine.ScriptEnv(env.Env, includeSystem, f.env)
+	if err != nil {
+		return cfg, optErr("%w", err)
+	}
+	cfg.ScriptEnv = scriptEnv
+
+	if path := pickStr("config", f.config, e.Config); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, optErr("--config: %w", err)
+		}
+		cfg.ConfigFile, cfg.ConfigFileName = b, filepath.Base(path)
+	}
+
+	if script == "-" {
+		src, err := io.ReadAll(env.Stdin)
+		if err != nil {
+			return cfg, fmt.Errorf("reading the script from stdin: %w", err)
+		}
+		cfg.Script, cfg.Source = "stdin.js", src
+	}
+	cfg.Registry = newModuleRegistry()
+	cfg.Helpers = helpers.FS
+	return cfg, nil
+}
+
+// newModuleRegistry is every Go module a script can import: the built-ins
+// and the extensions compiled into this binary.
+func newModuleRegistry() *modules.Registry {
+	reg := enginejs.NewRegistry()
+	// k6/x/buzz registers here once the extension package exists:
+	//   reg.Register("k6/x/buzz", extension.New(...))
+	return reg
+}
+
+func envOptions(e runEnv) (engine.Options, error) {
+	var o engine.Options
+	if e.Tags != nil {
+		o.Tags = map[string]string{}
+		for _, kv := range splitList(*e.Tags) {
+			k, v, ok := strings.Cut(kv, ":")
+			if !ok || k == "" || v == "" {
+				return o, optErr("K6_TAGS item %q: want name:value", kv)
+			}
+			o.Tags[k] = v
+		}
+	}
+	if e.SummaryTrendStats != nil {
+		o.SummaryTrendStats = splitList(*e.SummaryTrendStats)
+	}
+	o.SummaryTimeUnit = e.SummaryTimeUnit
+	if e.SystemTags != nil {
+		o.SystemTags = splitList(*e.SystemTags)
+	}
+	o.NoSetup, o.NoTeardown, o.Throw = e.NoSetup, e.NoTeardown, e.Throw
+	for _, d := range []struct {
+		name string
+		src  *string
+		dst  **time.Duration
+	}{{"K6_SETUP_TIMEOUT", e.SetupTimeout, &o.SetupTimeout}, {"K6_TEARDOWN_TIMEOUT", e.TeardownTimeout, &o.TeardownTimeout}} {
+		if d.src == nil {
+			continue
+		}
+		v, err := engine.ParseDuration(*d.src)
+		if err != nil {
+			return o, optErr("%s: %w", d.name, err)
+		}
+		*d.dst = &v
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -65,13 +65,13 @@ func (v *VU) execScenario() sobek.Value {
 		{"executor", sc.Executor},
 		{"startTime", sc.StartTime.UnixMilli()},
 		{"progress", progress},
-		{"iterationInInstance", v.iterInInstance},
-		{"iterationInTest", v.iterInTest},
+		{"iterationInInstance", v.iter.InInstance},
+		{"iterationInTest", v.iter.InTest},
 	}
-	if sc.Stage != nil {
-		if st, ok := sc.Stage(); ok {
-			props = append(props, [2]any{"stage", v.frozen([][2]any{{"index", st.Index}, {"name", st.Name}})})
-		}
+	if v.iter.Stage >= 0 {
+		props = append(props, [2]any{"stage", v.frozen([][2]any{{"index", v.iter.Stage}, {"name", v.iter.StageName}})})
+	} else {
+		props = append(props, [2]any{"stage", nil})
 	}
 	return v.frozen(props)
 }

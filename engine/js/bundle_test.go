@@ -28,7 +28,7 @@ export default function () { globalThis.result = add(v, 2) + ":" + greet("x"); }
 		t.Fatalf("exports = %v", b.Exports)
 	}
 	vu := h.vu(t, b, 1)
-	res := vu.RunIteration(context.Background(), 0, 0)
+	res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	if !res.Full || res.Err != nil {
 		t.Fatalf("iteration: %+v", res)
 	}
@@ -48,7 +48,7 @@ module.exports.default = function () { globalThis.r = lib.twice(21); };
 	})
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
-	if res := vu.RunIteration(context.Background(), 0, 0); res.Err != nil {
+	if res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	if got := vu.rt.Get("r").ToInteger(); got != 42 {
@@ -81,7 +81,7 @@ func TestIterationExceptionIsLoggedWithPosition(t *testing.T) {
 	h := newHarness(t, map[string]string{"main.js": "export default function () {\n  throw new Error('kaput');\n}"})
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
-	res := vu.RunIteration(context.Background(), 0, 0)
+	res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	if !res.Full || res.Err == nil {
 		t.Fatalf("res = %+v", res)
 	}
@@ -108,7 +108,7 @@ export default async function () {
 }`})
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
-	if res := vu.RunIteration(context.Background(), 0, 0); res.Err != nil {
+	if res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	if got := vu.rt.Get("order").String(); got != "iv,iv,iv,t20,after" {
@@ -121,7 +121,7 @@ func TestIterationWaitsForPendingTimer(t *testing.T) {
 export default function () { setTimeout(() => { globalThis.done = true; }, 30); }`})
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
-	vu.RunIteration(context.Background(), 0, 0)
+	vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	if d := vu.rt.Get("done"); d == nil || !d.ToBoolean() {
 		t.Fatal("the iteration ended before its timer fired")
 	}
@@ -133,7 +133,7 @@ func TestInterruptedIterationEmitsNoIterationMetrics(t *testing.T) {
 	vu := h.vu(t, b, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	res := vu.RunIteration(ctx, 0, 0)
+	res := vu.RunIteration(ctx, Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	if res.Full {
 		t.Fatalf("res = %+v", res)
 	}
@@ -141,7 +141,7 @@ func TestInterruptedIterationEmitsNoIterationMetrics(t *testing.T) {
 		t.Fatalf("%d iterations samples for an interrupted iteration", n)
 	}
 	// The VU is usable again afterwards.
-	if res := vu.RunIteration(ctx, 1, 1); res.Full {
+	if res := vu.RunIteration(ctx, Iteration{InInstance: 1, InTest: 1, Stage: -1}); res.Full {
 		t.Fatalf("second run on a done context: %+v", res)
 	}
 }
@@ -151,7 +151,7 @@ func TestUnhandledRejectionFailsIteration(t *testing.T) {
 export default function () { Promise.reject(new Error("nobody")); }`})
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
-	res := vu.RunIteration(context.Background(), 0, 0)
+	res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "Uncaught (in promise)") {
 		t.Fatalf("err = %v", res.Err)
 	}

@@ -18,7 +18,7 @@ import (
 func run1(t *testing.T, h *harness, b *Bundle) *VU {
 	t.Helper()
 	vu := h.vu(t, b, 1)
-	if res := vu.RunIteration(context.Background(), 0, 0); res.Err != nil {
+	if res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1}); res.Err != nil {
 		t.Fatalf("iteration: %v", res.Err)
 	}
 	return vu
@@ -86,8 +86,8 @@ export default function () {
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 3)
 	vu.Activate(&Scenario{Name: "s1", Executor: "shared-iterations"}, "default", map[string]string{"SC": "x"}, nil)
-	vu.RunIteration(context.Background(), 0, 0)
-	vu.RunIteration(context.Background(), 1, 1)
+	vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
+	vu.RunIteration(context.Background(), Iteration{InInstance: 1, InTest: 1, Stage: -1})
 	if got := vu.rt.Get("seen").String(); got != "3,3,0,yes,x;3,3,1,yes,x;" {
 		t.Fatalf("seen = %q", got)
 	}
@@ -113,8 +113,8 @@ export function teardown(data) { globalThis.td = data.n; }`})
 	for _, id := range []uint64{1, 2} {
 		vu := h.vu(t, b, id)
 		vu.SetSetupData(raw)
-		vu.RunIteration(context.Background(), 0, 0)
-		vu.RunIteration(context.Background(), 1, 1)
+		vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
+		vu.RunIteration(context.Background(), Iteration{InInstance: 1, InTest: 1, Stage: -1})
 		if got := vu.rt.Get("ns").String(); got != "23" {
 			t.Fatalf("VU %d saw n = %q, want 2 then 3", id, got)
 		}
@@ -218,7 +218,7 @@ export default function () {
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
 	vu.Activate(&Scenario{Name: "sc"}, "default", nil, map[string]string{"testwide": "t"})
-	vu.RunIteration(context.Background(), 0, 0)
+	vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	checks := h.metrics.of("checks")
 	if len(checks) != 3 {
 		t.Fatalf("%d checks samples", len(checks))
@@ -336,9 +336,9 @@ export default function () {
 	h.control.Counters.IterationsCompleted = 41
 	vu := h.vu(t, b, 2)
 	vu.idTest = 5
-	vu.Activate(&Scenario{Name: "ramp", Executor: "ramping-vus", Stage: func() (Stage, bool) { return Stage{Index: 1, Name: "peak"}, true }}, "default", nil, nil)
+	vu.Activate(&Scenario{Name: "ramp", Executor: "ramping-vus"}, "default", nil, nil)
 	vu.state.VUIDInTest = 5
-	if res := vu.RunIteration(context.Background(), 7, 9); res.Err != nil {
+	if res := vu.RunIteration(context.Background(), Iteration{InInstance: 7, InTest: 9, Stage: 1, StageName: "peak"}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	if got := vu.rt.Get("out").String(); got != "ramp,ramping-vus,7,9,1,peak,2,5,0,0,true,true,b,41" {
@@ -355,7 +355,7 @@ import exec from "k6/execution";
 export default function () { exec.test.abort("enough"); globalThis.after = true; }`})
 	b := h.bundle(t, "main.js")
 	vu := h.vu(t, b, 1)
-	res := vu.RunIteration(context.Background(), 0, 0)
+	res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1})
 	var ab *AbortError
 	if !errors.As(res.Err, &ab) || ab.Reason != "enough" || !h.control.Aborted {
 		t.Fatalf("res = %+v", res)
@@ -414,7 +414,7 @@ export default async function () {
 	}
 	vu := h.vu(t, b, 1)
 	vu.Activate(&Scenario{Name: "sc"}, "default", nil, nil)
-	if res := vu.RunIteration(context.Background(), 0, 0); res.Err != nil {
+	if res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	if got := vu.rt.Get("out").String(); got != "got x|sc|function" {

@@ -50,8 +50,7 @@ type VU struct {
 	scenario       *Scenario
 	exec           string
 	iterInScenario int64
-	iterInInstance int64
-	iterInTest     int64
+	iter           Iteration
 	env            map[string]string
 
 	// BytesSent and BytesReceived are added to by modules that do network
@@ -66,15 +65,6 @@ type Scenario struct {
 	Executor  string
 	StartTime time.Time
 	Progress  func() float64
-	// Stage is our extension scenario.stage: the current ramp stage of the
-	// scenario, if it has stages.
-	Stage func() (Stage, bool)
-}
-
-// Stage is scenario.stage: {index, name}.
-type Stage struct {
-	Index int
-	Name  string
 }
 
 var _ modules.VU = (*VU)(nil)
@@ -331,8 +321,18 @@ func (v *VU) currentDir() string {
 	return path.Dir(u.Path)
 }
 
+// throw raises a plain JS Error with err's message (a GoError would put
+// Go function names in the script's stack trace).
 func (v *VU) throw(err error) {
-	panic(v.rt.NewGoError(err))
+	ctor, ok := sobek.AssertConstructor(v.rt.Get("Error"))
+	if !ok {
+		panic(v.rt.NewGoError(err))
+	}
+	obj, cerr := ctor(nil, v.rt.ToValue(err.Error()))
+	if cerr != nil {
+		panic(v.rt.NewGoError(err))
+	}
+	panic(obj)
 }
 
 // openBytes reads a file the way open() does.
@@ -462,15 +462,24 @@ type IterationResult struct {
 	Err error
 }
 
-// RunIteration runs the activated exec function once. iterInInstance and
-// iterInTest are the scenario-wide indices from the executor.
-func (v *VU) RunIteration(ctx context.Context, iterInInstance, iterInTest int64) IterationResult {
+// Iteration is what the executor tells the VU about one iteration.
+type Iteration struct {
+	// InInstance and InTest are scenario.iterationInInstance/InTest.
+	InInstance, InTest int64
+	// Stage and StageName are scenario.stage (our extension); Stage < 0
+	// means the scenario has no stages.
+	Stage     int
+	StageName string
+}
+
+// RunIteration runs the activated exec function once.
+func (v *VU) RunIteration(ctx context.Context, it Iteration) IterationResult {
 	if v.state == nil {
 		v.Activate(nil, "default", nil, nil)
 	}
 	st := v.state
 	st.Iteration++
-	v.iterInInstance, v.iterInTest = iterInInstance, iterInTest
+	v.iter = it
 	_ = v.rt.GlobalObject().Set("__ITER", st.Iteration)
 	if !v.setupDecoded {
 		val, err := v.decode(v.setupJSON)

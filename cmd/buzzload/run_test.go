@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A conformance case is a script in testdata/conformance whose leading
+// comment lines state how `buzzload run` must end:
+//
+//	// args: flags before the script ({dir} = testdata dir, {tmp} = temp dir)
+//	// env: KEY=VALUE ... (the process environment)
+//	// exit: code
+//	// stdout: / stderr: text that must appear; !stdout: / !stderr: must not
+//	// stdout-empty:
+//	// count-stderr: text = n
+//	// iterations: n (read from a summary export)
+//	// file: path = exact content; file-contains: path = text
+type conformance struct {
+	args, env           []string
+	exit                int
+	want, notWant       map[string][]string
+	stdoutEmpty         bool
+	counts              map[string]int
+	iterations          int
+	files, fileContains map[string]string
+}
+
+func parseCase(t *testing.T, path, dir, tmp string) conformance {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conformance{exit: -1, iterations: -1, want: map[string][]string{}, notWant: map[string][]string{},
+		counts: map[string]int{}, files: map[string]string{}, fileContains: map[string]string{}}
+	sub := strings.NewReplacer("{dir}", dir, "{tmp}", tmp)
+	for _, line := range strings.Split(string(src), "\n") {
+		if !strings.HasPrefix(line, "//") {
+			break
+		}
+		key, val, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "//")), ":")
+		if !ok {
+			continue
+		}
+		val = sub.Replace(strings.TrimSpace(val))
+		switch key {
+		case "args":
+			c.args = strings.Fields(val)
+		case "env":
+			c.env = strings.Fields(val)
+		case "exit":
+			c.exit, _ = strconv.Atoi(val)
+		case "stdout", "stderr":
+			c.want[key] = append(c.want[key], val)
+		case "!stdout", "!stderr":
+			c.notWant[key[1:]] = append(c.notWant[key[1:]], val)
+		case "stdout-empty":
+			c.stdoutEmpty = true
+		case "count-stderr":
+			text, n, _ := strings.Cut(val, " = ")
+			c.counts[text], _ = strconv.Atoi(n)
+		case "iterations":
+			c.iterations, _ = strconv.Atoi(val)
+		case "file", "file-contains":
+			p, text, _ := strings.Cut(val, " = ")
+			if key == "file" {
+				c.files[p] = text
+			} else {
+				c.fileContains[p] = text
+			}
+		}
+	}
+	if c.exit < 0 {
+		t.Fatalf("%s: no exit: line", path)
+	}
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	dir, err := filepath.Abs("testdata/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts, _ := filepath.Glob(filepath.Join(dir, "*.js"))
+	if len(scripts) == 0 {
+		t.Fatal("no conformance scripts")
+	}
+	for _, script := range scripts {
+		t.Run(strings.TrimSuffix(filepath.Base(script), ".js"), func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			c := parseCase(t, script, dir, tmp)
+			args := append([]string{"run", "-q"}, c.args...)
+			export := filepath.Join(tmp, "conformance-export.json")
+			if c.iterations >= 0 {
+				args = append(args, "--summary-export", export)
+			}
+			args = append(args, script)
+			var out, errb bytes.Buffer
+			code := dispatch(context.Background(), args, cliEnv{Stdout: &out, Stderr: &errb, Env: c.env})
+			stdout, stderr := out.String(), errb.String()
+			if code != c.exit {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.exit, stdout, stderr)
+			}
+			streams := map[string]string{"stdout": stdout, "stderr": stderr}
+			for s, texts := range c.want {
+				for _, text := range texts {
+					if !strings.Contains(streams[s], text) {
+						t.Errorf("%s lacks %q:\n%s", s, text, streams[s])
+					}
+				}
+			}
+			for s, texts := range c.notWant {
+				for _, text := range texts {
+					if strings.Contains(streams[s], text) {
+						t.Errorf("%s has %q:\n%s", s, text, streams[s])
+					}
+				}
+			}
+			if c.stdoutEmpty && stdout != "" {
+				t.Errorf("stdout should be empty, got %q", stdout)
+			}
+			for text, n := range c.counts {
+				if got := strings.Count(stderr, text); got != n {
+					t.Errorf("stderr has %q %d times, want %d:\n%s", text, got, n, stderr)
+				}
+			}
+			if c.iterations >= 0 {
+				b, err := os.ReadFile(export)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ex struct {
+					Metrics map[string]map[string]any `json:"metrics"`
+				}
+				if err := json.Unmarshal(b, &ex); err != nil {
+					t.Fatal(err)
+				}
+				if got := ex.Metrics["iterations"]["count"]; got != float64(c.iterations) {
+					t.Errorf("iterations = %v, want %d", got, c.iterations)
+				}
+			}
+			for p, want := range c.files {
+				b, err := os.ReadFile(p)
+				if err != nil || string(b) != want {
+					t.Errorf("%s = %q (%v), want %q", p, b, err, want)
+				}
+			}
+			for p, want := range c.fileContains {
+				b, err := os.ReadFile(p)
+				if err != nil || !strings.Contains(string(b), want) {
+					t.Errorf("%s = %q (%v), want it to contain %q", p, b, err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRunSignalExits105AndRunsTeardown(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "long.js")
+	src := `export const options = { vus: 1, duration: "30s" };
+export default function () {}
+export function teardown() { console.log("teardown ran"); }`
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sigs := make(chan os.Signal, 1)
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- dispatch(context.Background(), []string{"run", "-q", script}, cliEnv{Stdout: &out, Stderr: &syncWriter{w: &errb}, Signals: sigs})
+	}()
+	time.Sleep(300 * time.Millisecond)
+	sigs <- syscall.SIGINT
+	select {
+	case code := <-done:
+		if code != 105 {
+			t.Fatalf("exit %d, want 105; stderr:\n%s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not stop after SIGINT")
+	}
+	if !strings.Contains(errb.String(), "teardown ran") {
+		t.Fatalf("teardown did not run after the signal:\n%s", errb.String())
+	}
+}
+
+func TestRunFlagErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"run", "--frobnicate", "x.js"}, 255, "unknown flag"},
+		{"no script", []string{"run"}, 255, "one script"},
+		{"bad summary mode", []string{"run", "--summary-mode=loud", "x.js"}, 104, "summary-mode"},
+		{"bad env flag", []string{"run", "-e", "1BAD=x", "x.js"}, 104, "1BAD"},
+		{"bad tag", []string{"run", "--tag", "novalue", "x.js"}, 104, "novalue"},
+		{"bad stage", []string{"run", "-s", "10s", "x.js"}, 104, "stage"},
+		{"missing script", []string{"run", "/nonexistent/x.js"}, 255, "x.js"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Fatalf("code %d, stderr %q; want %d and %q", code, errs, c.code, c.want)
+			}
+		})
+	}
+}
+
+func TestEnvLayerOrder(t *testing.T) {
+	// K6_ITERATIONS over the script, -i over K6_ITERATIONS.
+	f := newRunFlags(&bytes.Buffer{})
+	if err := f.fs.Parse([]string{"-i", "7", "s.js"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := buildRunConfig(f, "s.js", cliEnv{Env: []string{"K6_ITERATIONS=3", "K6_VUS=2", "K6_TAGS=a:b,c:d", "K6_NO_THRESHOLDS=true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg.Env.Exec.Iterations != 3 || *cfg.CLI.Exec.Iterations != 7 || *cfg.Env.Exec.VUs != 2 {
+		t.Fatalf("env %+v cli %+v", cfg.Env.Exec, cfg.CLI.Exec)
+	}
+	if cfg.Env.Options.Tags["c"] != "d" || !cfg.NoThresholds {
+		t.Fatalf("env options %+v, noThresholds %v", cfg.Env.Options, cfg.NoThresholds)
+	}
+	if cfg.CLI.Exec.VUs != nil {
+		t.Fatal("-u's default must count as unset")
+	}
+}
+
+type syncWriter struct {
+	mu chan struct{}
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) { return s.w.Write(p) }

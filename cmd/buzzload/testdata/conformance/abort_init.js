@@ -1,0 +1,4 @@
+// exit: 108
+import exec from "k6/execution";
+exec.test.abort("not even starting");
+export default function () {}

@@ -1,0 +1,4 @@
+// exit: 104
+// stderr: warp-speed
+export const options = { scenarios: { s: { executor: "warp-speed" } } };
+export default function () {}

@@ -1,0 +1,3 @@
+// imported by import_error.js
+
+throw new Error("thrown while importing");

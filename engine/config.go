@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/js/modules"
+)
+
+// Layer is one configuration layer above the script: the K6_* environment
+// or the command-line flags. Nil/empty fields are "not set".
+type Layer struct {
+	Exec    executor.ExecutionOptions
+	Options Options
+}
+
+// RunConfig is everything `buzzload run` decided before the script loads.
+type RunConfig struct {
+	// Script is the script path; Source, when set, is its content.
+	Script string
+	Source []byte
+	// Registry holds the Go modules (built-ins plus extensions).
+	Registry *modules.Registry
+	// Helpers is the embedded JS helpers FS (served as buzzload/<file>).
+	Helpers fs.FS
+	// ScriptEnv is __ENV: the system env when included, plus -e values.
+	ScriptEnv map[string]string
+
+	// ConfigFile is the JSON config (-c/--config), the lowest layer after
+	// the defaults; ConfigFileName names it in errors.
+	ConfigFile     json.RawMessage
+	ConfigFileName string
+	// Env is the K6_* environment layer, CLI the flag layer.
+	Env, CLI Layer
+
+	// Runtime options (flags and env only).
+	NoThresholds  bool
+	SummaryMode   string // compact (default), full, legacy, disabled
+	SummaryExport string
+	Outputs       []string
+	Quiet         bool
+	Verbose       bool
+
+	Stdout, Stderr       io.Writer
+	StdoutTTY, StderrTTY bool
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+var envKeyRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// ScriptEnv builds __ENV: the system environment when includeSystem is set
+// (the default for `run`), then each -e KEY=VALUE on top.
+func ScriptEnv(system []string, includeSystem bool, flags []string) (map[string]string, error) {
+	env := map[string]string{}
+	if includeSystem {
+		for _, kv := range system {
+			for i := 0; i < len(kv); i++ {
+				if kv[i] == '=' {
+					env[kv[:i]] = kv[i+1:]
+					break
+				}
+			}
+		}
+	}
+	for _, kv := range flags {
+		k, v, ok := cut(kv, '=')
+		if !ok || !envKeyRE.MatchString(k) {
+			return nil, fmt.Errorf("--env %q: want KEY=VALUE with KEY matching %s", kv, envKeyRE)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+func cut(s string, sep byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/js"
+)
+
+// Exit codes (k6-compat.md §4.5).
+const (
+	ExitOK               = 0
+	ExitThresholdsFailed = 99
+	ExitSetupTimeout     = 100
+	ExitTeardownTimeout  = 101
+	ExitGenericTimeout   = 102
+	ExitInvalidConfig    = 104
+	ExitExternalAbort    = 105
+	ExitScriptException  = 107
+	ExitScriptAborted    = 108
+	ExitGoPanic          = 109
+	ExitMarkedAsFailed   = 110
+	ExitGeneric          = 255
+)
+
+// RunError is an error with the exit code it ends the run with.
+type RunError struct {
+	Code int
+	Err  error
+}
+
+func (e *RunError) Error() string { return e.Err.Error() }
+func (e *RunError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error to k6's exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var re *RunError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	var ab *js.AbortError
+	if errors.As(err, &ab) {
+		return ExitScriptAborted
+	}
+	var to *js.TimeoutError
+	if errors.As(err, &to) {
+		switch to.Phase {
+		case "setup":
+			return ExitSetupTimeout
+		case "teardown":
+			return ExitTeardownTimeout
+		}
+		return ExitGenericTimeout
+	}
+	var ce *js.ConfigError
+	var ece *executor.ConfigError
+	var oe *OptionsError
+	if errors.As(err, &ce) || errors.As(err, &ece) || errors.As(err, &oe) {
+		return ExitInvalidConfig
+	}
+	var se *js.ScriptError
+	var syn *js.SyntaxError
+	if errors.As(err, &se) || errors.As(err, &syn) {
+		return ExitScriptException
+	}
+	return ExitGeneric
+}
+
+// OptionsError is an invalid option value (exit 104).
+type OptionsError struct{ Err error }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+func (e *OptionsError) Unwrap() error { return e.Err }

@@ -1,0 +1,583 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output"
+	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/engine/thresholds"
+)
+
+// ErrSignal is the cancellation cause the CLI uses for SIGINT/SIGTERM
+// (exit 105).
+var ErrSignal = errors.New("interrupted by signal")
+
+// errThresholdAbort is the cause when an abortOnFail threshold stops the run.
+var errThresholdAbort = errors.New("thresholds crossed with abortOnFail")
+
+// thresholdInterval is how often thresholds are judged while the run goes.
+const thresholdInterval = 2 * time.Second
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode int
+	// Err is the error that decided the exit code (nil for 0).
+	Err error
+	// Summary is the final metrics snapshot (nil if the run never started).
+	Summary *metrics.Snapshot
+	// Thresholds are the final threshold results.
+	Thresholds []thresholds.Status
+}
+
+// runner is one `buzzload run`.
+type runner struct {
+	cfg    RunConfig
+	log    *js.Logger
+	now    func() time.Time
+	reg    *metrics.Registry
+	bi     *metrics.Builtins
+	coll   *metrics.Collector
+	bundle *js.Bundle
+	opts   Resolved
+	plan   *executor.Plan
+	tuple  *segment.Tuple
+	thr    *thresholds.Set
+	ev     *thresholds.Evaluator
+	outs   []output.Output
+	sched  atomic.Pointer[executor.Scheduler]
+	pool   *executor.Pool
+
+	runStart  time.Time
+	runEnd    time.Time
+	setupData []byte
+	testWide  metrics.TagSet
+
+	// cancelRun stops the execution (abort, abortOnFail, signal).
+	cancelRun context.CancelCauseFunc
+
+	mu       sync.Mutex
+	firstErr error
+	code     int
+	// endThresholds: the first error is the final threshold check.
+	endThresholds bool
+	failed        atomic.Bool
+}
+
+// Run runs the script end to end and returns the exit code k6 would.
+func Run(ctx context.Context, cfg RunConfig) Result {
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	r := &runner{cfg: cfg, now: cfg.Now}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	level := js.LevelInfo
+	if cfg.Verbose {
+		level = js.LevelDebug
+	}
+	r.log = js.NewLogger(cfg.Stderr, level)
+	res := r.run(ctx)
+	if res.Err != nil && res.ExitCode != ExitOK {
+		r.log.Log(js.LevelError, res.Err.Error())
+	}
+	return res
+}
+
+// fail records err with its exit code unless an earlier error already
+// decided it: the first error wins (§4.5).
+func (r *runner) fail(code int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.firstErr == nil {
+		r.firstErr, r.code = err, code
+	}
+}
+
+func (r *runner) result() Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := Result{ExitCode: r.code, Err: r.firstErr}
+	// test.fail() wins over thresholds that failed at the end (errata 7).
+	if r.failed.Load() && (r.firstErr == nil || r.endThresholds) {
+		res.ExitCode, res.Err = ExitMarkedAsFailed, errors.New("test marked as failed")
+	}
+	if r.ev != nil {
+		res.Thresholds = r.ev.Statuses()
+	}
+	return res
+}
+
+func (r *runner) run(ctx context.Context) Result {
+	r.reg = metrics.NewRegistry()
+	bi, err := r.reg.RegisterBuiltins()
+	if err != nil {
+		r.fail(ExitGeneric, err)
+		return r.result()
+	}
+	r.bi = bi
+	r.coll = metrics.NewCollector(r.reg, metrics.CollectorOptions{})
+	if err := r.trackSummaryGroups(); err != nil {
+		r.fail(ExitGeneric, err)
+		return r.result()
+	}
+
+	// A signal before or during init ends the run with 105 at once.
+	if err := r.load(ctx); err != nil {
+		if context.Cause(ctx) == ErrSignal { //nolint:errorlint // sentinel cause
+			r.fail(ExitExternalAbort, ErrSignal)
+		} else {
+			r.fail(ExitCode(err), err)
+		}
+		return r.result()
+	}
+	for _, arg := range r.cfg.Outputs {
+		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ScriptEnv, SystemTags: r.opts.SystemTags})
+		if err == nil {
+			err = o.Start()
+		}
+		if err != nil {
+			r.fail(ExitInvalidConfig, &OptionsError{Err: err})
+			r.stopOutputs()
+			return r.result()
+		}
+		r.outs = append(r.outs, o)
+		r.coll.AddConsumer(o)
+	}
+
+	collCtx, stopColl := context.WithCancel(context.WithoutCancel(ctx))
+	collDone := make(chan struct{})
+	go func() { r.coll.Run(collCtx, 50*time.Millisecond); close(collDone) }()
+
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	r.cancelRun = cancelRun
+	defer cancelRun(nil)
+
+	// vus / vus_max every second from the start of VU init.
+	gaugeCtx, stopGauges := context.WithCancel(runCtx)
+	var gaugeWG sync.WaitGroup
+	gaugeWG.Add(1)
+	go func() { defer gaugeWG.Done(); r.emitVUGauges(gaugeCtx) }()
+
+	r.execute(ctx, runCtx)
+
+	stopGauges()
+	gaugeWG.Wait()
+	r.runEnd = r.now()
+	r.coll.Flush()
+	if r.ev != nil {
+		out := r.ev.Final()
+		if len(out.Failed) > 0 {
+			var keys []string
+			seen := map[string]bool{}
+			for _, f := range out.Failed {
+				if !seen[f.Key] {
+					seen[f.Key] = true
+					keys = append(keys, f.Key)
+				}
+			}
+			r.mu.Lock()
+			r.endThresholds = r.firstErr == nil
+			r.mu.Unlock()
+			r.fail(ExitThresholdsFailed, fmt.Errorf("thresholds on metrics '%s' have been crossed", strings.Join(keys, "', '")))
+		}
+	}
+	stopColl()
+	<-collDone
+	r.stopOutputs()
+	r.summarize(context.WithoutCancel(ctx))
+	res := r.result()
+	res.Summary = r.coll.Snapshot(r.runEnd.Sub(r.runStart))
+	return res
+}
+
+func (r *runner) stopOutputs() {
+	for _, o := range r.outs {
+		if err := o.Stop(); err != nil {
+			r.log.Log(js.LevelError, "output: "+err.Error())
+		}
+	}
+	r.outs = nil
+}
+
+// load compiles the script, runs the first init and consolidates the
+// options, scenarios, thresholds and the execution plan.
+func (r *runner) load(ctx context.Context) error {
+	b, err := js.NewBundle(ctx, js.Config{
+		Filename: r.cfg.Script, Source: r.cfg.Source, Registry: r.cfg.Registry, Helpers: r.cfg.Helpers,
+		Env: r.cfg.ScriptEnv, Logger: r.log, Collector: r.coll, Control: (*control)(r),
+	})
+	if err != nil {
+		return err
+	}
+	r.bundle = b
+
+	// Layers: defaults < config file < script < env < flags (§8.2).
+	fileName := r.cfg.ConfigFileName
+	if fileName == "" {
+		fileName = "config file"
+	}
+	fileOpts, w1, err := ParseOptionsJSON(r.cfg.ConfigFile, fileName)
+	if err != nil {
+		return &OptionsError{Err: err}
+	}
+	scriptOpts, w2, err := ParseOptionsJSON(b.Options, "options exported by the script")
+	if err != nil {
+		return &OptionsError{Err: err}
+	}
+	for _, w := range append(w1, w2...) {
+		r.log.Log(js.LevelWarn, w)
+	}
+	fileExec, err := executor.ParseExecutionOptions(r.cfg.ConfigFile)
+	if err != nil {
+		return &OptionsError{Err: fmt.Errorf("%s: %w", fileName, err)}
+	}
+	scriptExec, err := executor.ParseExecutionOptions(b.Options)
+	if err != nil {
+		return &OptionsError{Err: fmt.Errorf("script options: %w", err)}
+	}
+	exec := fileExec
+	for _, l := range []struct {
+		o    executor.ExecutionOptions
+		name string
+	}{{scriptExec, "script"}, {r.cfg.Env.Exec, "env"}, {r.cfg.CLI.Exec, "cli"}} {
+		var warns []string
+		exec, warns = executor.Merge(exec, l.o, l.name)
+		for _, w := range warns {
+			r.log.Log(js.LevelWarn, w)
+		}
+	}
+	opts := Options{}.Apply(fileOpts).Apply(scriptOpts).Apply(r.cfg.Env.Options).Apply(r.cfg.CLI.Options)
+	if r.opts, err = opts.Resolve(); err != nil {
+		return &OptionsError{Err: err}
+	}
+	r.testWide = metrics.TagsFromMap(r.opts.Tags)
+
+	configs, warns, err := exec.DeriveScenarios()
+	for _, w := range warns {
+		r.log.Log(js.LevelWarn, w)
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range configs {
+		base := c.Base()
+		if !b.HasExport(base.Exec) {
+			return &OptionsError{Err: fmt.Errorf("executor %s: function '%s' not found in exports", base.Name, base.Exec)}
+		}
+	}
+	seg := segment.Full()
+	if r.opts.ExecutionSegment != "" {
+		if seg, err = segment.ParseSegment(r.opts.ExecutionSegment); err != nil {
+			return &OptionsError{Err: fmt.Errorf("execution segment: %w", err)}
+		}
+	}
+	seq, err := segment.ParseSequence(r.opts.ExecutionSegmentSequence)
+	if err != nil {
+		return &OptionsError{Err: fmt.Errorf("execution segment sequence: %w", err)}
+	}
+	if r.tuple, err = segment.NewTuple(seg, seq); err != nil {
+		return &OptionsError{Err: err}
+	}
+	if r.plan, err = executor.NewPlan(configs, r.tuple); err != nil {
+		return err
+	}
+
+	if !r.cfg.NoThresholds && len(r.opts.Thresholds) > 0 {
+		raw, err := json.Marshal(r.opts.Thresholds)
+		if err != nil {
+			return &OptionsError{Err: err}
+		}
+		var tc thresholds.Config
+		if err := json.Unmarshal(raw, &tc); err != nil {
+			return &OptionsError{Err: fmt.Errorf("thresholds: %w", err)}
+		}
+		if r.thr, err = thresholds.New(tc, r.reg); err != nil {
+			return &OptionsError{Err: err}
+		}
+	}
+	merged, err := r.mergedOptionsJSON(exec)
+	if err != nil {
+		return &OptionsError{Err: err}
+	}
+	b.SetMergedOptions(merged)
+	return nil
+}
+
+// mergedOptionsJSON is the consolidated options as scripts see them in
+// test.options and their `options` export.
+func (r *runner) mergedOptionsJSON(exec executor.ExecutionOptions) (json.RawMessage, error) {
+	raw, err := json.Marshal(r.opts)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if exec.Scenarios != nil {
+		var sc any
+		if json.Unmarshal(exec.Scenarios, &sc) == nil {
+			m["scenarios"] = sc
+		}
+	}
+	return json.Marshal(m)
+}
+
+// execute initialises the VUs, runs setup, the scenarios and teardown.
+func (r *runner) execute(ctx, runCtx context.Context) {
+	r.pool = executor.NewPool(r.newVU, r.tuple, r.plan.MaxVUs)
+	if err := r.pool.Init(runCtx, r.plan.MaxPlannedVUs, runtime.GOMAXPROCS(0)); err != nil {
+		r.failFromCause(runCtx, err)
+		return
+	}
+	r.runStart = r.now()
+	if r.thr != nil {
+		ev, err := thresholds.NewEvaluator(r.thr, r.coll, thresholds.Options{RunStart: r.runStart, Now: r.now})
+		if err != nil {
+			r.fail(ExitInvalidConfig, &OptionsError{Err: err})
+			return
+		}
+		r.ev = ev
+	}
+	stopProgress := r.startProgress(runCtx)
+	defer stopProgress()
+
+	if !r.opts.NoSetup {
+		data, err := r.bundle.RunSetup(runCtx, r.opts.SetupTimeout)
+		if err != nil {
+			// A failed setup ends the run; teardown does not run (§1.1).
+			r.failFromCause(runCtx, err)
+			return
+		}
+		r.setupData = data
+	}
+
+	sched := executor.NewScheduler(r.plan, r.pool, (*observer)(r))
+	r.sched.Store(sched)
+	thrCtx, stopThr := context.WithCancel(runCtx)
+	var thrWG sync.WaitGroup
+	if r.ev != nil {
+		thrWG.Add(1)
+		go func() { defer thrWG.Done(); r.checkThresholds(thrCtx) }()
+	}
+	err := sched.Run(runCtx, r.now())
+	stopThr()
+	thrWG.Wait()
+	if runCtx.Err() != nil {
+		r.failFromCause(runCtx, nil)
+	} else if err != nil {
+		r.fail(ExitCode(err), err)
+	}
+
+	if !r.opts.NoTeardown {
+		// Teardown runs on the global context: also after an abort.
+		if err := r.bundle.RunTeardown(context.WithoutCancel(ctx), r.opts.TeardownTimeout, r.setupData); err != nil {
+			r.fail(ExitCode(err), err)
+		}
+	}
+}
+
+// failFromCause records why runCtx ended (abort, abortOnFail, signal), or
+// err when the context is still live.
+func (r *runner) failFromCause(runCtx context.Context, err error) {
+	cause := context.Cause(runCtx)
+	var ab *js.AbortError
+	switch {
+	case runCtx.Err() == nil && err != nil:
+		r.fail(ExitCode(err), err)
+	case errors.Is(cause, ErrSignal):
+		r.fail(ExitExternalAbort, ErrSignal)
+	case errors.Is(cause, errThresholdAbort):
+		r.fail(ExitThresholdsFailed, cause)
+	case errors.As(cause, &ab):
+		r.fail(ExitScriptAborted, ab)
+	case err != nil:
+		r.fail(ExitCode(err), err)
+	default:
+		r.fail(ExitGeneric, cause)
+	}
+}
+
+func (r *runner) checkThresholds(ctx context.Context) {
+	t := time.NewTicker(thresholdInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.coll.Flush()
+			if out := r.ev.Check(); out.Abort {
+				r.log.Log(js.LevelError, "thresholds on metrics '"+out.AbortedBy.Key+"' were crossed; at least one has abortOnFail enabled, stopping test prematurely")
+				r.cancelRun(errThresholdAbort)
+				return
+			}
+		}
+	}
+}
+
+// emitVUGauges records vus and vus_max once a second (k6: a run shorter
+// than a second has none).
+func (r *runner) emitVUGauges(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var active, allocated int64
+			if s := r.sched.Load(); s != nil {
+				active, allocated = s.ActiveVUs(), s.AllocatedVUs()
+			} else if r.pool != nil {
+				allocated = r.pool.Allocated()
+			}
+			r.coll.Add(metrics.Sample{Metric: r.bi.VUs, Tags: r.testWide, Time: now, Value: float64(active)})
+			r.coll.Add(metrics.Sample{Metric: r.bi.VUsMax, Tags: r.testWide, Time: now, Value: float64(allocated)})
+		}
+	}
+}
+
+// control is the run as k6/execution sees it.
+type control runner
+
+func (c *control) Abort(reason string) {
+	r := (*runner)(c)
+	if r.cancelRun != nil {
+		r.cancelRun(&js.AbortError{Reason: reason})
+	} else {
+		r.fail(ExitScriptAborted, &js.AbortError{Reason: reason})
+	}
+}
+
+func (c *control) Fail(string) { (*runner)(c).failed.Store(true) }
+
+func (c *control) Instance() js.InstanceStats {
+	r := (*runner)(c)
+	var st js.InstanceStats
+	if !r.runStart.IsZero() {
+		st.CurrentTestRunDuration = r.now().Sub(r.runStart)
+	}
+	if s := r.sched.Load(); s != nil {
+		st.IterationsCompleted = s.IterationsCompleted()
+		st.IterationsInterrupted = s.IterationsInterrupted()
+		st.VUsActive = s.ActiveVUs()
+		st.VUsInitialized = s.AllocatedVUs()
+	} else if r.pool != nil {
+		st.VUsInitialized = r.pool.Allocated()
+	}
+	return st
+}
+
+// observer turns scheduler events into samples and threshold windows.
+type observer runner
+
+func (o *observer) ScenarioStarted(*executor.ScenarioInfo) {}
+func (o *observer) ScenarioEnded(*executor.ScenarioInfo)   {}
+
+func (o *observer) StageStarted(ev executor.StageEvent) {
+	if r := (*runner)(o); r.ev != nil {
+		r.ev.StageStarted(ev.Scenario, ev.Index, ev.Name, ev.Time)
+	}
+}
+
+func (o *observer) StageEnded(ev executor.StageEvent) {
+	r := (*runner)(o)
+	if r.ev == nil {
+		return
+	}
+	r.coll.Flush()
+	if out := r.ev.StageEnded(ev.Scenario, ev.Index, ev.Name, ev.Time); out.Abort {
+		r.log.Log(js.LevelError, "stage thresholds crossed with abortOnFail; stopping the test")
+		r.cancelRun(errThresholdAbort)
+	}
+}
+
+func (o *observer) DroppedIterations(d executor.Dropped) {
+	r := (*runner)(o)
+	tags := r.testWide.With("scenario", d.Scenario)
+	if d.VUIDInInstance != 0 && r.systemTag("vu") {
+		tags = tags.With("vu", fmt.Sprint(d.VUIDInInstance))
+	}
+	r.coll.Add(metrics.Sample{Metric: r.bi.DroppedIterations, Tags: tags, Time: d.Time, Value: float64(d.Count)})
+}
+
+func (o *observer) InsufficientVUs(scenario string, maxVUs int64) {
+	(*runner)(o).log.Log(js.LevelWarn, fmt.Sprintf("Insufficient VUs, reached %d active VUs and cannot initialize more", maxVUs), "executor", "arrival-rate", "scenario", scenario)
+}
+
+func (r *runner) systemTag(name string) bool {
+	for _, t := range r.opts.SystemTags {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// newVU is the pool's factory.
+func (r *runner) newVU(ctx context.Context, id, idInTest uint64) (executor.VU, error) {
+	vu, err := r.bundle.NewVU(ctx, id, idInTest)
+	if err != nil {
+		return nil, err
+	}
+	return &vuAdapter{r: r, vu: vu}, nil
+}
+
+// vuAdapter runs executor iterations on a js.VU.
+type vuAdapter struct {
+	r        *runner
+	vu       *js.VU
+	setupSet bool
+	sc       *js.Scenario
+	scFor    *executor.ScenarioInfo
+}
+
+func (a *vuAdapter) Activate(sc *executor.ScenarioInfo) {
+	if !a.setupSet {
+		a.vu.SetSetupData(a.r.setupData)
+		a.setupSet = true
+	}
+	if a.scFor != sc {
+		a.sc = &js.Scenario{Name: sc.Name, Executor: sc.Executor, StartTime: sc.StartTime, Progress: sc.Progress}
+		a.scFor = sc
+	}
+	tags := make(map[string]string, len(a.r.opts.Tags)+len(sc.Tags))
+	for k, v := range a.r.opts.Tags {
+		tags[k] = v
+	}
+	for k, v := range sc.Tags {
+		tags[k] = v
+	}
+	a.vu.Activate(a.sc, sc.Exec, sc.Env, tags)
+}
+
+func (a *vuAdapter) RunIteration(ctx context.Context, it *executor.Iteration) {
+	start := time.Now()
+	res := a.vu.RunIteration(ctx, js.Iteration{InInstance: it.InInstance, InTest: it.InTest, Stage: it.Stage, StageName: it.StageName})
+	// minIterationDuration: a full iteration that ended early sleeps the rest.
+	if rest := a.r.opts.MinIterationDuration - time.Since(start); rest > 0 && res.Full {
+		t := time.NewTimer(rest)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
