@@ -82,6 +82,15 @@ func TestBridgeQueryModes(t *testing.T) {
 			t.Fatalf("got %v", short(got))
 		}
 	})
+	t.Run("thread_window false keeps the legacy thread read", func(t *testing.T) {
+		mustAdd(t, s, ev(50, 1, 300, 9, h(chA)))
+		mustAdd(t, s, ev(51, 2, 301, 9, h(chA), replyTo(50)))
+		mustAdd(t, s, ev(52, 2, 302, 9, h(chA), replyTo(50)))
+		got := idsOf(q(`[{"thread_window":false,"#e":["` + hexID(50) + `"],"depth_limit":5,"kinds":[9]}]`))
+		if !slices.Equal(got, hexIDs(51, 52)) {
+			t.Fatalf("got %v", short(got))
+		}
+	})
 	t.Run("a window filter and a plain filter share one answer", func(t *testing.T) {
 		evs := q(`[{"ids":["` + hexID(5) + `"]},{"top_level":true,"#h":["` + chA + `"],"kinds":[9],"limit":2}]`)
 		kinds := []int{}

@@ -219,7 +219,10 @@ func TestThreadDepthAndReplyChecks(t *testing.T) {
 		{"parent in another channel", ev(5002, 1, 500, 9, h(chA), replyTo(2)), ErrParentOtherChannel},
 		{"root tag must match ancestry", ev(5003, 1, 500, 9, h(chA), rootTag(2), replyTo(1001)), ErrRootMismatch},
 		{"not a reply without a reply marker", ev(5004, 1, 500, 9, h(chA), rootTag(1)), nil},
+		{"a deleted parent still anchors replies", ev(5005, 1, 500, 9, h(chA), replyTo(3)), nil},
 	}
+	mustAdd(t, s, ev(3, 1, 100, 9, h(chA)))
+	s.Delete(hexID(3))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := s.CheckReply(c.e); err != c.want {
