@@ -70,7 +70,9 @@ type harness struct {
 }
 
 // writeFiles writes name→content into a temp dir and returns it.
-func writeFiles(t *testing.T, files map[string]string) string {
+func writeFiles(t *testing.T, files map[string]string) string { return writeFilesB(t, files) }
+
+func writeFilesB(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range files {

@@ -30,7 +30,7 @@ type VU struct {
 	id      uint64
 	idTest  uint64
 	ctx     context.Context
-	buf     *metrics.Buffer
+	buf     sampleSink
 	state   *modules.State
 	initEnv *modules.InitEnv
 
@@ -57,6 +57,14 @@ type VU struct {
 	// I/O; the VU emits data_sent/data_received deltas after each call.
 	BytesSent, BytesReceived atomic.Int64
 }
+
+// sampleSink records a VU's samples through the collector's sharded Add.
+// A per-VU metrics.Buffer would hold a 512-sample array (~28 KB) per VU,
+// half the per-VU memory budget, for little gain at these sample rates.
+type sampleSink struct{ c *metrics.Collector }
+
+func (s sampleSink) Add(x metrics.Sample) { s.c.Add(x) }
+func (s sampleSink) Close()               {}
 
 // Scenario is what k6/execution's `scenario` shows about the scenario a VU is
 // active in. Progress may be nil.
@@ -112,7 +120,7 @@ func (v *VU) Close() {
 func (b *Bundle) newVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
 	rt := sobek.New()
 	rt.SetFieldNameMapper(sobek.TagFieldNameMapper("js", true))
-	v := &VU{b: b, rt: rt, id: id, idTest: idInTest, ctx: ctx, env: b.cfg.Env, buf: b.cfg.Collector.NewBuffer()}
+	v := &VU{b: b, rt: rt, id: id, idTest: idInTest, ctx: ctx, env: b.cfg.Env, buf: sampleSink{b.cfg.Collector}}
 	v.loop = eventloop.New(v.checkRejections)
 	v.timers = newTimers(v)
 	rt.SetPromiseRejectionTracker(v.trackRejection)
