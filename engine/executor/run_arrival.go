@@ -128,11 +128,9 @@ dispatch:
 		}
 	}
 	timer.Stop()
-	if r.stages != nil {
-		// Ramping: the scenario lasts its stages even if the last starts
-		// came early (a final stage at rate 0).
-		sleepUntil(grace, start.Add(regular))
-	}
+	// The scenario lasts its regular duration even when its last start came
+	// earlier (the gap after the last tick, or a final ramping stage at rate 0).
+	sleepUntil(grace, start.Add(regular))
 	creators.Wait()
 	close(work)
 	vus.Wait()

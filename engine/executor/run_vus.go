@@ -36,7 +36,7 @@ func (r *scenarioRun) runLoopingVUs(ctx context.Context, n int64, regular, grace
 		go func() {
 			defer wg.Done()
 			defer r.release(pv)
-			for !isDone(reg) {
+			for !isDone(reg) && !isDone(grace) {
 				r.iterate(grace, pv, r.nextIter.Add(1)-1)
 			}
 		}()
@@ -72,7 +72,7 @@ func (r *scenarioRun) runSharedIterations(ctx context.Context, c *SharedIteratio
 		go func() {
 			defer wg.Done()
 			defer r.release(pv)
-			for !isDone(reg) {
+			for !isDone(reg) && !isDone(grace) {
 				local := r.nextIter.Add(1) - 1
 				if local >= total {
 					return
@@ -111,7 +111,7 @@ func (r *scenarioRun) runPerVUIterations(ctx context.Context, c *PerVUIterations
 			defer wg.Done()
 			defer r.release(pv)
 			var j int64
-			for ; j < c.Iterations && !isDone(reg); j++ {
+			for ; j < c.Iterations && !isDone(reg) && !isDone(grace); j++ {
 				r.iterate(grace, pv, r.nextIter.Add(1)-1)
 			}
 			if j < c.Iterations {
@@ -197,11 +197,11 @@ func (h *vuHandle) loop(reg, grace, ctx context.Context, wg *sync.WaitGroup) {
 	r.hold(pv)
 	defer r.release(pv)
 	for {
-		for h.state.Load() == handleRunning && !isDone(reg) && !isDone(ctx) {
+		for h.state.Load() == handleRunning && !isDone(reg) && !isDone(grace) && !isDone(ctx) {
 			r.iterate(ctx, pv, r.nextIter.Add(1)-1)
 		}
 		h.mu.Lock()
-		if h.state.Load() == handleRunning && !isDone(reg) {
+		if h.state.Load() == handleRunning && !isDone(reg) && !isDone(grace) {
 			// A hard stop fired just before a restart: keep the VU.
 			h.cancel()
 			h.ctx, h.cancel = context.WithCancel(grace)

@@ -327,6 +327,9 @@ func (r *scenarioRun) execute(ctx context.Context) {
 
 // durationContexts returns the context that ends when no new iterations may
 // start (regular) and the one that interrupts running iterations (graceful).
+// Loops must check both before starting an iteration: a parent context is
+// marked done before its children are, so when the run is aborted there is
+// a moment where graceful is done and regular is not yet.
 func (r *scenarioRun) durationContexts(ctx context.Context, regular, gracefulStop time.Duration) (reg, grace context.Context, cancel func()) {
 	start := r.info.StartTime
 	grace, c1 := context.WithDeadline(ctx, start.Add(regular+gracefulStop))
