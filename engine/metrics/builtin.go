@@ -25,6 +25,10 @@ const (
 	HTTPReqReceivingName      = "http_req_receiving"
 )
 
+// ExpectedResponseSubmetric is the sub-metric k6 creates by itself when the
+// expected_response system tag is on (the default): Track it at start-up.
+const ExpectedResponseSubmetric = "http_req_duration{expected_response:true}"
+
 // BuiltinDef declares one built-in metric.
 type BuiltinDef struct {
 	Name     string

@@ -221,6 +221,9 @@ type Threshold struct {
 // Set is every threshold of a test, sorted by key then declaration order.
 type Set struct {
 	Thresholds []*Threshold
+	// Warnings are problems k6 only warns about, such as a selector on vu or
+	// iter (metadata, so it never matches).
+	Warnings []string
 }
 
 // New validates cfg against the registry: each key must parse and name an
@@ -241,6 +244,11 @@ func New(cfg Config, reg *metrics.Registry) (*Set, error) {
 		m := reg.Get(sel.Metric)
 		if m == nil {
 			return nil, &Error{Metric: key, Err: fmt.Errorf("metric %q does not exist", sel.Metric)}
+		}
+		for _, tag := range []string{"vu", "iter"} {
+			if _, ok := sel.Tags.Get(tag); ok {
+				set.Warnings = append(set.Warnings, fmt.Sprintf("threshold on %q selects on %q, which is metadata and never matches", key, tag))
+			}
 		}
 		for i, sp := range cfg[key] {
 			th, err := build(key, m, i, sp)

@@ -175,6 +175,13 @@ func TestStringAndObjectForms(t *testing.T) {
 	if w.Window != "stage" || w.Scenario != "ramp" || w.Key != "my_trend{op:x}" {
 		t.Fatalf("windowed: %+v", w)
 	}
+	if len(set.Warnings) != 0 {
+		t.Fatalf("unexpected warnings %v", set.Warnings)
+	}
+	warned, err := New(Config{"my_trend{vu:1}": {{Threshold: "avg<1"}}}, reg)
+	if err != nil || len(warned.Warnings) != 1 || !strings.Contains(warned.Warnings[0], "vu") {
+		t.Fatalf("vu selector: %v %v", warned, err)
+	}
 	if keys := set.Keys(); len(keys) != 1 || keys[0] != "my_trend" {
 		t.Fatalf("whole-run keys = %v", keys)
 	}
