@@ -180,6 +180,8 @@ func TestShortcuts(t *testing.T) {
 			&RampingVUsConfig{BaseConfig: base(RampingVUs), StartVUs: 1, Stages: []Stage{{time.Second, 2, ""}}, GracefulRampDown: 30 * time.Second}, ""},
 		{"nothing set gives one iteration of one VU", `{}`,
 			&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, ""},
+		{"an empty stages list does not conflict with duration", `{"duration":"2s","stages":[]}`,
+			&ConstantVUsConfig{BaseConfig: base(ConstantVUs), VUs: 1, Duration: 2 * time.Second}, ""},
 		{"v1: bare vus is ignored with a warning", `{"vus":10}`,
 			&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, "will be ignored"},
 		{"empty stages warn", `{"stages":[]}`,

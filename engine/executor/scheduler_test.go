@@ -39,6 +39,19 @@ type recorder struct {
 	stageEvents []StageEvent
 	insuff      int
 	activations map[uint64][]string
+	scenarios   []string
+}
+
+func (r *recorder) ScenarioStarted(sc *ScenarioInfo) {
+	r.mu.Lock()
+	r.scenarios = append(r.scenarios, "start "+sc.Name)
+	r.mu.Unlock()
+}
+
+func (r *recorder) ScenarioEnded(sc *ScenarioInfo) {
+	r.mu.Lock()
+	r.scenarios = append(r.scenarios, "end "+sc.Name)
+	r.mu.Unlock()
 }
 
 func newRecorder() *recorder { return &recorder{start: time.Now(), activations: map[uint64][]string{}} }
@@ -201,6 +214,18 @@ func TestConstantArrivalRateStartsOnSchedule(t *testing.T) {
 	}
 	if got := h.sched.IterationsCompleted(); got != int64(len(starts)) {
 		t.Errorf("completed %d", got)
+	}
+	for _, s := range starts {
+		// progress = elapsed/duration, read by the VU during the iteration
+		if s.progress < float64(s.offset-50*time.Millisecond)/float64(time.Second) || s.progress > 1 {
+			t.Errorf("start at %v saw progress %v", s.offset, s.progress)
+		}
+	}
+	if len(h.rec.scenarios) != 2 || h.rec.scenarios[0] != "start car" || h.rec.scenarios[1] != "end car" {
+		t.Errorf("scenario events %v", h.rec.scenarios)
+	}
+	if p := h.sched.Progress()[0]; !p.Started || !p.Done || p.Progress != 1 || p.ActiveVUs != 0 || p.Completed != 20 {
+		t.Errorf("final progress %+v", p)
 	}
 }
 

@@ -161,7 +161,7 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 	}
 	switch {
 	case o.Iterations != nil:
-		if o.Stages != nil {
+		if len(o.Stages) > 0 {
 			return nil, nil, conflict("iterations", "stages")
 		}
 		if o.Scenarios != nil {
@@ -173,7 +173,7 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 		}
 		return one(c)
 	case o.Duration != nil:
-		if o.Stages != nil {
+		if len(o.Stages) > 0 {
 			return nil, nil, conflict("duration", "stages")
 		}
 		if o.Scenarios != nil {
