@@ -254,7 +254,10 @@ func (w *Window) Selector() Selector { return w.sel }
 
 // add routes a value by its time; c.mu is held.
 func (w *Window) add(c *Collector, v float64, t time.Time) {
-	if !w.active || t.Before(w.start) {
+	if !w.active {
+		return // no stage in progress: nothing to judge these samples in
+	}
+	if t.Before(w.start) {
 		c.late++
 		return
 	}
@@ -421,9 +424,11 @@ type Buffer struct {
 	pos     int // index in c.buffers
 }
 
-// NewBuffer registers a buffer that Flush will drain.
+// NewBuffer registers a buffer that Flush will drain. It allocates nothing
+// until samples arrive and then grows only to what its producer records
+// between two flushes (at most BatchSize), so idle producers cost ~100 bytes.
 func (c *Collector) NewBuffer() *Buffer {
-	b := &Buffer{c: c, samples: make([]Sample, 0, c.batch)}
+	b := &Buffer{c: c}
 	c.bufMu.Lock()
 	b.pos = len(c.buffers)
 	c.buffers = append(c.buffers, b)
