@@ -291,6 +291,7 @@ func (c *Collector) AddWindow(key string) (*Window, error) {
 // moved to start keeps what it holds; otherwise it is emptied and samples
 // before start are dropped.
 func (c *Collector) StartWindows(ws []*Window, start time.Time) {
+	c.Flush() // samples recorded before the stage are dropped, not counted late
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range ws {
