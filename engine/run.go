@@ -17,6 +17,7 @@ import (
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/output"
 	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/engine/summary"
 	"github.com/buzzload/buzzload/engine/thresholds"
 )
 
@@ -132,9 +133,11 @@ func (r *runner) run(ctx context.Context) Result {
 	}
 	r.bi = bi
 	r.coll = metrics.NewCollector(r.reg, metrics.CollectorOptions{})
-	if err := r.trackSummaryGroups(); err != nil {
-		r.fail(ExitGeneric, err)
-		return r.result()
+	if r.cfg.SummaryMode != "disabled" {
+		if err := summary.Register(r.coll, r.summaryOptions()); err != nil {
+			r.fail(ExitGeneric, err)
+			return r.result()
+		}
 	}
 
 	// A signal before or during init ends the run with 105 at once.
@@ -159,6 +162,8 @@ func (r *runner) run(ctx context.Context) Result {
 		r.outs = append(r.outs, o)
 		r.coll.AddConsumer(o)
 	}
+
+	r.printBanner()
 
 	collCtx, stopColl := context.WithCancel(context.WithoutCancel(ctx))
 	collDone := make(chan struct{})
@@ -204,6 +209,27 @@ func (r *runner) run(ctx context.Context) Result {
 	res := r.result()
 	res.Summary = r.coll.Snapshot(r.runEnd.Sub(r.runStart))
 	return res
+}
+
+// printBanner writes k6's execution description to stdout (not with -q).
+func (r *runner) printBanner() {
+	if r.cfg.Quiet {
+		return
+	}
+	w := r.cfg.Stdout
+	out := "-"
+	if len(r.cfg.Outputs) > 0 {
+		out = strings.Join(r.cfg.Outputs, ", ")
+	}
+	fmt.Fprintf(w, "\n  execution: local\n     script: %s\n     output: %s\n\n", r.cfg.Script, out)
+	for i, l := range r.plan.Banner() {
+		if i == 0 {
+			fmt.Fprintf(w, "  %s\n", l)
+		} else {
+			fmt.Fprintf(w, "           %s\n", l)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func (r *runner) stopOutputs() {
@@ -264,6 +290,12 @@ func (r *runner) load(ctx context.Context) error {
 	}
 	opts := Options{}.Apply(fileOpts).Apply(scriptOpts).Apply(r.cfg.Env.Options).Apply(r.cfg.CLI.Options)
 	if r.opts, err = opts.Resolve(); err != nil {
+		return &OptionsError{Err: err}
+	}
+	if r.cfg.SummaryMode == "legacy" {
+		r.log.Log(js.LevelWarn, "the legacy summary layout is not available; printing the compact one")
+	}
+	if err := r.summaryOptions().Validate(); err != nil {
 		return &OptionsError{Err: err}
 	}
 	r.testWide = metrics.TagsFromMap(r.opts.Tags)
