@@ -382,6 +382,34 @@ func TestMaxVUsAcrossScenarios(t *testing.T) {
 	}
 }
 
+func TestDescriptions(t *testing.T) {
+	thirds := tuplesOf(t, "0,1/3,2/3,1")
+	cases := []struct {
+		name string
+		c    Config
+		t    *segment.Tuple
+		want string
+	}{
+		{"per-vu-iterations", &PerVUIterationsConfig{BaseConfig: BaseConfig{GracefulStop: 30 * s}, VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, segment.FullTuple(),
+			"1 iterations for each of 1 VUs (maxDuration: 10m0s, gracefulStop: 30s)"},
+		{"ramping-vus", ramp(0, 30*s, Stage{2 * s, 3, ""}), segment.FullTuple(),
+			"Up to 3 looping VUs for 2s over 1 stages (gracefulRampDown: 30s, gracefulStop: 0s)"},
+		{"constant-vus with startTime", &ConstantVUsConfig{BaseConfig: BaseConfig{StartTime: 10 * s, GracefulStop: 30 * s}, VUs: 10, Duration: 30 * s}, segment.FullTuple(),
+			"10 looping VUs for 30s (startTime: 10s, gracefulStop: 30s)"},
+		{"shared-iterations on a third", &SharedIterationsConfig{BaseConfig: BaseConfig{GracefulStop: 30 * s}, VUs: 5, Iterations: 10, MaxDuration: 10 * time.Minute}, thirds[2],
+			"2 iterations shared among 1 VUs (maxDuration: 10m0s, gracefulStop: 30s)"},
+		{"constant-arrival-rate on a third", &ConstantArrivalRateConfig{BaseConfig: BaseConfig{GracefulStop: 30 * s}, Rate: 12, TimeUnit: s, Duration: time.Minute, PreAllocatedVUs: 5, MaxVUs: 5}, thirds[0],
+			"4.80 iterations/s for 1m0s (maxVUs: 2-2, gracefulStop: 30s)"},
+		{"ramping-arrival-rate", &RampingArrivalRateConfig{BaseConfig: BaseConfig{GracefulStop: 30 * s}, TimeUnit: time.Minute, Stages: []Stage{{10 * s, 120, ""}, {10 * s, 60, ""}}, PreAllocatedVUs: 1, MaxVUs: 4}, segment.FullTuple(),
+			"Up to 2.00 iterations/s for 20s over 2 stages (maxVUs: 1-4, gracefulStop: 30s)"},
+	}
+	for _, c := range cases {
+		if got := c.c.Description(c.t); got != c.want {
+			t.Errorf("%s:\n got  %s\n want %s", c.name, got, c.want)
+		}
+	}
+}
+
 func TestBanner(t *testing.T) {
 	c := &SharedIterationsConfig{BaseConfig: BaseConfig{Name: "default", Exec: "default", GracefulStop: 30 * s}, VUs: 2, Iterations: 4, MaxDuration: 10 * time.Minute}
 	p, err := NewPlan([]Config{c}, nil)

@@ -259,7 +259,7 @@ func (c *RampingArrivalRateConfig) Description(t *segment.Tuple) string {
 	for _, s := range c.Stages {
 		peak = max(peak, s.Target)
 	}
-	return fmt.Sprintf("Up to %s over %s (maxVUs: %d-%d, %s%s)", rateText(float64(peak)*share, c.TimeUnit), formatDuration(c.Duration()), t.ScaleInt64(c.PreAllocatedVUs), t.ScaleInt64(c.MaxVUs), startText(&c.BaseConfig), gracefulText(&c.BaseConfig))
+	return fmt.Sprintf("Up to %s for %s over %d stages (maxVUs: %d-%d, %s%s)", rateText(float64(peak)*share, c.TimeUnit), formatDuration(c.Duration()), len(c.Stages), t.ScaleInt64(c.PreAllocatedVUs), t.ScaleInt64(c.MaxVUs), startText(&c.BaseConfig), gracefulText(&c.BaseConfig))
 }
 
 // derivedShare is this instance's fraction of the arrival-rate events.
