@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -73,17 +74,12 @@ func BenchmarkAdd(b *testing.B) {
 func BenchmarkAddParallel(b *testing.B) {
 	evs, _ := benchEvents(2_000_000)
 	s := New(Config{})
-	var next sync.Mutex
-	i := 0
+	var next atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			next.Lock()
-			e := evs[i%len(evs)]
-			i++
-			next.Unlock()
-			s.Add(e)
+			s.Add(evs[int(next.Add(1)-1)%len(evs)])
 		}
 	})
 }
