@@ -1,0 +1,770 @@
+package desktop
+
+import (
+	"strconv"
+	"time"
+)
+
+// Event is something that happened to the client: an input of Model.Step.
+// Every event carries the time it happened; the model reads no clock.
+type Event interface{ event() }
+
+// Start is the client's cold start.
+type Start struct{ At time.Time }
+
+// Connected says the connection asked for by Connect{Epoch} is up and
+// authenticated.
+type Connected struct {
+	At    time.Time
+	Epoch int
+}
+
+// ConnectFailed says the connection asked for by Connect{Epoch} failed.
+type ConnectFailed struct {
+	At    time.Time
+	Epoch int
+}
+
+// Disconnected says connection Epoch ended without being asked to: a
+// failed session.
+type Disconnected struct {
+	At    time.Time
+	Epoch int
+}
+
+// EOSE says subscription Sub's EOSE arrived at At after Count replayed
+// events. An EOSE that arrived after its deadline is a timeout.
+type EOSE struct {
+	Sub   string
+	At    time.Time
+	Count int
+}
+
+// SubFailed says subscription Sub will not reach EOSE: its deadline passed
+// or the relay closed it first.
+type SubFailed struct {
+	Sub string
+	At  time.Time
+}
+
+// SubClosed says the relay closed subscription Sub after its EOSE.
+type SubClosed struct {
+	Sub string
+	At  time.Time
+}
+
+// ReadSettled says a read finished. OK is the outcome of its main
+// requests; SnapshotOK, for a full unread repair, that of its snapshot.
+type ReadSettled struct {
+	Read       ReadKey
+	At         time.Time
+	OK         bool
+	SnapshotOK bool
+}
+
+// Wake is the passage of time: timers due at or before At run. LastFrame
+// is when the latest frame from the relay arrived (zero: none).
+type Wake struct {
+	At        time.Time
+	LastFrame time.Time
+}
+
+// SessionEnd is the human's session end: an ordinary reconnect.
+type SessionEnd struct{ At time.Time }
+
+// Stop ends the client.
+type Stop struct{ At time.Time }
+
+func (Start) event()         {}
+func (Connected) event()     {}
+func (ConnectFailed) event() {}
+func (Disconnected) event()  {}
+func (EOSE) event()          {}
+func (SubFailed) event()     {}
+func (SubClosed) event()     {}
+func (ReadSettled) event()   {}
+func (Wake) event()          {}
+func (SessionEnd) event()    {}
+func (Stop) event()          {}
+
+// Action is what the model asks the driver to do: an output of Model.Step.
+type Action interface{ action() }
+
+// Connect opens connection Epoch: read NIP-11 first when NIP11 is set,
+// then dial and authenticate. Renewal marks a current-mode renewal (a new
+// identity proof; the routes are carried).
+type Connect struct {
+	Epoch   int
+	NIP11   bool
+	Renewal bool
+}
+
+// Disconnect closes the current connection (if any).
+type Disconnect struct{}
+
+// OpenSub sends a REQ.
+type OpenSub struct{ Spec SubSpec }
+
+// CloseSub sends a CLOSE.
+type CloseSub struct{ ID string }
+
+// StartRead runs a read (the limiter has admitted it).
+type StartRead struct{ Read Read }
+
+func (Connect) action()    {}
+func (Disconnect) action() {}
+func (OpenSub) action()    {}
+func (CloseSub) action()   {}
+func (StartRead) action()  {}
+
+// SubSpec is one REQ to send; SubFilters turns it into its wire filters.
+type SubSpec struct {
+	ID    string
+	Op    string    // the EOSE wait's operation name
+	Route RouteKind // what it carries (RouteMembership for the probe)
+	// Channels are indexes into Params.Channels (channel routes).
+	Channels []int
+	Since    int64 // unix seconds on every filter
+	// LiveOnly asks for no replay (limit 0): presence, current's live-only
+	// channel subscription, tick replacements and the probe. A live-only
+	// channel REQ is one filter over all its channels.
+	LiveOnly bool
+	Probe    bool // the silence probe
+}
+
+type connState uint8
+
+const (
+	stateIdle connState = iota
+	stateConnecting
+	stateConnected
+	stateWaiting // backing off before a reconnect
+	stateStopped
+)
+
+type connKind uint8
+
+const (
+	connCold      connKind = iota // first connection
+	connReconnect                 // after a failure, a session end, or a legacy renewal
+	connRenewal                   // current renewal: routes carried
+)
+
+type subRole uint8
+
+const (
+	rolePrimary subRole = iota
+	roleReplacement
+	roleProbe
+)
+
+type subRec struct {
+	spec     SubSpec
+	route    int // index in Model.routes; -1 for the probe
+	role     subRole
+	replaces string
+	sent     bool
+	sentAt   time.Time
+	settled  bool
+}
+
+// routeState is a route with what the model knows about it. Continuity
+// (caughtUp) outlives connections; the rest is per connection.
+type routeState struct {
+	Route
+	caughtUp     bool // this connection's EOSE arrived in time
+	prevCaughtUp bool // ...and the previous connection's
+	settled      bool // this connection's EOSE (or its failure) is in
+	held         bool // current renewal: continuous, establishment held back
+	sub          string
+	replacing    string
+	since        int64
+}
+
+// Model is the desktop client's decisions as a state machine: Step takes
+// an event and returns the actions it causes. It reads no clock and opens
+// no socket, so every rule is testable with plain values; the driver turns
+// actions into requests and results back into events. Not safe for
+// concurrent use.
+type Model struct {
+	p      Params
+	routes []routeState
+	reads  *ReadQueue
+	out    []Action
+
+	state       connState
+	kind        connKind // kind of the connection being opened or up
+	epoch       int
+	subSeq      int
+	subs        map[string]*subRec
+	setupQ      []string
+	pending     int  // REQs sent and awaiting EOSE (probe excluded)
+	carry       bool // current renewal not yet cut: continuous routes are held
+	start       time.Time
+	sessionAt   time.Time // when the current connection came up
+	prevEnd     time.Time // when the previous session ended
+	since       int64     // this connection's since
+	attempts    int       // consecutive failures, for the backoff
+	reconnectAt time.Time
+
+	nextTick, nextRenewal time.Time
+	lastTick, lastFrame   time.Time
+	probe                 string
+	probeAt               time.Time
+
+	// current-mode backstops and debts
+	lastReplaced, lastRoster, lastFullRepair time.Time
+	rosterOwed, repairOwed, snapshotOwed     bool
+	profileOwed                              [3]bool // profiles, statuses, emoji
+}
+
+// NewModel returns the model of one client. It does nothing until Start.
+func NewModel(p Params) (*Model, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	p.defaults()
+	m := &Model{p: p, reads: NewReadQueue(p.MaxReads), subs: map[string]*subRec{}}
+	for _, r := range PlanRoutes(p.Mode, len(p.Channels), p.Presence) {
+		m.routes = append(m.routes, routeState{Route: r})
+	}
+	return m, nil
+}
+
+// Params returns the resolved parameters.
+func (m *Model) Params() Params { return m.p }
+
+// Routes returns the planned routes.
+func (m *Model) Routes() []Route {
+	out := make([]Route, len(m.routes))
+	for i := range m.routes {
+		out[i] = m.routes[i].Route
+	}
+	return out
+}
+
+// Connected reports whether a connection is up.
+func (m *Model) Connected() bool { return m.state == stateConnected }
+
+// Stopped reports whether Stop was seen.
+func (m *Model) Stopped() bool { return m.state == stateStopped }
+
+// NextWake is when the next timer is due (zero before Start and after Stop).
+func (m *Model) NextWake() time.Time {
+	if m.state == stateIdle || m.state == stateStopped {
+		return time.Time{}
+	}
+	w := m.nextTick
+	if m.p.Renewal > 0 && m.nextRenewal.Before(w) {
+		w = m.nextRenewal
+	}
+	if m.state == stateWaiting && m.reconnectAt.Before(w) {
+		w = m.reconnectAt
+	}
+	if m.probe != "" && m.probeAt.Add(m.p.ProbeWindow).Before(w) {
+		w = m.probeAt.Add(m.p.ProbeWindow)
+	}
+	return w
+}
+
+// Step applies ev and returns the actions it causes, in order.
+func (m *Model) Step(ev Event) []Action {
+	m.out = nil
+	if m.state == stateStopped {
+		return nil
+	}
+	var at time.Time
+	switch e := ev.(type) {
+	case Start:
+		at = e.At
+		if m.state == stateIdle {
+			m.begin(e.At)
+		}
+	case Connected:
+		at = e.At
+		if e.Epoch == m.epoch && m.state == stateConnecting {
+			m.connected(e.At)
+		}
+	case ConnectFailed:
+		at = e.At
+		if e.Epoch == m.epoch && m.state == stateConnecting {
+			m.attempts++
+			m.waitAndReconnect(e.At)
+		}
+	case Disconnected:
+		at = e.At
+		if e.Epoch == m.epoch && m.state == stateConnected {
+			m.sessionFailed(e.At)
+		}
+	case EOSE:
+		at = e.At
+		m.eose(e)
+	case SubFailed:
+		at = e.At
+		m.subFailed(e.Sub, e.At)
+	case SubClosed:
+		at = e.At
+		if rec := m.subs[e.Sub]; rec != nil && rec.settled && rec.route >= 0 &&
+			m.routes[rec.route].sub == e.Sub && m.state == stateConnected {
+			// A relay CLOSED on a live route ends the session, as for
+			// the basic human.
+			m.sessionFailed(e.At)
+		}
+	case ReadSettled:
+		at = e.At
+		m.readSettled(e)
+	case Wake:
+		at = e.At
+		m.wake(e)
+	case SessionEnd:
+		at = e.At
+		if m.state == stateConnected {
+			m.endSession(e.At)
+			m.connect(connReconnect)
+		}
+	case Stop:
+		m.emit(Disconnect{})
+		m.state = stateStopped
+		return m.out
+	}
+	m.pump(at)
+	return m.out
+}
+
+func (m *Model) emit(a Action) { m.out = append(m.out, a) }
+
+func (m *Model) begin(at time.Time) {
+	m.start = at
+	m.lastTick = at
+	m.nextTick = at.Add(m.p.Tick)
+	if m.p.Renewal > 0 {
+		m.nextRenewal = at.Add(time.Duration(m.p.RenewalPhase * float64(m.p.Renewal)))
+	}
+	m.connect(connCold)
+}
+
+func (m *Model) connect(k connKind) {
+	if k == connRenewal && m.p.Mode == ModeLegacy {
+		k = connReconnect // a legacy renewal is an ordinary reconnect
+	}
+	m.kind = k
+	m.epoch++
+	m.state = stateConnecting
+	m.emit(Connect{Epoch: m.epoch, NIP11: k != connRenewal, Renewal: k == connRenewal})
+}
+
+// endSession closes the current connection on our side.
+func (m *Model) endSession(at time.Time) {
+	m.prevEnd = at
+	if at.Sub(m.sessionAt) >= HealthySession {
+		m.attempts = 0
+	}
+	m.dropConnection()
+	m.emit(Disconnect{})
+}
+
+func (m *Model) sessionFailed(at time.Time) {
+	m.endSession(at)
+	m.attempts++
+	m.waitAndReconnect(at)
+}
+
+func (m *Model) waitAndReconnect(at time.Time) {
+	m.state = stateWaiting
+	m.kind = connReconnect
+	m.reconnectAt = at.Add(m.backoff())
+}
+
+// backoff is BackoffBase doubled per consecutive failure, capped.
+func (m *Model) backoff() time.Duration {
+	d := m.p.BackoffBase
+	for i := 1; i < m.attempts && d < m.p.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, m.p.BackoffMax)
+}
+
+func (m *Model) dropConnection() {
+	m.subs = map[string]*subRec{}
+	m.setupQ = nil
+	m.pending = 0
+	m.carry = false
+	m.probe = ""
+	for i := range m.routes {
+		r := &m.routes[i]
+		r.sub, r.replacing, r.held = "", "", false
+	}
+}
+
+// ResumeSince is the since of every subscription of a connection: 300 s
+// before the client started on a cold start, and on a resumed connection
+// 960 s before the previous session ended but not before that.
+func ResumeSince(start, prevEnd time.Time, cold bool) int64 {
+	floor := start.Add(-ColdStartBack).Unix()
+	if cold {
+		return floor
+	}
+	return max(prevEnd.Add(-ResumeBack).Unix(), floor)
+}
+
+func (m *Model) connected(at time.Time) {
+	m.state = stateConnected
+	m.sessionAt = at
+	m.since = ResumeSince(m.start, m.prevEnd, m.kind == connCold)
+	m.carry = m.kind == connRenewal
+	for i := range m.routes {
+		r := &m.routes[i]
+		r.prevCaughtUp, r.caughtUp = r.caughtUp, false
+		r.settled, r.held, r.replacing = false, false, ""
+		r.since = m.since
+		if m.carry && r.cutAtOpen() {
+			m.carry = false
+		}
+		r.sub = m.open(SubSpec{Op: r.Kind.Op(), Route: r.Kind, Channels: r.Channels, Since: m.since,
+			LiveOnly: !r.Kind.Replays()}, i, rolePrimary, "")
+	}
+	m.lastReplaced = at
+	cold := m.kind == connCold
+	if m.p.Mode == ModeLegacy {
+		// legacy makes every read as it connects (names and sidebar on a
+		// cold start only).
+		if cold {
+			m.read(Read{Key: ReadKey{Kind: ReadMetadata}})
+			m.read(Read{Key: ReadKey{Kind: ReadSidebar}})
+		}
+		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
+		m.read(Read{Key: ReadKey{Kind: ReadProfiles}})
+		m.read(Read{Key: ReadKey{Kind: ReadStatuses}})
+		m.read(Read{Key: ReadKey{Kind: ReadEmoji}})
+		m.repair(true, at)
+		m.read(Read{Key: ReadKey{Kind: ReadReminders}})
+		m.recoverChannels(nil)
+		return
+	}
+	if cold {
+		m.read(Read{Key: ReadKey{Kind: ReadMetadata}})
+		m.read(Read{Key: ReadKey{Kind: ReadSidebar}})
+	}
+}
+
+// cutAtOpen: the live-only channel subscription is always cut, and so is a
+// replaying route the previous connection never caught up.
+func (r *routeState) cutAtOpen() bool {
+	return r.Kind == RouteLive || (r.Kind.Replays() && !r.prevCaughtUp)
+}
+
+func (m *Model) open(spec SubSpec, route int, role subRole, replaces string) string {
+	m.subSeq++
+	spec.ID = "live-" + strconv.Itoa(m.subSeq)
+	rec := &subRec{spec: spec, route: route, role: role, replaces: replaces}
+	m.subs[spec.ID] = rec
+	if role == roleProbe {
+		rec.sent = true
+		m.emit(OpenSub{Spec: spec})
+		return spec.ID
+	}
+	m.setupQ = append(m.setupQ, spec.ID)
+	return spec.ID
+}
+
+// pump sends queued REQs while fewer than MaxSetup await their EOSE.
+func (m *Model) pump(at time.Time) {
+	for m.state == stateConnected && m.pending < m.p.MaxSetup && len(m.setupQ) > 0 {
+		id := m.setupQ[0]
+		m.setupQ = m.setupQ[1:]
+		rec := m.subs[id]
+		if rec == nil {
+			continue
+		}
+		rec.sent, rec.sentAt = true, at
+		m.pending++
+		m.emit(OpenSub{Spec: rec.spec})
+	}
+}
+
+func (m *Model) noteFrame(at time.Time) {
+	if at.After(m.lastFrame) {
+		m.lastFrame = at
+	}
+}
+
+// settle marks rec's EOSE wait over and frees its setup slot.
+func (m *Model) settle(rec *subRec) {
+	rec.settled = true
+	if rec.role != roleProbe && rec.sent {
+		m.pending--
+	}
+}
+
+func (m *Model) eose(e EOSE) {
+	rec := m.subs[e.Sub]
+	if rec == nil || rec.settled || !rec.sent {
+		return
+	}
+	m.noteFrame(e.At)
+	if rec.role != roleProbe && e.At.After(rec.sentAt.Add(m.p.EOSETimeout)) {
+		// judged by arrival: an EOSE after its deadline is a timeout
+		m.subFailed(e.Sub, e.At)
+		return
+	}
+	m.settle(rec)
+	switch rec.role {
+	case roleProbe:
+		m.emit(CloseSub{ID: e.Sub})
+	case roleReplacement:
+		r := &m.routes[rec.route]
+		m.emit(CloseSub{ID: rec.replaces}) // new REQ first, then CLOSE of the old
+		delete(m.subs, rec.replaces)
+		r.sub, r.replacing = e.Sub, ""
+		m.lastReplaced = e.At
+	case rolePrimary:
+		m.routeCaughtUp(rec.route, e.Count, e.At)
+	}
+}
+
+func (m *Model) subFailed(id string, at time.Time) {
+	rec := m.subs[id]
+	if rec == nil || rec.settled || !rec.sent {
+		return
+	}
+	m.settle(rec)
+	switch rec.role {
+	case roleProbe:
+		// the answer window decides, by any frame
+	case roleReplacement:
+		// closed; the batch it would have replaced stays and the next tick retries
+		r := &m.routes[rec.route]
+		m.emit(CloseSub{ID: id})
+		delete(m.subs, id)
+		r.replacing = ""
+	case rolePrimary:
+		r := &m.routes[rec.route]
+		r.settled, r.caughtUp = true, false
+		if r.Kind == RouteReplay {
+			m.emit(CloseSub{ID: id})
+			r.sub = ""
+		}
+		if r.Kind == RoutePresence || m.p.Mode == ModeLegacy {
+			return
+		}
+		// a missed deadline is a cut: the route is recovered now, and the
+		// next connection cannot resume or carry it (caughtUp stays false)
+		m.arrive(rec.route, true, at)
+	}
+}
+
+func (m *Model) routeCaughtUp(i, count int, at time.Time) {
+	r := &m.routes[i]
+	r.settled, r.caughtUp = true, true
+	if r.Kind == RouteReplay {
+		m.emit(CloseSub{ID: r.sub})
+		r.sub = ""
+	}
+	if r.Kind == RoutePresence || m.p.Mode == ModeLegacy {
+		return // presence establishes nothing; legacy read everything at connect
+	}
+	cut := r.Kind == RouteLive || count >= ReplayLimit || !r.prevCaughtUp
+	m.arrive(i, cut, at)
+}
+
+// arrive establishes route i by its replay outcome. During a current
+// renewal continuous routes are held back: nothing is read while every
+// replay keeps continuity; the first cut establishes every held route as
+// on a reconnect, and every later one as it arrives.
+func (m *Model) arrive(i int, cut bool, at time.Time) {
+	if m.carry {
+		if !cut {
+			m.routes[i].held = true
+			return
+		}
+		m.carry = false
+		for j := range m.routes {
+			if m.routes[j].held {
+				m.routes[j].held = false
+				m.establish(j, false, at)
+			}
+		}
+	}
+	m.establish(i, cut, at)
+}
+
+var profileReads = [3]ReadKind{ReadProfiles, ReadStatuses, ReadEmoji}
+
+func (m *Model) establish(i int, cut bool, at time.Time) {
+	r := &m.routes[i]
+	switch r.Kind {
+	case RouteProfiles:
+		// continuous: profiles read nothing unless a read is still owed
+		for j, k := range profileReads {
+			if cut || m.profileOwed[j] {
+				m.read(Read{Key: ReadKey{Kind: k}})
+			}
+		}
+	case RouteMembership:
+		if cut {
+			m.read(Read{Key: ReadKey{Kind: ReadRoster}})
+			m.repair(true, at)
+			m.read(Read{Key: ReadKey{Kind: ReadReminders}})
+			return
+		}
+		// continuous: only repair unreads, with the snapshot only when
+		// an earlier snapshot read failed
+		m.repair(m.snapshotOwed, at)
+	case RouteBatch, RouteReplay:
+		m.recoverChannels(r.Channels)
+	}
+}
+
+// recoverChannels reads the windows and threads that live in chs (nil: all).
+func (m *Model) recoverChannels(chs []int) {
+	in := func(c int) bool {
+		if chs == nil {
+			return true
+		}
+		for _, x := range chs {
+			if x == c {
+				return true
+			}
+		}
+		return false
+	}
+	for w := 0; w < m.p.windowCount(); w++ {
+		if in(WindowChannel(w)) {
+			m.read(Read{Key: ReadKey{Kind: ReadWindow, Index: w}})
+			m.read(Read{Key: ReadKey{Kind: ReadNotices, Index: w}})
+		}
+	}
+	for t := 0; t < m.p.threadCount(); t++ {
+		if in(ThreadChannel(t, len(m.p.Channels))) {
+			m.read(Read{Key: ReadKey{Kind: ReadThread, Index: t}})
+		}
+	}
+}
+
+func (m *Model) read(r Read) bool {
+	start, taken := m.reads.Add(r)
+	for _, s := range start {
+		m.emit(StartRead{Read: s})
+	}
+	return taken
+}
+
+// repair asks for an unread repair; a full one (with the snapshot) starts
+// the backstop of the next full one. A full repair that cannot be taken
+// because a covered one is running stays owed.
+func (m *Model) repair(snapshot bool, at time.Time) {
+	key := ReadKey{Kind: ReadUnread}
+	if m.read(Read{Key: key, Snapshot: snapshot}) {
+		if snapshot {
+			m.lastFullRepair = at
+		}
+		return
+	}
+	if snapshot {
+		if running, ok := m.reads.running[key]; ok && !running.Snapshot {
+			m.snapshotOwed = true
+		}
+	}
+}
+
+func (m *Model) readSettled(e ReadSettled) {
+	running, ok := m.reads.running[e.Read]
+	if !ok {
+		return
+	}
+	switch e.Read.Kind {
+	case ReadRoster:
+		m.rosterOwed = !e.OK
+		if e.OK {
+			m.lastRoster = e.At
+		}
+	case ReadUnread:
+		m.repairOwed = !e.OK
+		if running.Snapshot {
+			m.snapshotOwed = !e.SnapshotOK
+		}
+	case ReadProfiles:
+		m.profileOwed[0] = !e.OK
+	case ReadStatuses:
+		m.profileOwed[1] = !e.OK
+	case ReadEmoji:
+		m.profileOwed[2] = !e.OK
+	}
+	for _, s := range m.reads.Settle(e.Read) {
+		m.emit(StartRead{Read: s})
+	}
+}
+
+func (m *Model) wake(e Wake) {
+	m.noteFrame(e.LastFrame)
+	at := e.At
+	if m.state == stateWaiting && !at.Before(m.reconnectAt) {
+		m.connect(m.kind)
+	}
+	if m.probe != "" && !at.Before(m.probeAt.Add(m.p.ProbeWindow)) {
+		if m.lastFrame.After(m.probeAt) {
+			m.probe = ""
+		} else {
+			m.sessionFailed(at) // no frame within the answer window
+		}
+	}
+	if !at.Before(m.nextTick) {
+		m.tick(at)
+		for !m.nextTick.After(at) {
+			m.nextTick = m.nextTick.Add(m.p.Tick)
+		}
+	}
+	if m.p.Renewal > 0 && !at.Before(m.nextRenewal) {
+		if m.state == stateConnected {
+			m.endSession(at)
+			m.connect(connRenewal)
+		}
+		for !m.nextRenewal.After(at) {
+			m.nextRenewal = m.nextRenewal.Add(m.p.Renewal)
+		}
+	}
+}
+
+func (m *Model) tick(at time.Time) {
+	defer func() { m.lastTick = at }()
+	if m.state != stateConnected {
+		return
+	}
+	if !m.lastFrame.After(m.lastTick) && m.probe == "" {
+		// silent since the previous tick: probe the socket
+		m.probeAt = at
+		m.probe = m.open(SubSpec{Op: OpProbe, Route: RouteMembership, Since: at.Unix(), LiveOnly: true, Probe: true}, -1, roleProbe, "")
+	}
+	if m.p.Mode == ModeLegacy {
+		m.replaceChannels()
+		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
+		m.repair(true, at)
+		return
+	}
+	due := func(last time.Time) bool { return last.IsZero() || at.Sub(last) >= m.p.Backstop }
+	if due(m.lastReplaced) {
+		m.replaceChannels()
+	}
+	if m.rosterOwed || due(m.lastRoster) {
+		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
+	}
+	switch {
+	case m.snapshotOwed || due(m.lastFullRepair):
+		m.repair(true, at)
+	case m.repairOwed:
+		m.repair(false, at)
+	}
+}
+
+// replaceChannels replaces every kept-open channel subscription by a
+// live-only REQ of the same channels and since; the old one is closed when
+// the new one reaches EOSE.
+func (m *Model) replaceChannels() {
+	for i := range m.routes {
+		r := &m.routes[i]
+		if (r.Kind != RouteBatch && r.Kind != RouteLive) || !r.settled || r.sub == "" || r.replacing != "" {
+			continue
+		}
+		r.replacing = m.open(SubSpec{Op: OpLiveEOSE, Route: r.Kind, Channels: r.Channels, Since: r.since, LiveOnly: true}, i, roleReplacement, r.sub)
+	}
+}
