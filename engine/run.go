@@ -368,6 +368,25 @@ func (r *runner) mergedOptionsJSON(exec executor.ExecutionOptions) (json.RawMess
 			m["scenarios"] = sc
 		}
 	}
+	if exec.VUs != nil {
+		m["vus"] = *exec.VUs
+	}
+	if exec.Iterations != nil {
+		m["iterations"] = *exec.Iterations
+	}
+	if exec.Duration != nil {
+		m["duration"] = exec.Duration.String()
+	}
+	if exec.Stages != nil {
+		st := make([]map[string]any, len(exec.Stages))
+		for i, s := range exec.Stages {
+			st[i] = map[string]any{"duration": s.Duration.String(), "target": s.Target}
+			if s.Name != "" {
+				st[i]["name"] = s.Name
+			}
+		}
+		m["stages"] = st
+	}
 	return json.Marshal(m)
 }
 
