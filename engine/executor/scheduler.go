@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,14 +31,24 @@ type ScenarioInfo struct {
 // Progress is 0..1 as k6 defines it per executor.
 func (sc *ScenarioInfo) Progress() float64 { return sc.run.progress() }
 
-// Stage is the current stage index and name of a ramping executor (-1 and
-// "" for other executors or before the first stage).
+// Stage is the current stage index and name of a ramping executor, by the
+// clock: the stage whose time span contains now (the last stage after the
+// stages end; zero-length stages are never current). -1 and "" for other
+// executors or before the scenario starts.
 func (sc *ScenarioInfo) Stage() (int, string) {
-	i := int(sc.run.stage.Load())
-	if i < 0 {
+	r := sc.run
+	if len(r.stageEnds) == 0 || !r.started.Load() {
 		return -1, ""
 	}
-	return i, sc.run.stages[i].Name
+	i := stageAt(r.stageEnds, time.Since(sc.StartTime))
+	return i, r.stages[i].Name
+}
+
+// stageAt is the first stage whose end is after elapsed (the last stage
+// once all have ended).
+func stageAt(ends []time.Duration, elapsed time.Duration) int {
+	i := sort.Search(len(ends), func(k int) bool { return ends[k] > elapsed })
+	return min(i, len(ends)-1)
 }
 
 // Iteration is the per-iteration information handed to VU.RunIteration
@@ -144,12 +155,16 @@ func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {
 		b := c.Base()
 		r := &scenarioRun{sched: s, cfg: c}
 		r.info = ScenarioInfo{Name: b.Name, Executor: b.Type, Exec: b.Exec, Env: b.Env, Tags: b.Tags, Options: b.Options, Config: c, run: r}
-		r.stage.Store(-1)
 		switch cc := c.(type) {
 		case *RampingVUsConfig:
 			r.stages = cc.Stages
 		case *RampingArrivalRateConfig:
 			r.stages = cc.Stages
+		}
+		var end time.Duration
+		for _, st := range r.stages {
+			end += st.Duration
+			r.stageEnds = append(r.stageEnds, end)
 		}
 		s.runs = append(s.runs, r)
 	}
@@ -252,13 +267,13 @@ func (s *Scheduler) Scenario(name string) *ScenarioInfo {
 
 // scenarioRun is one scenario's runtime state.
 type scenarioRun struct {
-	sched  *Scheduler
-	cfg    Config
-	info   ScenarioInfo
-	stages []Stage
+	sched     *Scheduler
+	cfg       Config
+	info      ScenarioInfo
+	stages    []Stage
+	stageEnds []time.Duration // cumulative ends of stages, from the scenario start
 
 	started, done atomic.Bool
-	stage         atomic.Int32
 	nextIter      atomic.Int64 // iterations started on this instance
 	completed     atomic.Int64
 	interrupted   atomic.Int64
@@ -405,8 +420,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// runStages emits stage boundaries of a ramping scenario and keeps the
-// current stage index up to date.
+// runStages emits the stage boundaries of a ramping scenario.
 func (r *scenarioRun) runStages(ctx context.Context) {
 	obs := r.sched.obs
 	start := r.info.StartTime
@@ -415,7 +429,6 @@ func (r *scenarioRun) runStages(ctx context.Context) {
 		if !sleepUntil(ctx, start.Add(off)) {
 			return
 		}
-		r.stage.Store(int32(i))
 		obs.StageStarted(StageEvent{Scenario: r.info.Name, Index: i, Name: st.Name, Time: time.Now(), Offset: off})
 		off += st.Duration
 		ended := sleepUntil(ctx, start.Add(off))

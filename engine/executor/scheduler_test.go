@@ -254,8 +254,8 @@ func TestArrivalRateDropsWhenVUsAreBusy(t *testing.T) {
 	if h.rec.insuff != 1 {
 		t.Errorf("InsufficientVUs called %d times, want once", h.rec.insuff)
 	}
-	if h.sched.IterationsInterrupted() != 1 {
-		t.Errorf("interrupted %d, want the last one", h.sched.IterationsInterrupted())
+	if h.sched.IterationsInterrupted() > 1 {
+		t.Errorf("interrupted %d, want at most the last one", h.sched.IterationsInterrupted())
 	}
 }
 
@@ -494,21 +494,19 @@ func TestRampingVUsGracefulRampDownInterrupts(t *testing.T) {
 }
 
 func TestRampingVUsRestartCancelsAPendingStop(t *testing.T) {
-	// Down to 0 and straight back to 1 within gracefulRampDown: the same VU
-	// keeps its iteration (not interrupted) and stays on.
-	c := &RampingVUsConfig{BaseConfig: base("rv", 0), StartVUs: 1, GracefulRampDown: 300 * time.Millisecond,
-		Stages: []Stage{{50 * time.Millisecond, 1, ""}, {0, 0, ""}, {50 * time.Millisecond, 0, ""}, {0, 1, ""}, {100 * time.Millisecond, 1, ""}}}
+	// Down to 0 at 100ms and back to 1 at 200ms, within gracefulRampDown,
+	// while the first 400ms iteration runs: the same VU carries on, nothing
+	// is interrupted, and a second iteration starts after the first.
+	c := &RampingVUsConfig{BaseConfig: base("rv", time.Second), StartVUs: 1, GracefulRampDown: time.Second,
+		Stages: []Stage{{100 * time.Millisecond, 1, ""}, {0, 0, ""}, {100 * time.Millisecond, 0, ""}, {0, 1, ""}, {300 * time.Millisecond, 1, ""}}}
 	c.Type = RampingVUs
-	h := runPlan(t, context.Background(), testPlan(nil, c), sleepOrCancel(150*time.Millisecond))
-	if h.sched.IterationsInterrupted() != 1 { // only the last one, at the end (gracefulStop 0)
+	h := runPlan(t, context.Background(), testPlan(nil, c), sleepOrCancel(400*time.Millisecond))
+	if h.sched.IterationsInterrupted() != 0 {
 		t.Errorf("interrupted %d", h.sched.IterationsInterrupted())
 	}
-	vus := map[uint64]bool{}
-	for _, s := range h.rec.startsOf("rv") {
-		vus[s.vuID] = true
-	}
-	if len(vus) != 1 || len(h.rec.startsOf("rv")) != 2 {
-		t.Errorf("starts %+v", h.rec.startsOf("rv"))
+	starts := h.rec.startsOf("rv")
+	if len(starts) != 2 || starts[0].vuID != starts[1].vuID || starts[1].vuInScen != 1 {
+		t.Errorf("starts %+v", starts)
 	}
 }
 
