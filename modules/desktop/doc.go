@@ -46,4 +46,25 @@
 //     Its outcome reports the snapshot and the repair apart.
 //   - Backoff after a failed connect or session: 500 ms doubling to 30 s;
 //     a session that lasted 60 s restarts it from 500 ms.
+//
+// Wire shapes (desktop-requests.md; "proposed" there, decided here):
+//
+//   - current's live-only channel subscription is one filter with every
+//     channel in #h (limit 0); its replays have the legacy batch shape. A
+//     relay capping #h at 128 per REQ refuses a live-only REQ over more than
+//     128 channels; the model keeps the app's 2048 scope.
+//   - desktop_notices is [{"kinds":[40099],"#h":[C],"limit":20}] per window.
+//   - desktop_probe is [{"kinds":[44100,44101],"#p":[V],"since":NOW,"limit":0}],
+//     closed at its EOSE; any frame within 10 s answers it.
+//   - desktop_read_state always asks for the snapshot object
+//     ([{"kinds":[30078],"authors":[V],"read_state_snapshot":1}]), as the
+//     loadgen does, whether or not NIP-11 advertises it.
+//   - desktop_thread_root is the app's [{"ids":[root],"#h":[C],"limit":1}]
+//     once the root is known; the first time per channel it is the
+//     generator's own search for the seeded root: the channel's top-level
+//     head with summaries (limit 50), taking the row with the most replies,
+//     then cached. Without a root the thread page is not read.
+//   - Window bounds are checked for the relay's pubkey (NIP-11 self), not
+//     its signature: one Schnorr verification per page is load on the
+//     generator, not on the relay.
 package desktop

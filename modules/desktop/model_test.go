@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ func TestPlanRoutes(t *testing.T) {
 		for _, r := range rs {
 			s := r.Kind.String()
 			if r.Kind.Channel() {
-				s += "(" + itoa(len(r.Channels)) + ")"
+				s += "(" + strconv.Itoa(len(r.Channels)) + ")"
 			}
 			b = append(b, s)
 		}
@@ -39,19 +40,6 @@ func TestPlanRoutes(t *testing.T) {
 			}
 		})
 	}
-}
-
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
-
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // The cold-start table of desktop-requests.md §1 (W = 3, T = 1, ≤ 100
