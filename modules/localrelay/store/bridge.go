@@ -127,7 +127,7 @@ func (s *Store) BridgeQuery(filters []Filter, rd Reader) ([]*nostr.Event, error)
 		plain = uniqueSorted(plain)
 	}
 	if auxWanted {
-		aux = events(s.auxFor(plain))
+		aux = events(s.auxFor(plain, &rd))
 	}
 	out := append(events(plain), aux...)
 	return append(out, tail...), nil
@@ -135,7 +135,7 @@ func (s *Store) BridgeQuery(filters []Filter, rd Reader) ([]*nostr.Event, error)
 
 // auxFor returns the aux closure of rows, partition by partition, without
 // events already among rows.
-func (s *Store) auxFor(rows []*record) []*record {
+func (s *Store) auxFor(rows []*record, rd *Reader) []*record {
 	byPart := map[*partition][]string{}
 	var order []*partition
 	in := make(map[*record]bool, len(rows))
@@ -149,7 +149,7 @@ func (s *Store) auxFor(rows []*record) []*record {
 	var out []*record
 	for _, p := range order {
 		p.mu.RLock()
-		for _, a := range p.auxClosure(byPart[p]) {
+		for _, a := range p.auxClosure(byPart[p], rd.keep()) {
 			if !in[a] {
 				out = append(out, a)
 			}
@@ -189,14 +189,14 @@ func (s *Store) legacyThread(f *Filter, rd *Reader) []*nostr.Event {
 	}
 	var rows []*record
 	for r := th.prev(&at); r != nil && len(rows) < limit; r = th.prev(&at) {
-		if int(r.depth) > *f.DepthLimit || (f.Kinds != nil && !slices.Contains(f.Kinds, r.ev.Kind)) {
+		if int(r.depth) > *f.DepthLimit || (f.Kinds != nil && !slices.Contains(f.Kinds, r.ev.Kind)) || !rd.visible(r) {
 			continue
 		}
 		rows = append(rows, r)
 	}
 	out := events(rows)
 	if f.IncludeAux {
-		out = append(out, events(p.auxClosure(ids(rows)))...)
+		out = append(out, events(p.auxClosure(ids(rows), rd.keep()))...)
 	}
 	return out
 }

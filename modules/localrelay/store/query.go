@@ -17,6 +17,12 @@ type Reader struct {
 	// channels ("") are always readable; nil allows every channel.
 	CanRead func(channel string) bool
 
+	// Visible, when set, is asked about every candidate event of a readable
+	// channel (rows, aux, plain matches) before limits apply: p-gated and
+	// author-only kinds. It runs under the store's partition lock and must
+	// not call the Store.
+	Visible func(ev *nostr.Event, channel string) bool
+
 	Pubkey string // authenticated reader, lower-case hex (thread-window binding)
 	Host   string // normalised community authority, e.g. "acme.localhost:3000" (thread-window binding)
 
@@ -30,6 +36,18 @@ type Reader struct {
 
 func (rd *Reader) readable(channel string) bool {
 	return channel == "" || rd.CanRead == nil || rd.CanRead(channel)
+}
+
+func (rd *Reader) visible(r *record) bool {
+	return rd.Visible == nil || rd.Visible(r.ev, r.part.channel)
+}
+
+// keep returns rd.visible as a record predicate, or nil when every event is visible.
+func (rd *Reader) keep() func(*record) bool {
+	if rd.Visible == nil {
+		return nil
+	}
+	return rd.visible
 }
 
 func (rd *Reader) now() int64 {
@@ -179,7 +197,7 @@ func (s *Store) queryOne(f *Filter, rd *Reader, limit int) []*record {
 	if f.IDs != nil {
 		for _, id := range f.IDs {
 			r := s.lookup(id)
-			if r == nil || r.deleted.Load() || !rd.readable(r.part.channel) || !f.matches(r.ev, r.part.channel) {
+			if r == nil || r.deleted.Load() || !rd.readable(r.part.channel) || !f.matches(r.ev, r.part.channel) || !rd.visible(r) {
 				continue
 			}
 			t.push(r)
@@ -195,7 +213,7 @@ func (s *Store) queryOne(f *Filter, rd *Reader, limit int) []*record {
 			if !t.admits(r) {
 				return false
 			}
-			if f.matches(r.ev, p.channel) {
+			if f.matches(r.ev, p.channel) && rd.visible(r) {
 				t.push(r)
 			}
 			return true
@@ -301,14 +319,14 @@ func (s *Store) Count(filters []Filter, rd Reader) (int, error) {
 	for i := range filters {
 		f := filters[i]
 		f.prepare()
-		if seen == nil {
+		if seen == nil && rd.Visible == nil {
 			if c, ok := s.fastCount(&f, &rd); ok {
 				n += c
 				continue
 			}
 		}
 		count := func(r *record, channel string) {
-			if !f.matches(r.ev, channel) {
+			if !f.matches(r.ev, channel) || !rd.visible(r) {
 				return
 			}
 			if seen != nil {

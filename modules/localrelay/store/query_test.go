@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // seedQuery: ids 1..12 in chA and chB, several in the same second.
@@ -126,5 +128,24 @@ func TestEvictionCapDropsTheEarliestStored(t *testing.T) {
 	}
 	if got := s.Query([]Filter{{Kinds: []int{30078}}}, Reader{}); len(got) != 1 || got[0].ID != hexID(10250) {
 		t.Fatalf("replaceable after churn: %v", idsOf(got))
+	}
+}
+
+func TestVisibleAppliesPerEventBeforeLimits(t *testing.T) {
+	s := New(Config{})
+	mustAdd(t, s, ev(1, 1, 100, 9, h(chA)))
+	mustAdd(t, s, ev(2, 1, 101, 9, h(chA)))
+	mustAdd(t, s, ev(3, 2, 102, 9, h(chA))) // hidden from the reader below
+	mustAdd(t, s, ev(4, 2, 103, 7, []string{"e", hexID(2)}))
+	hideAuthor2 := Reader{Signer: testKeys(t), Visible: func(e *nostr.Event, _ string) bool { return e.PubKey != pk(2) }}
+	if got := idsOf(s.Query([]Filter{{Kinds: []int{9}, Limit: ptr(1)}}, hideAuthor2)); !slices.Equal(got, hexIDs(2)) {
+		t.Fatalf("query got %v, want the newest visible event", short(got))
+	}
+	if n, _ := s.Count([]Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {chA}}}}, hideAuthor2); n != 2 {
+		t.Fatalf("count %d, want 2 visible", n)
+	}
+	w, err := s.ChannelWindow(filter(t, `{"top_level":true,"#h":["`+chA+`"],"kinds":[9],"limit":1,"include_aux":true}`), hideAuthor2)
+	if err != nil || !slices.Equal(idsOf(w.Rows), hexIDs(2)) || len(w.Aux) != 0 || !w.HasMore {
+		t.Fatalf("window rows %v aux %d has_more %v err %v", short(idsOf(w.Rows)), len(w.Aux), w.HasMore, err)
 	}
 }

@@ -125,7 +125,7 @@ func (s *Store) ChannelWindow(f Filter, rd Reader) (Window, error) {
 	p := s.partition(channel, false)
 	if p != nil {
 		p.mu.RLock()
-		rows := mergeNewest(p.rowLists(f.Kinds, rd.ThreadRepliesInChannel), from, limit+1, nil)
+		rows := mergeNewest(p.rowLists(f.Kinds, rd.ThreadRepliesInChannel), from, limit+1, rd.keep())
 		if len(rows) > limit {
 			rows = rows[:limit]
 			last := rows[limit-1]
@@ -133,7 +133,7 @@ func (s *Store) ChannelWindow(f Filter, rd Reader) (Window, error) {
 		}
 		w.Rows = events(rows)
 		if f.IncludeAux {
-			w.Aux = events(p.auxClosure(ids(rows)))
+			w.Aux = events(p.auxClosure(ids(rows), rd.keep()))
 		}
 		if f.IncludeSummaries {
 			sums = p.summaries(rows)
@@ -227,9 +227,10 @@ func mergeNewest(lists []*list, from func(*record) bool, n int, keep func(*recor
 
 // auxClosure: hop 1, aux events whose e tag targets one of targets; hop 2,
 // deletions of hop-1 events. Deleted aux events are left out but their ids
-// still feed hop 2, so a removed reaction arrives with its deletion. Each
-// hop is capped at AuxHopCap. p.mu must be held.
-func (p *partition) auxClosure(targets []string) []*record {
+// still feed hop 2, so a removed reaction arrives with its deletion; events
+// keep refuses (nil: none) are left out entirely. Each hop is capped at
+// AuxHopCap. p.mu must be held.
+func (p *partition) auxClosure(targets []string, keep func(*record) bool) []*record {
 	seen := map[*record]bool{}
 	var out []*record
 	hop := func(ts []string, ok func(int) bool) []string {
@@ -239,7 +240,7 @@ func (p *partition) auxClosure(targets []string) []*record {
 				if len(next) >= AuxHopCap {
 					return next
 				}
-				if seen[r] || r.removed || !ok(r.ev.Kind) {
+				if seen[r] || r.removed || !ok(r.ev.Kind) || (keep != nil && !keep(r)) {
 					continue
 				}
 				seen[r] = true
@@ -549,7 +550,7 @@ func (s *Store) ThreadWindow(f Filter, rd Reader) (Window, error) {
 			from = afterCursor(q.cursor.CreatedAt, q.cursor.ID)
 		}
 		rows = mergeNewest([]*list{root.thread}, from, q.limit+1, func(r *record) bool {
-			return int(r.depth) <= q.depth && slices.Contains(q.kinds, r.ev.Kind)
+			return int(r.depth) <= q.depth && slices.Contains(q.kinds, r.ev.Kind) && rd.visible(r)
 		})
 	}
 	if len(rows) > q.limit {
@@ -559,7 +560,7 @@ func (s *Store) ThreadWindow(f Filter, rd Reader) (Window, error) {
 	}
 	w.Rows = events(rows)
 	if q.includeAux {
-		w.Aux = events(p.auxClosure(append([]string{root.id}, ids(rows)...)))
+		w.Aux = events(p.auxClosure(append([]string{root.id}, ids(rows)...), rd.keep()))
 	}
 	p.mu.RUnlock()
 	content := `{"version":1,"direction":"older","has_more":false,"next_cursor":null}`
