@@ -149,3 +149,16 @@ func TestVisibleAppliesPerEventBeforeLimits(t *testing.T) {
 		t.Fatalf("window rows %v aux %d has_more %v err %v", short(idsOf(w.Rows)), len(w.Aux), w.HasMore, err)
 	}
 }
+
+func TestEvictionQueueStaysBoundedUnderReplaceableChurn(t *testing.T) {
+	s := New(Config{MaxEvents: 100_000})
+	for i := 1; i <= 20_000; i++ {
+		mustAdd(t, s, ev(i, 1, 1000+i, 30078, []string{"d", "read-state:x"}))
+	}
+	s.evictMu.Lock()
+	n := len(s.evictQ)
+	s.evictMu.Unlock()
+	if s.Len() != 1 || n > 2*1+1024+1 {
+		t.Fatalf("Len %d, eviction queue %d entries for one retained event", s.Len(), n)
+	}
+}

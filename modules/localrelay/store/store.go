@@ -562,6 +562,20 @@ func (s *Store) drop(r *record) {
 // evict drops earliest-stored events while more than MaxEvents are retained.
 // "Oldest" is arrival order, which is what bounds memory in a soak.
 func (s *Store) evict() {
+	s.evictMu.Lock()
+	// Replaced versions leave dead entries behind; compact when they
+	// dominate, whether or not the cap is reached (amortised O(1): the
+	// queue must double again before the next pass).
+	if n := len(s.evictQ); n > 1024 && int64(n) > 2*s.retained.Load() {
+		q := make([]*record, 0, s.retained.Load()+1024)
+		for _, c := range s.evictQ {
+			if !s.isRemoved(c) {
+				q = append(q, c)
+			}
+		}
+		s.evictQ = q
+	}
+	s.evictMu.Unlock()
 	for s.retained.Load() > int64(s.cfg.MaxEvents) {
 		var r *record
 		s.evictMu.Lock()
@@ -573,16 +587,6 @@ func (s *Store) evict() {
 				r = c
 				break
 			}
-		}
-		// Replaced versions leave dead entries behind; compact when they dominate.
-		if n := len(s.evictQ); n > 1024 && int64(n) > 2*s.retained.Load() {
-			q := make([]*record, 0, s.retained.Load()+1024)
-			for _, c := range s.evictQ {
-				if !s.isRemoved(c) {
-					q = append(q, c)
-				}
-			}
-			s.evictQ = q
 		}
 		s.evictMu.Unlock()
 		if r == nil {
