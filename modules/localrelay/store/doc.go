@@ -123,6 +123,11 @@
 // signed after the partition lock is released. The eviction queue's mutex
 // exists only with MaxEvents > 0 and is held for a slice append or pop.
 //
+// Access: Reader.CanRead is checked once per channel, Reader.Visible once
+// per candidate event (p-gated and author-only kinds); both apply before
+// limits and probes, so pages stay full and has_more stays true to the
+// reader. Visible runs under a partition lock and must not call the Store.
+//
 // Events are shared, not copied: the server must not modify an event after
 // Add, nor any event a read returns.
 package store
