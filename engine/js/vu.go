@@ -42,6 +42,10 @@ type VU struct {
 	intMu   sync.Mutex
 	running bool
 
+	watchCtx  context.Context
+	watchStop func() bool
+	execFn    sobek.Callable
+
 	setupJSON    []byte
 	setupDecoded bool
 	setupVal     sobek.Value
@@ -113,6 +117,9 @@ func (v *VU) Logger() *Logger { return v.b.cfg.Logger }
 
 // Close releases the VU's bookkeeping in the bundle.
 func (v *VU) Close() {
+	if v.watchStop != nil {
+		v.watchStop()
+	}
 	v.b.vus.Delete(v.rt)
 	v.buf.Close()
 }
@@ -209,20 +216,16 @@ func (v *VU) init(ctx context.Context) error {
 // The context interrupts the runtime and clears its timers when it ends.
 func (v *VU) call(ctx context.Context, first func() error) error {
 	v.ctx = ctx
+	v.watch(ctx)
 	v.intMu.Lock()
 	v.running = true
+	if ctx.Err() != nil {
+		// The context ended before the call: its AfterFunc has already run.
+		v.rt.Interrupt(errInterrupted)
+	}
 	v.intMu.Unlock()
-	stop := context.AfterFunc(ctx, func() {
-		v.timers.clearAll()
-		v.intMu.Lock()
-		if v.running {
-			v.rt.Interrupt(errInterrupted)
-		}
-		v.intMu.Unlock()
-	})
 	err := v.loop.Start(first)
 	v.timers.clearAll()
-	stop()
 	v.loop.WaitOnRegistered()
 	v.intMu.Lock()
 	v.running = false
@@ -230,6 +233,30 @@ func (v *VU) call(ctx context.Context, first func() error) error {
 	v.rt.ClearInterrupt()
 	v.rejected = v.rejected[:0]
 	return jsError(err)
+}
+
+// watch arranges for ctx's end to interrupt the running call and release
+// its timers. The registration is kept while calls use the same context
+// (all iterations of a scenario share one): registering on a shared
+// context for every iteration makes the VUs contend on its mutex.
+func (v *VU) watch(ctx context.Context) {
+	if ctx == v.watchCtx {
+		return
+	}
+	if v.watchStop != nil {
+		v.watchStop()
+	}
+	v.watchCtx = ctx
+	v.watchStop = context.AfterFunc(ctx, v.onDone)
+}
+
+func (v *VU) onDone() {
+	v.timers.clearAll()
+	v.intMu.Lock()
+	if v.running {
+		v.rt.Interrupt(errInterrupted)
+	}
+	v.intMu.Unlock()
 }
 
 func (v *VU) trackRejection(p *sobek.Promise, op sobek.PromiseRejectionOperation) {
@@ -410,6 +437,7 @@ func (v *VU) require(ref any, spec string) sobek.Value {
 func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map[string]string) {
 	v.scenario = sc
 	v.exec = exec
+	v.execFn = nil
 	v.iterInScenario = 0
 	merged := v.b.cfg.Env
 	if len(env) > 0 {
@@ -496,12 +524,15 @@ func (v *VU) RunIteration(ctx context.Context, it Iteration) IterationResult {
 		}
 		v.setupVal, v.setupDecoded = val, true
 	}
-	fn, ok := sobek.AssertFunction(v.exportValue(v.exec))
-	if !ok {
-		return IterationResult{Err: fmt.Errorf("function %q not found in exports", v.exec)}
+	if v.execFn == nil {
+		fn, ok := sobek.AssertFunction(v.exportValue(v.exec))
+		if !ok {
+			return IterationResult{Err: fmt.Errorf("function %q not found in exports", v.exec)}
+		}
+		v.execFn = fn
 	}
 	start := time.Now()
-	_, err := v.callFn(ctx, fn, v.setupVal)
+	_, err := v.callFn(ctx, v.execFn, v.setupVal)
 	end := time.Now()
 	v.iterInScenario++
 	v.emitData(end)
