@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -800,5 +801,79 @@ func TestBadFramesAreCountedNotFatal(t *testing.T) {
 	// Still usable.
 	if r := c.Publish(context.Background(), signed(t, k, "after"), PublishOptions{}); r.Outcome != OutcomeOK {
 		t.Fatalf("connection unusable after bad frames: %+v", r)
+	}
+}
+
+// After a mix of everything (ok, relay drop, our close, subscriptions,
+// timeouts, HTTP), no goroutine of ours is left behind.
+func TestNoGoroutineLeaks(t *testing.T) {
+	base := runtime.NumGoroutine()
+	func() {
+		fr := newFakeRelay(t, func(fr *fakeRelay) {
+			fr.onFrame = func(c *fakeConn, verb string, raw []json.RawMessage) {
+				switch verb {
+				case "EVENT":
+					c.sendf(`["OK",%q,true,""]`, eventID(raw))
+				case "REQ":
+					c.sendf(`["EOSE",%q]`, subID(raw))
+				case "COUNT":
+					c.sendf(`["COUNT",%q,{"count":1}]`, subID(raw))
+				}
+			}
+		})
+		defer fr.close()
+		fh := newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) { _, _ = w.Write([]byte(`[]`)) })
+		defer fh.srv.Close()
+		tr, err := NewTransport(TransportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.CloseIdleConnections()
+		h := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}, Transport: tr})
+		k := testKeys(t, 1)
+		var conns []*Conn
+		for i := 0; i < 10; i++ {
+			c, err := Connect(context.Background(), Config{Target: Target{WSURL: fr.wsURL()}, Keys: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// One subscription left waiting on a long EOSE timer, one publish
+			// left in flight: both must be settled by the close.
+			_, _ = c.Subscribe([]Filter{{Kinds: []int{1}}}, SubOptions{ID: "pending", EOSETimeout: time.Hour})
+			if r := c.Publish(context.Background(), signed(t, k, fmt.Sprint(i)), PublishOptions{}); r.Outcome != OutcomeOK {
+				t.Fatalf("%+v", r)
+			}
+			if _, r := c.Count(context.Background(), []Filter{{Kinds: []int{9}}}, CountOptions{}); r.Outcome != OutcomeOK {
+				t.Fatalf("%+v", r)
+			}
+			if _, r := h.Query(context.Background(), nil, CallOptions{}); r.Outcome != OutcomeOK {
+				t.Fatalf("%+v", r)
+			}
+		}
+		for i, c := range conns {
+			if i%2 == 0 {
+				c.Close()
+			} else {
+				_ = fr.conn(i).ws.Close() // the relay drops it
+			}
+		}
+		for _, c := range conns {
+			<-c.Done()
+		}
+		// A failed dial leaves nothing either.
+		_, _ = Connect(context.Background(), Config{Target: Target{WSURL: "ws://127.0.0.1:1"}, Keys: k})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines, started with %d:\n%s", runtime.NumGoroutine(), base, buf[:n])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
