@@ -43,12 +43,17 @@ func (l *list) insert(r *record) {
 		l.n = 1
 		return
 	}
-	ci := l.chunkFor(r)
-	if ci == len(l.chunks) {
-		ci--
+	// Live traffic is mostly the newest event: skip both searches then.
+	ci, i := 0, 0
+	if !before(r, l.chunks[0][0]) {
+		ci = l.chunkFor(r)
+		if ci == len(l.chunks) {
+			ci--
+		}
+		c := l.chunks[ci]
+		i = sort.Search(len(c), func(j int) bool { return !before(c[j], r) })
 	}
 	c := l.chunks[ci]
-	i := sort.Search(len(c), func(j int) bool { return !before(c[j], r) })
 	c = append(c, nil)
 	copy(c[i+1:], c[i:])
 	c[i] = r
