@@ -10,7 +10,7 @@ import (
 	"github.com/buzzload/buzzload/engine/segment"
 )
 
-func (r *scenarioRun) hold(pv *pooledVU) {
+func (r *scenarioRun) hold() {
 	r.active.Add(1)
 	r.sched.active.Add(1)
 }
@@ -31,7 +31,7 @@ func (r *scenarioRun) runLoopingVUs(ctx context.Context, n int64, regular, grace
 		if !ok {
 			break
 		}
-		r.hold(pv)
+		r.hold()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -67,7 +67,7 @@ func (r *scenarioRun) runSharedIterations(ctx context.Context, c *SharedIteratio
 		if !ok {
 			break
 		}
-		r.hold(pv)
+		r.hold()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -105,7 +105,7 @@ func (r *scenarioRun) runPerVUIterations(ctx context.Context, c *PerVUIterations
 		if !ok {
 			break
 		}
-		r.hold(pv)
+		r.hold()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -194,7 +194,7 @@ func (h *vuHandle) loop(reg, grace, ctx context.Context, wg *sync.WaitGroup) {
 		h.mu.Unlock()
 		return
 	}
-	r.hold(pv)
+	r.hold()
 	defer r.release(pv)
 	for {
 		for h.state.Load() == handleRunning && !isDone(reg) && !isDone(grace) && !isDone(ctx) {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 
@@ -17,21 +18,35 @@ type Step struct {
 	MaxUnplannedVUs int64
 }
 
-// mulDivCeil returns ceil(a·b/c) for non-negative a, b and positive c without
-// overflowing (128-bit intermediate). The result must fit in int64.
+// mulDivCeil returns ceil(a·b/c) for non-negative a, b and positive c
+// without overflowing the product (128-bit intermediate); a quotient beyond
+// int64 is clamped to math.MaxInt64 (only absurd configs get there).
 func mulDivCeil(a, b, c int64) int64 {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
 	q, r := bits.Div64(hi, lo, uint64(c))
 	if r != 0 {
 		q++
 	}
-	return int64(q)
+	return clampInt64(q)
 }
 
 // mulDivFloor returns floor(a·b/c), like mulDivCeil.
 func mulDivFloor(a, b, c int64) int64 {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
 	q, _ := bits.Div64(hi, lo, uint64(c))
+	return clampInt64(q)
+}
+
+func clampInt64(q uint64) int64 {
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
 	return int64(q)
 }
 

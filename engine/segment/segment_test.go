@@ -3,9 +3,12 @@ package segment
 import (
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustTuple(t *testing.T, seg, seq string) *Tuple {
@@ -359,5 +362,73 @@ func TestTooFineSequenceIsAnError(t *testing.T) {
 	q := Sequence{new(big.Rat), big.NewRat(1, 7919), big.NewRat(1, 7907), big.NewRat(1, 2)}
 	if _, err := NewTuple(s, q); err == nil || !strings.Contains(err.Error(), "too fine") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// naiveMembers is §3.2 step 3 written the obvious way, O(D·S).
+func naiveMembers(shares []int64, d int64) [][]int64 {
+	order := make([]int, len(shares))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return shares[order[a]] > shares[order[b]] })
+	members := make([][]int64, len(shares))
+	for e := int64(0); e < d; e++ {
+		for _, s := range order {
+			if shares[s] > 0 && e*shares[s] >= int64(len(members[s]))*d {
+				members[s] = append(members[s], e)
+				break
+			}
+		}
+	}
+	return members
+}
+
+// Property: the heap-based striping equals the plain scan on random sequences.
+func TestStripingMatchesPlainScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 300; trial++ {
+		n := 2 + rng.IntN(7)
+		den := int64(2 + rng.IntN(60))
+		// n−1 distinct cut points k/den in (0,1)
+		cuts := map[int64]bool{}
+		for len(cuts) < n-1 && len(cuts) < int(den-1) {
+			cuts[1+rng.Int64N(den-1)] = true
+		}
+		var ks []int64
+		for k := range cuts {
+			ks = append(ks, k)
+		}
+		sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+		var lengths []*big.Rat
+		prev := int64(0)
+		for _, k := range append(ks, den) {
+			lengths = append(lengths, big.NewRat(k-prev, den))
+			prev = k
+		}
+		tu, err := stripe(lengths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := naiveMembers(tu.shares, tu.d)
+		if !reflect.DeepEqual(tu.members, want) {
+			t.Fatalf("lengths %v: heap %v, scan %v", lengths, tu.members, want)
+		}
+	}
+}
+
+func TestManySegmentsStayFast(t *testing.T) {
+	// 1000 segments over a denominator near the limit must not take minutes.
+	var q Sequence
+	for i := int64(0); i <= 1000; i++ {
+		q = append(q, big.NewRat(i*3999, 4_000_000))
+	}
+	q = append(q, big.NewRat(1, 1))
+	start := time.Now()
+	if _, err := NewTuple(Segment{From: q[1], To: q[2]}, q); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %v", d)
 	}
 }

@@ -88,21 +88,33 @@ func stripe(lengths []*big.Rat) (*Tuple, error) {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return shares[order[a]] > shares[order[b]] })
 
+	// Element e goes to the first segment (in that order) whose count c
+	// satisfies e·n ≥ c·D. A segment becomes eligible at element
+	// ceil(c·D/n) and stays so until it takes one; so rather than scanning
+	// every segment per element (O(D·S)), keep the waiting segments in a
+	// heap by eligibility and the eligible ones in a heap by rank: O(D log S).
 	members := make([][]int64, len(lengths))
-	for i := range members {
-		members[i] = make([]int64, 0, shares[i])
+	waiting := &minHeap{}
+	ready := &minHeap{}
+	for rank, s := range order {
+		members[s] = make([]int64, 0, shares[s])
+		if shares[s] > 0 {
+			waiting.push(item{key: 0, rank: rank, seg: s})
+		}
 	}
 	for e := int64(0); e < D; e++ {
-		for _, s := range order {
-			n := shares[s]
-			if n == 0 {
-				continue
-			}
-			// e ≥ c·D/n, compared exactly as e·n ≥ c·D.
-			if e*n >= int64(len(members[s]))*D {
-				members[s] = append(members[s], e)
-				break
-			}
+		for waiting.len() > 0 && waiting.peek().key <= e {
+			it := waiting.pop()
+			ready.push(item{key: int64(it.rank), rank: it.rank, seg: it.seg})
+		}
+		if ready.len() == 0 {
+			return nil, fmt.Errorf("internal error: no segment can take element %d", e)
+		}
+		it := ready.pop()
+		s := it.seg
+		members[s] = append(members[s], e)
+		if c := int64(len(members[s])); c < shares[s] {
+			waiting.push(item{key: (c*D + shares[s] - 1) / shares[s], rank: it.rank, seg: s})
 		}
 	}
 	return &Tuple{d: D, shares: shares, members: members}, nil
@@ -202,4 +214,55 @@ func (t *Tuple) Derive(v int64) (derived *Tuple, ok bool, err error) {
 	}
 	d.seq, d.index = pts, index
 	return d, true, nil
+}
+
+// item is a heap entry: ordered by key, then rank.
+type item struct {
+	key  int64
+	rank int
+	seg  int
+}
+
+type minHeap []item
+
+func (h *minHeap) len() int   { return len(*h) }
+func (h *minHeap) peek() item { return (*h)[0] }
+func (h *minHeap) less(i, j int) bool {
+	a, b := (*h)[i], (*h)[j]
+	return a.key < b.key || (a.key == b.key && a.rank < b.rank)
+}
+
+func (h *minHeap) push(it item) {
+	*h = append(*h, it)
+	for i := len(*h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		(*h)[i], (*h)[p] = (*h)[p], (*h)[i]
+		i = p
+	}
+}
+
+func (h *minHeap) pop() item {
+	old := *h
+	top := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		(*h)[i], (*h)[m] = (*h)[m], (*h)[i]
+		i = m
+	}
+	return top
 }
