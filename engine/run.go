@@ -348,6 +348,7 @@ func (r *runner) load(ctx context.Context) error {
 		return &OptionsError{Err: err}
 	}
 	b.SetMergedOptions(merged)
+	b.SetThrow(r.opts.Throw)
 	return nil
 }
 

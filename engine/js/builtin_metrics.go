@@ -62,6 +62,9 @@ func (v *VU) addSample(m *metrics.Metric, c sobek.FunctionCall) bool {
 	}
 	val, ok := sampleValue(c.Argument(0))
 	if !ok {
+		if v.b.throw.Load() {
+			v.throw(fmt.Errorf("%s.add(%s): the value is not a number", m.Name, c.Argument(0).String()))
+		}
 		v.b.cfg.Logger.Warnf("%s.add(%s): the value is not a number; the sample was dropped", m.Name, c.Argument(0).String())
 		return false
 	}

@@ -66,6 +66,7 @@ type Bundle struct {
 	Exports []string
 
 	mergedOptions atomic.Pointer[json.RawMessage]
+	throw         atomic.Bool
 	vus           sync.Map // *sobek.Runtime -> *VU
 	inits         atomic.Int64
 	control       Controller
@@ -147,6 +148,10 @@ type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// SetThrow makes invalid metric values throw instead of warning (the
+// `throw` option / -w).
+func (b *Bundle) SetThrow(on bool) { b.throw.Store(on) }
 
 // HasExport reports whether name is an exported function.
 func (b *Bundle) HasExport(name string) bool {

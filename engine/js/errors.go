@@ -3,6 +3,7 @@ package js
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/grafana/sobek"
@@ -76,11 +77,21 @@ func (e *jsException) Error() string {
 		if st := o.Get("stack"); st != nil && !sobek.IsUndefined(st) && !sobek.IsNull(st) {
 			s := strings.TrimRight(st.String(), "\n")
 			if s != "" {
-				return s
+				return cleanStack(s)
 			}
 		}
 	}
-	return strings.TrimRight(e.ex.String(), "\n")
+	return cleanStack(strings.TrimRight(e.ex.String(), "\n"))
+}
+
+// goFrame matches a stack frame of a Go function called from JS, named by
+// its Go symbol ("github.com/x/y.(*T).fail-fm (native)").
+var goFrame = regexp.MustCompile(`at [\w./*()-]+\.(?:\(\*?\w+\)\.)?(\w+?)(?:-fm)? \(native\)`)
+
+// cleanStack shortens Go frames to the bare function name, so a script's
+// trace shows "at fail (native)" rather than our package paths.
+func cleanStack(s string) string {
+	return goFrame.ReplaceAllString(s, "at $1 (native)")
 }
 
 func (e *jsException) Unwrap() error { return e.ex }

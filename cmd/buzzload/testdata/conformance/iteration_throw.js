@@ -2,8 +2,9 @@
 // the iterations still count.
 // args: -i 2
 // exit: 0
-// stderr: iteration_throw.js:10:27
-// stderr: msg="Error: failed on purpose
+// stderr: iteration_throw.js:11:27
+// stderr: msg="Error: failed on purpose\n\tat fail (native)
+// !stderr: github.com
 // iterations: 2
 import { fail } from "k6";
 export default function () {
