@@ -877,3 +877,17 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestLocalAddrBindsTheSourceAddress(t *testing.T) {
+	fr := newFakeRelay(t, nil)
+	connect(t, fr, nil, func(cfg *Config) { cfg.Target.LocalAddr = "127.0.0.2" })
+	fr.mu.Lock()
+	remote := fr.remotes[0]
+	fr.mu.Unlock()
+	if !strings.HasPrefix(remote, "127.0.0.2:") {
+		t.Fatalf("remote address %s, want 127.0.0.2:*", remote)
+	}
+	if _, err := Dial(context.Background(), Config{Target: Target{WSURL: fr.wsURL(), LocalAddr: "not-an-ip"}}); err == nil {
+		t.Fatal("bad local address accepted")
+	}
+}

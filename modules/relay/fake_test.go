@@ -32,6 +32,7 @@ type fakeRelay struct {
 	defaultOKs   bool                                            // answer EVENTs with OK true when onFrame is nil
 	mu           sync.Mutex
 	hosts        []string
+	remotes      []string
 	authEvents   []*nostr.Event
 	conns        []*fakeConn
 	upgradeCount int
@@ -63,6 +64,7 @@ func newFakeRelay(t *testing.T, configure func(*fakeRelay)) *fakeRelay {
 	fr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fr.mu.Lock()
 		fr.hosts = append(fr.hosts, r.Host)
+		fr.remotes = append(fr.remotes, r.RemoteAddr)
 		fr.upgradeCount++
 		fr.mu.Unlock()
 		if fr.onUpgrade != nil {
