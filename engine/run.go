@@ -349,6 +349,7 @@ func (r *runner) load(ctx context.Context) error {
 	}
 	b.SetMergedOptions(merged)
 	b.SetThrow(r.opts.Throw)
+	b.SetSystemTags(js.NewSystemTags(r.opts.SystemTags))
 	return nil
 }
 

@@ -112,7 +112,10 @@ func (k *k6Module) check(call sobek.FunctionCall) sobek.Value {
 		} else {
 			pass = item.ToBoolean()
 		}
-		tags := withTags(st.Tags.TagSet(), extra).With("check", name)
+		tags := withTags(st.Tags.TagSet(), extra)
+		if k.vu.sys.Check {
+			tags = tags.With("check", name)
+		}
 		var value float64
 		if pass {
 			value = 1
@@ -143,13 +146,18 @@ func (k *k6Module) group(name string, fn sobek.Callable) (sobek.Value, error) {
 	path := parent + "::" + name
 	prevTag, _ := st.Tags.Get("group")
 	st.Group = path
-	st.Tags.Set("group", path)
+	if k.vu.sys.Group {
+		st.Tags.Set("group", path)
+	}
 	start := time.Now()
 	ret, err := fn(sobek.Undefined())
 	end := time.Now()
 	st.Group = parent
-	st.Tags.Set("group", prevTag)
-	tags := st.Tags.TagSet().With("group", path)
+	tags := st.Tags.TagSet()
+	if k.vu.sys.Group {
+		st.Tags.Set("group", prevTag)
+		tags = tags.With("group", path)
+	}
 	k.vu.buf.Add(metrics.Sample{Metric: k.vu.b.metrics.GroupDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: k.vu.metadata()})
 	if err != nil {
 		return nil, err

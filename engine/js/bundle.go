@@ -67,6 +67,7 @@ type Bundle struct {
 
 	mergedOptions atomic.Pointer[json.RawMessage]
 	throw         atomic.Bool
+	sys           atomic.Pointer[SystemTags]
 	vus           sync.Map // *sobek.Runtime -> *VU
 	inits         atomic.Int64
 	control       Controller
@@ -148,6 +149,45 @@ type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// SystemTags are the system tags the host attaches (k6's systemTags option;
+// vu and iter go into sample metadata).
+type SystemTags struct {
+	Scenario, Group, Check, VU, Iter bool
+}
+
+// DefaultSystemTags is k6's default set as far as the host is concerned.
+var DefaultSystemTags = SystemTags{Scenario: true, Group: true, Check: true}
+
+// NewSystemTags reads a systemTags list.
+func NewSystemTags(names []string) SystemTags {
+	var s SystemTags
+	for _, n := range names {
+		switch n {
+		case "scenario":
+			s.Scenario = true
+		case "group":
+			s.Group = true
+		case "check":
+			s.Check = true
+		case "vu":
+			s.VU = true
+		case "iter":
+			s.Iter = true
+		}
+	}
+	return s
+}
+
+// SetSystemTags chooses the system tags; call it before creating VUs.
+func (b *Bundle) SetSystemTags(s SystemTags) { b.sys.Store(&s) }
+
+func (b *Bundle) systemTags() SystemTags {
+	if s := b.sys.Load(); s != nil {
+		return *s
+	}
+	return DefaultSystemTags
+}
 
 // SetThrow makes invalid metric values throw instead of warning (the
 // `throw` option / -w).

@@ -42,6 +42,7 @@ type VU struct {
 	intMu   sync.Mutex
 	running bool
 
+	sys       SystemTags
 	watchCtx  context.Context
 	watchStop func() bool
 	execFn    sobek.Callable
@@ -452,10 +453,14 @@ func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map
 	v.env = merged
 	_ = v.rt.GlobalObject().Set("__ENV", v.envObject(merged))
 	t := modules.NewTagMap(tags)
-	if sc != nil {
+	sys := v.b.systemTags()
+	if sc != nil && sys.Scenario {
 		t.Set("scenario", sc.Name)
 	}
-	t.Set("group", "")
+	if sys.Group {
+		t.Set("group", "")
+	}
+	v.sys = sys
 	v.state = &modules.State{
 		VUID: v.id, VUIDInTest: v.idTest, Iteration: v.iterationCount(),
 		Tags: t, Metadata: modules.NewTagMap(nil), Phase: modules.PhaseIteration,
@@ -516,6 +521,12 @@ func (v *VU) RunIteration(ctx context.Context, it Iteration) IterationResult {
 	st := v.state
 	st.Iteration++
 	v.iter = it
+	if v.sys.VU {
+		st.Metadata.Set("vu", strconv.FormatUint(v.id, 10))
+	}
+	if v.sys.Iter {
+		st.Metadata.Set("iter", strconv.FormatInt(st.Iteration, 10))
+	}
 	_ = v.rt.GlobalObject().Set("__ITER", st.Iteration)
 	if !v.setupDecoded {
 		val, err := v.decode(v.setupJSON)
@@ -622,7 +633,8 @@ func (b *Bundle) runLifecycle(ctx context.Context, name string, phase modules.Ph
 		return nil, nil, err
 	}
 	tags := modules.NewTagMap(nil)
-	if phase == modules.PhaseSetup || phase == modules.PhaseTeardown {
+	vu.sys = b.systemTags()
+	if (phase == modules.PhaseSetup || phase == modules.PhaseTeardown) && vu.sys.Group {
 		tags.Set("group", "::"+name)
 	}
 	vu.state = &modules.State{Tags: tags, Metadata: modules.NewTagMap(nil), Group: "::" + name, Phase: phase}
