@@ -5,6 +5,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/js/eventloop"
 )
 
 // Exit codes (k6-compat.md §4.5).
@@ -44,6 +45,10 @@ func ExitCode(err error) int {
 	var ab *js.AbortError
 	if errors.As(err, &ab) {
 		return ExitScriptAborted
+	}
+	var pe *eventloop.PanicError
+	if errors.As(err, &pe) {
+		return ExitGoPanic
 	}
 	var to *js.TimeoutError
 	if errors.As(err, &to) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/js/eventloop"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/output"
 	"github.com/buzzload/buzzload/engine/segment"
@@ -624,6 +625,12 @@ func (a *vuAdapter) Activate(sc *executor.ScenarioInfo) {
 func (a *vuAdapter) RunIteration(ctx context.Context, it *executor.Iteration) {
 	start := time.Now()
 	res := a.vu.RunIteration(ctx, js.Iteration{InInstance: it.InInstance, InTest: it.InTest, Stage: it.Stage, StageName: it.StageName})
+	var pe *eventloop.PanicError
+	if errors.As(res.Err, &pe) {
+		// A Go panic is a bug, not a script error: stop the run (exit 109).
+		a.r.fail(ExitGoPanic, pe)
+		a.r.cancelRun(pe)
+	}
 	// minIterationDuration: a full iteration that ended early sleeps the rest.
 	if rest := a.r.opts.MinIterationDuration - time.Since(start); rest > 0 && res.Full {
 		t := time.NewTimer(rest)

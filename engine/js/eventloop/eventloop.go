@@ -12,8 +12,18 @@ package eventloop
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 )
+
+// PanicError is a Go panic inside a callback (a bug in Go module code); the
+// runner ends the run with k6's exit code 109.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }
 
 // Enqueue hands a callback back to the loop. It may be called from any
 // goroutine and must be called exactly once per reservation.
@@ -113,7 +123,7 @@ func (l *Loop) run(f func() error) (err error) {
 			if r == ErrEnqueuedTwice { //nolint:errorlint // sentinel panic value
 				panic(r)
 			}
-			err = fmt.Errorf("panic in event loop callback: %v", r)
+			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
 	if err = f(); err != nil {
