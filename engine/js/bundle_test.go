@@ -168,3 +168,65 @@ export default function () {}`})
 		t.Fatalf("err = %#v", err)
 	}
 }
+
+func TestModuleGraphShapes(t *testing.T) {
+	h := newHarness(t, map[string]string{
+		"main.js": `
+import { a, fromB } from "./a.js";
+export * from "./reexport.js";
+import * as cjs from "./cjs.js";
+import cjsDefault from "./cjs.js";
+export default function () { globalThis.out = [a, fromB(), cjsDefault.v, typeof cjs.default].join(","); }`,
+		"a.js":        `import { b } from "./b.js"; export const a = "a"; export function fromB() { return b(); }`,
+		"b.js":        `import { a } from "./a.js"; export function b() { return "b sees " + a; }`,
+		"reexport.js": `export const shared = 1; export function setup() { return { fromReexport: true }; }`,
+		"cjs.js":      `module.exports = { v: "cjs" };`,
+	})
+	b := h.bundle(t, "main.js")
+	if !b.HasExport("setup") {
+		t.Fatalf("export * did not re-export setup: %v", b.Exports)
+	}
+	vu := run1(t, h, b)
+	if got := vu.rt.Get("out").String(); got != "a,b sees a,cjs,object" {
+		t.Fatalf("out = %q", got)
+	}
+}
+
+func TestRemoteImportsAreRefused(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": `import x from "https://jslib.k6.io/x.js";
+export default function () {}`})
+	_, err := NewBundle(context.Background(), h.config("main.js"))
+	if err == nil || !strings.Contains(err.Error(), "https://jslib.k6.io/x.js") || !strings.Contains(err.Error(), "scheme") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestModulesAreLockedAfterFirstInit(t *testing.T) {
+	h := newHarness(t, map[string]string{
+		"main.js": "if (__VU === 2) require(\"./late.js\");\nexport default function () {}",
+		"late.js": "exports.x = 1;",
+	})
+	b := h.bundle(t, "main.js")
+	h.vu(t, b, 1)
+	_, err := b.NewVU(context.Background(), 2, 2)
+	if err == nil || !strings.Contains(err.Error(), "first initialization") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestTopLevelAwaitThatNeverSettles(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": "await new Promise(() => {});\nexport default function () {}"})
+	_, err := NewBundle(context.Background(), h.config("main.js"))
+	if err == nil || !strings.Contains(err.Error(), "never settled") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNoExportedFunctions(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": "export const options = {};"})
+	_, err := NewBundle(context.Background(), h.config("main.js"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no exported functions") {
+		t.Fatalf("err = %v", err)
+	}
+}
