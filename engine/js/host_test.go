@@ -394,7 +394,8 @@ func asyncModule(vu modules.VU) (modules.Instance, error) {
 		"iterTags": func() string {
 			st := vu.State()
 			g, _ := st.Tags.Get("scenario")
-			return g
+			vu.AddDataTransfer(10, 20)
+			return g + "/" + st.Scenario + "/" + st.StageName
 		},
 	}}, nil
 }
@@ -418,11 +419,14 @@ export default async function () {
 	}
 	vu := h.vu(t, b, 1)
 	vu.Activate(&Scenario{Name: "sc"}, "default", nil, nil)
-	if res := vu.RunIteration(context.Background(), Iteration{InInstance: 0, InTest: 0, Stage: -1}); res.Err != nil {
+	if res := vu.RunIteration(context.Background(), Iteration{Stage: 2, StageName: "peak"}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	if got := vu.rt.Get("out").String(); got != "got x|sc|function" {
+	if got := vu.rt.Get("out").String(); got != "got x|sc/sc/peak|function" {
 		t.Fatalf("out = %q", got)
+	}
+	if s := h.metrics.of("data_received"); len(s) != 1 || s[0].Value != 20 {
+		t.Fatalf("data_received = %+v", s)
 	}
 }
 

@@ -110,6 +110,12 @@ func (v *VU) Push(samples ...metrics.Sample) {
 	}
 }
 
+// AddDataTransfer implements modules.VU.
+func (v *VU) AddDataTransfer(sent, received int64) {
+	v.BytesSent.Add(sent)
+	v.BytesReceived.Add(received)
+}
+
 // ID is __VU.
 func (v *VU) ID() uint64 { return v.id }
 
@@ -461,8 +467,12 @@ func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map
 		t.Set("group", "")
 	}
 	v.sys = sys
+	name := ""
+	if sc != nil {
+		name = sc.Name
+	}
 	v.state = &modules.State{
-		VUID: v.id, VUIDInTest: v.idTest, Iteration: v.iterationCount(),
+		VUID: v.id, VUIDInTest: v.idTest, Iteration: v.iterationCount(), Scenario: name, Stage: -1,
 		Tags: t, Metadata: modules.NewTagMap(nil), Phase: modules.PhaseIteration,
 	}
 }
@@ -521,6 +531,7 @@ func (v *VU) RunIteration(ctx context.Context, it Iteration) IterationResult {
 	st := v.state
 	st.Iteration++
 	v.iter = it
+	st.Stage, st.StageName = it.Stage, it.StageName
 	if v.sys.VU {
 		st.Metadata.Set("vu", strconv.FormatUint(v.id, 10))
 	}
@@ -637,7 +648,7 @@ func (b *Bundle) runLifecycle(ctx context.Context, name string, phase modules.Ph
 	if (phase == modules.PhaseSetup || phase == modules.PhaseTeardown) && vu.sys.Group {
 		tags.Set("group", "::"+name)
 	}
-	vu.state = &modules.State{Tags: tags, Metadata: modules.NewTagMap(nil), Group: "::" + name, Phase: phase}
+	vu.state = &modules.State{Tags: tags, Metadata: modules.NewTagMap(nil), Group: "::" + name, Phase: phase, Stage: -1}
 	fn, ok := sobek.AssertFunction(vu.exportValue(name))
 	if !ok {
 		vu.Close()

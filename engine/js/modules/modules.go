@@ -70,6 +70,10 @@ type VU interface {
 	InitEnv() *InitEnv
 	// Metrics defines metrics and pushes samples.
 	Metrics() Metrics
+	// AddDataTransfer counts bytes the module moved on the network; the VU
+	// reports them as data_sent / data_received after each iteration. Safe
+	// from any goroutine.
+	AddDataTransfer(sent, received int64)
 }
 
 // InitEnv is what init code has that later code has not.
@@ -96,6 +100,12 @@ type State struct {
 	Metadata *TagMap
 	// Group is the current group path ("" at root).
 	Group string
+	// Scenario is the active scenario's name ("" in setup and teardown).
+	Scenario string
+	// Stage and StageName are the current iteration's ramp stage (our
+	// scenario.stage extension); Stage is -1 when the scenario has none.
+	Stage     int
+	StageName string
 	// Phase says what the VU is running.
 	Phase Phase
 }
@@ -224,8 +234,9 @@ type Metrics interface {
 	// Registry creates metrics or returns existing ones (k6's name rule; a
 	// type clash is an error). Create them in init code.
 	Registry() *metrics.Registry
-	// Push records samples through the VU's own buffer. Build tag sets with
-	// State.Tags.TagSet() (cached) plus your own tags.
+	// Push records samples; it is safe from any goroutine. Build tag sets
+	// on the VU goroutine from State().Tags.TagSet() (cached) plus your own
+	// tags, and take them along to the goroutine that measures.
 	Push(samples ...metrics.Sample)
 }
 
