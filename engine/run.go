@@ -397,6 +397,8 @@ func (r *runner) mergedOptionsJSON(exec executor.ExecutionOptions) (json.RawMess
 func (r *runner) execute(ctx, runCtx context.Context) {
 	r.pool = executor.NewPool(r.newVU, r.tuple, r.plan.MaxVUs)
 	if err := r.pool.Init(runCtx, r.plan.MaxPlannedVUs, runtime.GOMAXPROCS(0)); err != nil {
+		// k6 still runs handleSummary after a VU's init failed (errata 6).
+		r.runStart = r.now()
 		r.failFromCause(runCtx, err)
 		return
 	}
