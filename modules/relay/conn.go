@@ -233,7 +233,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 			return fail(OutcomeError, msg, 0)
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fail(OutcomeError, "dial "+ep.dialURL+": timed out ("+ctxErr.Error()+")", 0)
+			return fail(OutcomeError, "dial "+ep.dialURL+": "+ctxErr.Error(), 0)
 		}
 		return fail(OutcomeError, "dial "+ep.dialURL+": "+err.Error(), 0)
 	}
@@ -546,7 +546,7 @@ func (c *Conn) complete(p *pending, r Result, count int64) {
 // register adds p under its key to m (allocated lazily) and arms its
 // deadline (timeout after p.start; 0 = none). The timer is set under the
 // lock so that whoever later takes p sees it.
-func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duration, timeoutMsg string) error {
+func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -567,7 +567,11 @@ func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duratio
 				if q.kind == kindPublish {
 					c.rememberLate(q.key)
 				}
-				c.complete(q, q.result(time.Now(), OutcomeError, timeoutMsg, 0, 0), 0)
+				msg := "no OK within " + timeout.String()
+				if q.kind == kindCount {
+					msg = "no COUNT reply within " + timeout.String()
+				}
+				c.complete(q, q.result(time.Now(), OutcomeError, msg, 0, 0), 0)
 			}
 		})
 	}
@@ -721,7 +725,7 @@ func (c *Conn) Auth(ctx context.Context) error {
 	defer putFrameBuf(bp)
 	*bp = appendEventEnvelope((*bp)[:0], "AUTH", ev)
 	p.sent = int64(len(*bp))
-	if err := c.register(&c.pubs, p, 0, ""); err != nil {
+	if err := c.register(&c.pubs, p, 0); err != nil {
 		return fail(OutcomeError, err.Error())
 	}
 	deadline, _ := ctx.Deadline()
@@ -801,7 +805,7 @@ func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, in
 	p.sent = int64(len(*bp))
 	// The deadline counts from the start of the send; the timer may fire
 	// while the write is still blocked, and whichever settles first wins.
-	if err := c.register(&c.pubs, p, opt.Timeout, fmt.Sprintf("no OK within %v", opt.Timeout)); err != nil {
+	if err := c.register(&c.pubs, p, opt.Timeout); err != nil {
 		c.complete(p, p.result(time.Now(), OutcomeError, err.Error(), 0, 0), 0)
 		return p, err
 	}
@@ -875,7 +879,7 @@ func (c *Conn) Count(ctx context.Context, filters []Filter, opt CountOptions) (i
 		return fail(err.Error())
 	}
 	p.sent = int64(len(*bp))
-	if err := c.register(&c.counts, p, opt.Timeout, fmt.Sprintf("no COUNT reply within %v", opt.Timeout)); err != nil {
+	if err := c.register(&c.counts, p, opt.Timeout); err != nil {
 		return fail(err.Error())
 	}
 	if err := c.write(*bp, earliest(ctx, start.Add(opt.Timeout))); err != nil {
