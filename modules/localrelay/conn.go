@@ -1,7 +1,6 @@
 package localrelay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +24,7 @@ type conn struct {
 	c  *community
 	ws *websocket.Conn
 
-	send      chan outFrame
+	queue     sendQueue
 	done      chan struct{}
 	closeOnce sync.Once
 	overflows atomic.Int32
@@ -42,9 +41,30 @@ type conn struct {
 	subs map[string]*subscription // reader goroutine only
 }
 
+// outFrame is one queued text frame: data, or for a live event the
+// subscription's shared `["EVENT","<sub>",` prefix (data), the event's shared
+// JSON (body) and a closing bracket, so a delivery copies nothing.
 type outFrame struct {
 	data      []byte
+	body      []byte
 	thenClose bool // close the socket once data is written
+}
+
+var closeBracket = []byte{']'}
+
+func (k *conn) writeFrame(f outFrame) error {
+	k.ws.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
+	if f.body == nil {
+		return k.ws.WriteMessage(websocket.TextMessage, f.data)
+	}
+	w, err := k.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	w.Write(f.data)
+	w.Write(f.body)
+	w.Write(closeBracket)
+	return w.Close()
 }
 
 func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
@@ -75,7 +95,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 
 	k := &conn{
 		r: r, c: c, ws: ws,
-		send:      make(chan outFrame, r.cfg.SendBuffer),
+		queue:     newSendQueue(),
 		done:      make(chan struct{}),
 		challenge: randomHex(32),
 		expected:  r.cfg.PublicScheme + "://" + c.host,
@@ -154,24 +174,31 @@ func (k *conn) readLoop(idle time.Duration) {
 func (k *conn) writeLoop() {
 	ping := time.NewTicker(k.r.cfg.PingInterval)
 	defer ping.Stop()
+	var batch []outFrame
 	for {
 		select {
 		case <-k.done:
 			return
-		case f := <-k.send:
-			k.ws.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
-			if err := k.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
-				k.abort()
-				return
+		case <-k.queue.ready:
+			batch = k.queue.take(batch[:0])
+			for i, f := range batch {
+				if err := k.writeFrame(f); err != nil {
+					k.abort()
+					return
+				}
+				batch[i] = outFrame{} // let the frame be collected
+				n := k.framesOut.Add(1)
+				if k.r.faults.shouldDrop(k.pubkeyIfAuthed(), n) {
+					k.abort()
+					return
+				}
+				if f.thenClose {
+					k.closeWith(websocket.ClosePolicyViolation, "")
+					return
+				}
 			}
-			n := k.framesOut.Add(1)
-			if k.r.faults.shouldDrop(k.pubkeyIfAuthed(), n) {
-				k.abort()
-				return
-			}
-			if f.thenClose {
-				k.closeWith(websocket.ClosePolicyViolation, "")
-				return
+			if cap(batch) > 64 {
+				batch = nil // do not pin a burst's worth of memory on an idle socket
 			}
 		case <-ping.C:
 			if err := k.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(k.r.cfg.WriteTimeout)); err != nil {
@@ -210,41 +237,73 @@ func (k *conn) abort() {
 	k.ws.NetConn().Close()
 }
 
-// enqueue queues a reply frame, waiting for room: replies to the client's
-// own requests apply back-pressure to its reads rather than being dropped.
+// enqueue queues a reply to the client's own request. Replies are not
+// dropped: they are bounded by what the client asks for. A client that lets
+// replies pile past four times the send buffer is disconnected.
 func (k *conn) enqueue(b []byte) {
-	select {
-	case k.send <- outFrame{data: b}:
-	case <-k.done:
+	if !k.queue.push(outFrame{data: b}, 4*k.r.cfg.SendBuffer) {
+		go k.closeWith(websocket.ClosePolicyViolation, "slow consumer")
 	}
 }
 
 func (k *conn) enqueueClose(b []byte) {
-	select {
-	case k.send <- outFrame{data: b, thenClose: true}:
-	case <-k.done:
-	}
+	k.queue.push(outFrame{data: b, thenClose: true}, 0)
 	// Wait for the writer so the caller's return does not race the close.
 	<-k.done
 }
 
-// deliver queues a live event without blocking. A full queue drops the
-// delivery; SlowClientGrace consecutive drops disconnect the client.
+// deliver queues a live event without blocking. When SendBuffer frames are
+// already waiting the delivery is dropped; SlowClientGrace consecutive drops
+// disconnect the client (digest §1.1 item 7).
 func (k *conn) deliver(s *subscription, e *Entry) {
-	b := make([]byte, 0, len(e.JSON)+len(s.idJSON)+12)
-	b = append(b, `["EVENT",`...)
-	b = append(b, s.idJSON...)
-	b = append(b, ',')
-	b = append(b, e.JSON...)
-	b = append(b, ']')
-	select {
-	case k.send <- outFrame{data: b}:
+	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
 		k.overflows.Store(0)
-	default:
-		if int(k.overflows.Add(1)) >= k.r.cfg.SlowClientGrace {
-			go k.closeWith(websocket.ClosePolicyViolation, "slow consumer")
-		}
+		return
 	}
+	if int(k.overflows.Add(1)) >= k.r.cfg.SlowClientGrace {
+		go k.closeWith(websocket.ClosePolicyViolation, "slow consumer")
+	}
+}
+
+// sendQueue is a connection's outbound queue. It holds nothing while the
+// socket is idle (a buffered channel of SendBuffer would pin ~32 KB per
+// connection), and the writer drains it in batches.
+type sendQueue struct {
+	mu    sync.Mutex
+	items []outFrame
+	ready chan struct{} // capacity 1: "items is non-empty"
+}
+
+func newSendQueue() sendQueue { return sendQueue{ready: make(chan struct{}, 1)} }
+
+// push appends f unless max > 0 and max frames are already queued.
+func (q *sendQueue) push(f outFrame, max int) bool {
+	q.mu.Lock()
+	if max > 0 && len(q.items) >= max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, f)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take moves every queued frame into dst.
+func (q *sendQueue) take(dst []outFrame) []outFrame {
+	q.mu.Lock()
+	dst = append(dst, q.items...)
+	clear(q.items)
+	if cap(q.items) > 256 {
+		q.items = nil
+	} else {
+		q.items = q.items[:0]
+	}
+	q.mu.Unlock()
+	return dst
 }
 
 func noticeFrame(msg string) string { return `["NOTICE",` + jsonString(msg) + `]` }
@@ -469,20 +528,14 @@ func (k *conn) handleReq(msg []json.RawMessage, count bool) {
 		k.closed(sub, "error: too many subscriptions")
 		return
 	}
-	s := &subscription{conn: k, id: sub, idJSON: []byte(jsonString(sub)), filters: filters, channels: channelScope(filters)}
+	idJSON := jsonString(sub)
+	s := &subscription{conn: k, id: sub, prefix: []byte(`["EVENT",` + idJSON + `,`), filters: filters, channels: channelScope(filters)}
 	// Register before replaying so nothing published in between is missed;
 	// a live event may then also appear in the replay (clients dedupe by id).
 	k.c.subs.add(s)
 	k.subs[sub] = s
-	var buf bytes.Buffer
 	for _, e := range k.c.history(filters, k.pubkey, k.r.cfg.MaxHistoricalLimit) {
-		buf.Reset()
-		buf.WriteString(`["EVENT",`)
-		buf.Write(s.idJSON)
-		buf.WriteByte(',')
-		buf.Write(e.JSON)
-		buf.WriteByte(']')
-		k.enqueue(append([]byte(nil), buf.Bytes()...))
+		k.queue.push(outFrame{data: s.prefix, body: e.JSON}, 0)
 	}
 	switch d, withhold := k.r.faults.eoseDelay(sub); {
 	case withhold:

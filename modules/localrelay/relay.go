@@ -99,8 +99,10 @@ func New(cfg Config) (*Relay, error) {
 	r.faults = newFaults()
 	r.opReplay = newReplayCache(cfg.ReplayWindow)
 	r.upgrader = websocket.Upgrader{
-		ReadBufferSize:  4096,
-		WriteBufferSize: 4096,
+		// Zero read size reuses net/http's hijacked reader; pooled write
+		// buffers are held only while a message is being written, which
+		// keeps idle connections small.
+		WriteBufferPool: &sync.Pool{},
 		// Buzz does not check Origin; browsers and tools dial from anywhere.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}

@@ -7,7 +7,7 @@ import "sync"
 type subscription struct {
 	conn     *conn
 	id       string
-	idJSON   []byte // the quoted id, ready to splice into frames
+	prefix   []byte // `["EVENT","<id>",`, shared by every delivery
 	filters  []*Filter
 	channels []string // the #h union when channel-scoped, nil when global
 }
