@@ -187,9 +187,15 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 
 // Dial opens the WebSocket and starts the reader, recording "connect". It
 // does not authenticate: the relay's AUTH challenge is kept for Auth.
+// Without a deadline on ctx it is bounded by ConnectTimeout.
 func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	cfg.withDefaults()
 	start := time.Now()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
+		defer cancel()
+	}
 	res := Result{Op: OpConnect, Start: start}
 	fail := func(o Outcome, msg string, retry time.Duration) (*Conn, error) {
 		res.Duration = time.Since(start)
