@@ -1,0 +1,310 @@
+package seed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+const (
+	defaultTimeout     = 30 * time.Second
+	defaultThrottles   = 120
+	defaultRetries     = 3
+	maxThrottleWait    = time.Minute
+	minThrottleWait    = time.Second
+	transientBackoff   = 500 * time.Millisecond
+	maxTagsPerAddEvent = 100 // Buzz's cap on p tags in one kind-9000
+	queryPageLimit     = 500
+	authorsPerFilter   = 100
+)
+
+// rpc is the HTTP side shared by Seed and Teardown: one pool, one client
+// per (community, identity), and the retry policy.
+type rpc struct {
+	sc        *scenario.Scenario
+	sink      relay.Sink
+	transport http.RoundTripper
+	ownPool   *http.Transport
+	timeout   time.Duration
+	throttles int
+	retries   int
+
+	mu      sync.Mutex
+	clients map[clientKey]*relay.HTTP
+}
+
+type clientKey struct {
+	community int
+	pubkey    string
+}
+
+func newRPC(sc *scenario.Scenario, sink relay.Sink, tr http.RoundTripper, timeout time.Duration, throttles, retries, conc int) (*rpc, error) {
+	n := &rpc{sc: sc, sink: sink, transport: tr, timeout: timeout, throttles: throttles, retries: retries,
+		clients: map[clientKey]*relay.HTTP{}}
+	if n.sink == nil {
+		n.sink = relay.NopSink{}
+	}
+	if n.timeout <= 0 {
+		n.timeout = defaultTimeout
+	}
+	if n.throttles <= 0 {
+		n.throttles = defaultThrottles
+	}
+	if n.retries < 0 {
+		n.retries = 0
+	} else if n.retries == 0 {
+		n.retries = defaultRetries
+	}
+	if n.transport == nil {
+		t, err := relay.NewTransport(relay.TransportOptions{MaxIdleConnsPerHost: max(conc*2, 16)})
+		if err != nil {
+			return nil, err
+		}
+		n.ownPool, n.transport = t, t
+	}
+	return n, nil
+}
+
+func (n *rpc) close() {
+	if n.ownPool != nil {
+		n.ownPool.CloseIdleConnections()
+	}
+}
+
+// community returns the HTTP client of keys (with the NIP-OA tag oa) in
+// community c.
+func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relay.HTTP, error) {
+	k := clientKey{c, keys.PubKey()}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if h := n.clients[k]; h != nil {
+		return h, nil
+	}
+	ep := n.sc.Endpoint(c)
+	h, err := relay.NewHTTP(relay.HTTPConfig{
+		Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+		Keys:   keys, OATag: oa, Sink: n.sink, Transport: n.transport, Timeout: n.timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("community %d: %w", c, err)
+	}
+	n.clients[k] = h
+	return h, nil
+}
+
+// operator returns the operator API client. The operator API lives at the
+// deployment's own origin, so it takes target.http_url's host, dialled at
+// connect_addr when one is set (the relay's in-cluster service).
+func (n *rpc) operator(keys *nostr.Keys, origin string) (*relay.HTTP, error) {
+	t := n.sc.Target
+	u, err := url.Parse(t.HTTPURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("target.http_url is not a URL")
+	}
+	if origin == "" {
+		origin = u.Scheme + "://" + u.Host
+	}
+	tgt := relay.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+	if t.ConnectAddr != "" && t.CommunityHostTemplate != "" {
+		tgt.Host, tgt.ConnectAddr = u.Host, t.ConnectAddr
+	}
+	return relay.NewHTTP(relay.HTTPConfig{Target: tgt, Keys: keys, Sink: n.sink, Transport: n.transport,
+		Timeout: n.timeout, OperatorOrigin: origin})
+}
+
+// refusalRE matches a Result error that carries the relay's final answer:
+// a 4xx status or an accepted:false reply. 429 never gets here (throttled).
+var refusalRE = regexp.MustCompile(`: HTTP 4\d\d: |: not accepted: `)
+
+// refused reports whether an error Result is the relay's final refusal
+// rather than a transport failure or a 5xx worth retrying.
+func refused(r relay.Result) bool {
+	return r.Outcome == relay.OutcomeError && refusalRE.MatchString(r.Error)
+}
+
+// reason trims a Result error to the relay's own words: "POST /events:
+// HTTP 400: restricted: member refused" → "restricted: member refused".
+func reason(r relay.Result) string {
+	s := r.Error
+	if i := strings.Index(s, ": "); i > 0 && strings.Contains(s[:i], " /") {
+		s = s[i+2:]
+	}
+	s = strings.TrimPrefix(s, "not accepted: ")
+	if strings.HasPrefix(s, "HTTP ") {
+		if i := strings.Index(s, ": "); i > 0 && i < 10 {
+			s = s[i+2:]
+		}
+	}
+	if s == "" {
+		s = r.Outcome.String()
+	}
+	return s
+}
+
+// errCancelled is the error of a call cut short by the context.
+var errCancelled = errors.New("cancelled")
+
+// call runs one request with the retry policy: a throttled request waits
+// the relay's retry-in (1 s to 1 min) and is resent up to n.throttles times;
+// a transport error or 5xx is resent up to n.retries times; a refusal is
+// final. The returned error is non-nil only when ctx ended.
+func (n *rpc) call(ctx context.Context, do func() relay.Result) (relay.Result, error) {
+	throttled, failed := 0, 0
+	for {
+		r := do()
+		var wait time.Duration
+		switch r.Outcome {
+		case relay.OutcomeOK:
+			return r, nil
+		case relay.OutcomePending:
+			if err := ctx.Err(); err != nil {
+				return r, err
+			}
+			return r, errCancelled
+		case relay.OutcomeThrottled:
+			throttled++
+			if throttled > n.throttles {
+				return r, nil
+			}
+			wait = min(max(r.RetryAfter, minThrottleWait), maxThrottleWait)
+		default:
+			if refused(r) || failed >= n.retries {
+				return r, nil
+			}
+			failed++
+			wait = time.Duration(failed) * transientBackoff
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// published is what the relay answered to one event.
+type published struct {
+	ev  *nostr.Event // the accepted event; nil when refused
+	dup bool         // accepted as "duplicate:": the very event was there
+	why string       // the relay's reason when refused
+}
+
+// publish signs and posts the event build makes, with the retry policy.
+// build is called for every attempt so a resend after a long throttle
+// carries a fresh created_at. err is non-nil only when ctx ended or the
+// event could not be built.
+func (n *rpc) publish(ctx context.Context, h *relay.HTTP, op string, build func(at time.Time) (*nostr.Event, error)) (published, error) {
+	var ev *nostr.Event
+	var rep relay.EventReply
+	var buildErr error
+	r, err := n.call(ctx, func() relay.Result {
+		ev, buildErr = build(time.Now())
+		if buildErr != nil {
+			return relay.Result{Op: op, Outcome: relay.OutcomeError, Error: buildErr.Error()}
+		}
+		var res relay.Result
+		rep, res = h.PublishHTTP(ctx, ev, relay.CallOptions{Op: op, Timeout: n.timeout})
+		return res
+	})
+	if buildErr != nil {
+		return published{}, buildErr
+	}
+	if err != nil {
+		return published{}, err
+	}
+	if r.Outcome != relay.OutcomeOK {
+		return published{why: reason(r)}, nil
+	}
+	return published{ev: ev, dup: strings.HasPrefix(rep.Message, "duplicate:")}, nil
+}
+
+// query reads filters with the retry policy; a failure is an error that
+// says what was read.
+func (n *rpc) query(ctx context.Context, h *relay.HTTP, what string, filters []relay.Filter) ([]nostr.Event, error) {
+	var evs []nostr.Event
+	r, err := n.call(ctx, func() relay.Result {
+		var res relay.Result
+		evs, res = h.Query(ctx, filters, relay.CallOptions{Op: OpState, Timeout: n.timeout})
+		return res
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Outcome != relay.OutcomeOK {
+		return nil, fmt.Errorf("reading %s: %s", what, reason(r))
+	}
+	return evs, nil
+}
+
+// forEach runs fn(i) for every i in [0, count) on up to conc goroutines and
+// stops handing out work once ctx ends.
+func forEach(ctx context.Context, count, conc int, fn func(ctx context.Context, i int)) {
+	if count <= 0 {
+		return
+	}
+	conc = max(1, min(conc, count))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= count {
+					return
+				}
+				fn(ctx, i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// tracker reports a phase's progress, serialising the callback.
+type tracker struct {
+	mu          sync.Mutex
+	fn          func(Progress)
+	phase       string
+	done, total int
+}
+
+func (t *tracker) start(phase string, total int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.phase, t.done, t.total = phase, 0, total
+	if t.fn != nil {
+		t.fn(Progress{Phase: phase, Done: 0, Total: total})
+	}
+}
+
+func (t *tracker) add(n int) {
+	if n == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done += n
+	if t.fn != nil {
+		t.fn(Progress{Phase: t.phase, Done: t.done, Total: t.total})
+	}
+}
+
+// archived reports whether a JSON archived_at value is set.
+func archived(raw []byte) bool {
+	s := strings.TrimSpace(string(raw))
+	return s != "" && s != "null" && s != `""`
+}

@@ -1,0 +1,467 @@
+package seed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// ErrEmbedded is returned for a scenario that names no relay: there is
+// nothing to seed that would outlive the command. `buzzload run` seeds its
+// embedded relay itself, by calling Seed with the relay's URLs set.
+var ErrEmbedded = errors.New("the scenario names no relay (target.ws_url and target.http_url are empty), " +
+	"so it runs against the embedded relay, which `buzzload run` starts and seeds itself; " +
+	"to seed a relay of your own, set target.ws_url and target.http_url")
+
+// Seed provisions sc's communities, channels, private membership, history,
+// deep threads and hot thread on the relay sc.Target names (see the package
+// doc for the order and the rerun rules). It works against any relay URL,
+// an in-process modules/localrelay included.
+//
+// The Result is returned whenever the seed started, also on failure; the
+// error is non-nil when the seed failed: a community that cannot be used, a
+// channel or member the relay refused, any planned post not accepted, or ctx
+// ending. Result.OK() is the exit status.
+func Seed(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, error) {
+	start := time.Now()
+	if sc == nil {
+		return nil, errors.New("seed: no scenario")
+	}
+	if sc.Embedded() {
+		return nil, fmt.Errorf("seed: %w", ErrEmbedded)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	if sc.Target.CommunityHostTemplate != "" && opt.Operator == nil {
+		return nil, errors.New("seed: an operator key is needed to provision the communities of target.community_host_template")
+	}
+	conc := opt.Concurrency
+	if conc <= 0 {
+		conc = sc.Shape.SeedConcurrency
+	}
+	n, err := newRPC(sc, opt.Sink, opt.Transport, opt.Timeout, opt.MaxThrottleRetries, opt.Retries, conc)
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	defer n.close()
+	s := &seeder{sc: sc, opt: opt, rpc: n, conc: conc, ids: newIdentities(sc), track: &tracker{fn: opt.Progress},
+		res: &Result{RunID: sc.RunID, Refusals: []Refusal{}}}
+	s.plans = buildPlans(sc)
+	s.plan()
+	err = s.run(ctx)
+	s.finish()
+	s.res.Duration = time.Since(start)
+	if err != nil {
+		err = fmt.Errorf("seed: %w", err)
+		s.res.Error = err.Error()
+	}
+	return s.res, err
+}
+
+type seeder struct {
+	sc    *scenario.Scenario
+	opt   Options
+	rpc   *rpc
+	conc  int
+	ids   *identities
+	track *tracker
+	plans []*channelPlan
+
+	mu  sync.Mutex // guards res
+	res *Result
+}
+
+// plan sets every phase's planned count up front, so a seed that stops
+// early still says what it did not do.
+func (s *seeder) plan() {
+	r := s.res
+	r.Channels.Planned = len(s.plans)
+	for _, p := range s.plans {
+		if p.private {
+			r.Members.Planned += len(p.members)
+		}
+	}
+	r.Posts.Planned = len(s.plans)*postsPerChannel(s.sc) + hotPosts(s.sc)
+}
+
+// finish counts what was neither settled nor refused as skipped.
+func (s *seeder) finish() {
+	for _, c := range []*Counts{&s.res.Channels, &s.res.Members, &s.res.Posts} {
+		c.Skipped = max(0, c.Planned-c.Created-c.Existing-c.Refused)
+	}
+}
+
+func (s *seeder) run(ctx context.Context) error {
+	if err := s.communities(ctx); err != nil {
+		return err
+	}
+	if err := s.channels(ctx); err != nil {
+		return err
+	}
+	if err := s.members(ctx); err != nil {
+		return err
+	}
+	return s.posts(ctx)
+}
+
+// count adds to one of the result's counters.
+func (s *seeder) count(f func(r *Result)) {
+	s.mu.Lock()
+	f(s.res)
+	s.mu.Unlock()
+}
+
+func (s *seeder) refuse(r Refusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.res.Refusals) < maxRefusals {
+		s.res.Refusals = append(s.res.Refusals, r)
+	} else {
+		s.res.RefusalsOmitted++
+	}
+}
+
+// firstRefusal describes the first refusal of a phase, for the error.
+func (s *seeder) firstRefusal(phase string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.res.Refusals {
+		if r.Phase == phase {
+			return r.String()
+		}
+	}
+	return ""
+}
+
+// firstErr keeps the first error of concurrent workers.
+type firstErr struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstErr) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstErr) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// ---- phase 1: communities ----
+
+func (s *seeder) communities(ctx context.Context) error {
+	nc := s.sc.Shape.Communities
+	s.res.Communities = make([]Community, nc)
+	s.track.start(PhaseCommunities, nc)
+	if s.sc.Target.CommunityHostTemplate == "" {
+		for i := range nc {
+			s.res.Communities[i] = Community{Index: i, Owner: s.ids.owner(i).keys.PubKey(), Status: "unmanaged"}
+		}
+		s.track.add(nc)
+		return nil
+	}
+	op, err := s.rpc.operator(s.opt.Operator, s.opt.OperatorOrigin)
+	if err != nil {
+		return err
+	}
+	forEach(ctx, nc, s.conc, func(ctx context.Context, i int) {
+		c := s.provision(ctx, op, i)
+		s.mu.Lock()
+		s.res.Communities[i] = c
+		s.mu.Unlock()
+		s.track.add(1)
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var failed []string
+	for _, c := range s.res.Communities {
+		if c.Status == "failed" {
+			failed = append(failed, c.Error)
+			s.refuse(Refusal{Phase: PhaseCommunities, Community: c.Index, Channel: -1, What: "host " + c.Host, Reason: c.Error})
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d communities cannot be used: %s", len(failed), nc, failed[0])
+	}
+	return nil
+}
+
+// provision creates community i with create_only, or reuses it when this
+// run's fixture owner already owns it.
+func (s *seeder) provision(ctx context.Context, op *relay.HTTP, i int) Community {
+	host := s.sc.CommunityHost(i)
+	owner := s.ids.owner(i).keys.PubKey()
+	c := Community{Index: i, Host: host, Owner: owner, Status: "failed"}
+	var rep relay.ProvisionReply
+	r, err := s.rpc.call(ctx, func() relay.Result {
+		var res relay.Result
+		rep, res = op.ProvisionCommunity(ctx, host, owner, true, relay.CallOptions{Op: OpProvision, Timeout: s.rpc.timeout})
+		return res
+	})
+	if err != nil {
+		c.Error = fmt.Sprintf("host %s: provisioning cut short: %v", host, err)
+		return c
+	}
+	if r.Outcome == relay.OutcomeOK {
+		c.CommunityID = rep.CommunityID
+		if rep.OwnerPubkey != "" && rep.OwnerPubkey != owner {
+			c.Error = fmt.Sprintf("host %s belongs to another owner (%s)", host, rep.OwnerPubkey)
+			return c
+		}
+		c.Status = "created"
+		if rep.Status == "existed" {
+			c.Status = "existed"
+		}
+		return c
+	}
+	why := reason(r)
+	var list relay.CommunityList
+	lr, err := s.rpc.call(ctx, func() relay.Result {
+		var res relay.Result
+		list, res = op.ListCommunities(ctx, owner, relay.CallOptions{Op: OpList, Timeout: s.rpc.timeout})
+		return res
+	})
+	if err != nil {
+		c.Error = fmt.Sprintf("host %s: ownership check cut short: %v", host, err)
+		return c
+	}
+	if lr.Outcome != relay.OutcomeOK {
+		c.Error = fmt.Sprintf("host %s was not provisioned (%s) and the fixture owner's communities cannot be listed (%s)", host, why, reason(lr))
+		return c
+	}
+	norm := nostr.NormalizeHost(host)
+	for _, ci := range list.Communities {
+		if nostr.NormalizeHost(ci.Host) != norm {
+			continue
+		}
+		if archived(ci.ArchivedAt) {
+			c.Error = fmt.Sprintf("host %s is this run's but archived (torn down); use a fresh run_id", host)
+			return c
+		}
+		c.Status, c.CommunityID = "existed", ci.CommunityID
+		return c
+	}
+	c.Error = fmt.Sprintf("host %s was not provisioned (%s) and this run's fixture owner does not own it: "+
+		"another owner holds it or it is a deleted tombstone; use a fresh run_id or a host template with {run}", host, why)
+	return c
+}
+
+// ---- phase 2: channels ----
+
+func (s *seeder) channels(ctx context.Context) error {
+	s.track.start(PhaseChannels, len(s.plans))
+	var fe firstErr
+	forEach(ctx, len(s.plans), s.conc, func(ctx context.Context, i int) {
+		p := s.plans[i]
+		own := s.ids.owner(p.ch.Community)
+		h, err := s.rpc.community(p.ch.Community, own.keys, nil)
+		if err != nil {
+			fe.set(err)
+			return
+		}
+		vis := "open"
+		if p.private {
+			vis = "private"
+		}
+		tags := [][]string{{"h", p.id}, {"name", s.sc.ChannelName(p.ch)}, {"visibility", vis}}
+		pub, err := s.rpc.publish(ctx, h, OpChannel, func(at time.Time) (*nostr.Event, error) {
+			return own.keys.NewEvent(nostr.KindCreateGroup, tags, "", at)
+		})
+		if err != nil {
+			fe.set(err)
+			return
+		}
+		switch why := pub.why; {
+		case why == "" && !pub.dup:
+			s.count(func(r *Result) { r.Channels.Created++ })
+		case pub.dup || strings.HasPrefix(why, "duplicate:"):
+			s.count(func(r *Result) { r.Channels.Existing++ })
+		default:
+			s.count(func(r *Result) { r.Channels.Refused++ })
+			s.refuse(Refusal{Phase: PhaseChannels, Community: p.ch.Community, Channel: p.ch.Index, ChannelID: p.id,
+				What: s.sc.ChannelName(p.ch), Pubkey: own.keys.PubKey(), Reason: why})
+		}
+		s.track.add(1)
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := fe.get(); err != nil {
+		return err
+	}
+	if n := s.res.Channels.Refused; n > 0 {
+		return fmt.Errorf("the relay refused %d of %d channels: %s", n, len(s.plans), s.firstRefusal(PhaseChannels))
+	}
+	return nil
+}
+
+// ---- phase 3: members ----
+
+type memberChunk struct {
+	p  *channelPlan
+	gs []int
+}
+
+func (s *seeder) members(ctx context.Context) error {
+	var priv []*channelPlan
+	for _, p := range s.plans {
+		if p.private && len(p.members) > 0 {
+			priv = append(priv, p)
+		}
+	}
+	s.track.start(PhaseMembers, s.res.Members.Planned)
+	if len(priv) == 0 {
+		return nil
+	}
+	var fe firstErr
+	var cmu sync.Mutex
+	var chunks []memberChunk
+	forEach(ctx, len(priv), s.conc, func(ctx context.Context, i int) {
+		p := priv[i]
+		have, err := s.readMembers(ctx, p)
+		if err != nil {
+			fe.set(err)
+			return
+		}
+		var missing []int
+		for _, g := range p.members {
+			a, err := s.ids.client(g)
+			if err != nil {
+				fe.set(err)
+				return
+			}
+			if !have[a.keys.PubKey()] {
+				missing = append(missing, g)
+			}
+		}
+		there := len(p.members) - len(missing)
+		s.count(func(r *Result) { r.Members.Existing += there })
+		s.track.add(there)
+		cmu.Lock()
+		for len(missing) > 0 {
+			k := min(len(missing), maxTagsPerAddEvent)
+			chunks = append(chunks, memberChunk{p, missing[:k:k]})
+			missing = missing[k:]
+		}
+		cmu.Unlock()
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := fe.get(); err != nil {
+		return err
+	}
+	forEach(ctx, len(chunks), s.conc, func(ctx context.Context, i int) {
+		if err := s.addMembers(ctx, chunks[i].p, chunks[i].gs); err != nil {
+			fe.set(err)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := fe.get(); err != nil {
+		return err
+	}
+	if n := s.res.Members.Refused; n > 0 {
+		return fmt.Errorf("the relay refused %d of %d members, so nothing was posted: %s", n, s.res.Members.Planned, s.firstRefusal(PhaseMembers))
+	}
+	return nil
+}
+
+// readMembers reads the channel's relay-signed member list (kind 39002) as
+// its owner: the members a rerun does not add again.
+func (s *seeder) readMembers(ctx context.Context, p *channelPlan) (map[string]bool, error) {
+	h, err := s.rpc.community(p.ch.Community, s.ids.owner(p.ch.Community).keys, nil)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.rpc.query(ctx, h, "the members of channel "+chName(p.ch), []relay.Filter{{
+		Kinds: []int{nostr.KindGroupMembers}, Tags: map[string][]string{"d": {p.id}}, Limit: 1}})
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	var newest *nostr.Event
+	for i := range evs {
+		e := &evs[i]
+		if e.Kind == nostr.KindGroupMembers && e.TagValue("d") == p.id && (newest == nil || e.CreatedAt > newest.CreatedAt) {
+			newest = e
+		}
+	}
+	if newest != nil {
+		for _, t := range newest.Tags {
+			if len(t) >= 2 && t[0] == "p" {
+				have[t[1]] = true
+			}
+		}
+	}
+	return have, nil
+}
+
+// addMembers adds gs to p with one kind-9000. When the relay refuses it,
+// the chunk is halved until the refused members are found and named (a
+// kind-9000 for members already added is harmless); a throttle that never
+// clears refuses the whole chunk instead.
+func (s *seeder) addMembers(ctx context.Context, p *channelPlan, gs []int) error {
+	own := s.ids.owner(p.ch.Community)
+	h, err := s.rpc.community(p.ch.Community, own.keys, nil)
+	if err != nil {
+		return err
+	}
+	tags := make([][]string, 0, len(gs)+1)
+	tags = append(tags, []string{"h", p.id})
+	for _, g := range gs {
+		a, err := s.ids.client(g)
+		if err != nil {
+			return err
+		}
+		tags = append(tags, []string{"p", a.keys.PubKey()})
+	}
+	pub, err := s.rpc.publish(ctx, h, OpMembers, func(at time.Time) (*nostr.Event, error) {
+		return own.keys.NewEvent(nostr.KindPutUser, tags, "", at)
+	})
+	if err != nil {
+		return err
+	}
+	why := pub.why
+	if why == "" && pub.dup {
+		// The same event was already there: these members were added.
+		s.count(func(r *Result) { r.Members.Existing += len(gs) })
+		s.track.add(len(gs))
+		return nil
+	}
+	if why == "" {
+		s.count(func(r *Result) { r.Members.Created += len(gs); r.MemberEvents++ })
+		s.track.add(len(gs))
+		return nil
+	}
+	if len(gs) > 1 && !strings.HasPrefix(why, "rate-limited:") {
+		mid := len(gs) / 2
+		if err := s.addMembers(ctx, p, gs[:mid]); err != nil {
+			return err
+		}
+		return s.addMembers(ctx, p, gs[mid:])
+	}
+	for i, g := range gs {
+		s.refuse(Refusal{Phase: PhaseMembers, Community: p.ch.Community, Channel: p.ch.Index, ChannelID: p.id,
+			What: "member " + describe(s.sc, g), Pubkey: tags[i+1][1], Reason: why})
+	}
+	s.count(func(r *Result) { r.Members.Refused += len(gs) })
+	s.track.add(len(gs))
+	return nil
+}
