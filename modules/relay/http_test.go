@@ -396,3 +396,27 @@ func TestBuzzV1Sidebar(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func TestHTTPBodyLimitAndNoSecretsInErrors(t *testing.T) {
+	fh := newFakeHTTP(t, "https", func(w http.ResponseWriter, r *http.Request, body []byte) {
+		_, _ = w.Write([]byte("[" + strings.Repeat(" ", 4096) + "]"))
+	})
+	sink := &CollectSink{}
+	k := testKeys(t, 1)
+	h := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}, Keys: k, Sink: sink, MaxBodyBytes: 1024})
+	// https expected by the relay, http claimed: a 401 whose text we quote.
+	_, r := h.Query(context.Background(), nil, CallOptions{})
+	if r.Outcome != OutcomeError {
+		t.Fatalf("%+v", r)
+	}
+	h2 := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}, Keys: k, Sink: sink, MaxBodyBytes: 1024})
+	_, r = h2.Do(context.Background(), Request{Op: "raw", Path: "/x", Unsigned: true})
+	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "larger than 1024 bytes") {
+		t.Fatalf("%+v", r)
+	}
+	for _, res := range sink.Results() {
+		if strings.Contains(res.Error, k.SecretHex()) || strings.Contains(res.Error, "Nostr ") {
+			t.Fatalf("secret or auth header in %q", res.Error)
+		}
+	}
+}

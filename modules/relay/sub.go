@@ -247,14 +247,14 @@ func (c *Conn) lookupSub(id string) *Sub {
 }
 
 func (c *Conn) onEvent(f *Frame, at time.Time, n int64, b []byte) {
-	s := c.lookupSub(f.SubID)
+	c.mu.Lock()
+	s := c.subs[f.SubID]
+	closing := s != nil && s.closing
+	c.mu.Unlock()
 	if s == nil {
 		c.badFrame(at, n, errors.New("EVENT for a subscription id that is not open"), b)
 		return
 	}
-	c.mu.Lock()
-	closing := s.closing
-	c.mu.Unlock()
 	if closing {
 		c.stats.late.Add(1)
 		return
