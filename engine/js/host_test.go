@@ -391,6 +391,20 @@ func asyncModule(vu modules.VU) (modules.Instance, error) {
 			}()
 			return p
 		},
+		"slow": func() *sobek.Promise {
+			p, resolve, reject := rt.NewPromise()
+			enqueue := vu.RegisterCallback()
+			ctx := vu.Context()
+			go func() {
+				select {
+				case <-time.After(10 * time.Second):
+					enqueue(func() error { return resolve(nil) })
+				case <-ctx.Done():
+					enqueue(func() error { return reject(ctx.Err()) })
+				}
+			}()
+			return p
+		},
 		"iterTags": func() string {
 			st := vu.State()
 			g, _ := st.Tags.Get("scenario")
@@ -472,5 +486,26 @@ export default function () {}`})
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+func TestThrowingIterationCancelsModuleWork(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": `
+import { slow } from "k6/x/async";
+export default function () { slow().catch(() => {}); throw new Error("gave up"); }`})
+	cfg := h.config("main.js")
+	cfg.Registry = NewRegistry()
+	if err := cfg.Registry.Register("k6/x/async", modules.ModuleFunc(asyncModule)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBundle(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vu := h.vu(t, b, 1)
+	start := time.Now()
+	res := vu.RunIteration(context.Background(), Iteration{Stage: -1})
+	if res.Err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("res %+v after %s: the call's context must end with the call", res, time.Since(start))
 	}
 }

@@ -42,10 +42,12 @@ type VU struct {
 	intMu   sync.Mutex
 	running bool
 
-	sys       SystemTags
-	watchCtx  context.Context
-	watchStop func() bool
-	execFn    sobek.Callable
+	sys         SystemTags
+	watchCtx    context.Context
+	watchBase   context.Context
+	watchCancel context.CancelFunc
+	watchStop   func() bool
+	execFn      sobek.Callable
 
 	setupJSON    []byte
 	setupDecoded bool
@@ -124,9 +126,7 @@ func (v *VU) Logger() *Logger { return v.b.cfg.Logger }
 
 // Close releases the VU's bookkeeping in the bundle.
 func (v *VU) Close() {
-	if v.watchStop != nil {
-		v.watchStop()
-	}
+	v.unwatch()
 	v.b.vus.Delete(v.rt)
 	v.buf.Close()
 }
@@ -222,16 +222,21 @@ func (v *VU) init(ctx context.Context) error {
 // call runs first on the event loop and waits for everything it started.
 // The context interrupts the runtime and clears its timers when it ends.
 func (v *VU) call(ctx context.Context, first func() error) error {
-	v.ctx = ctx
-	v.watch(ctx)
+	base := v.watch(ctx)
+	// Each call gets its own context, cancelled when the call ends, so Go
+	// work a module started (and that the script did not wait for) stops;
+	// its parent is per VU, so VUs do not contend on a shared context.
+	callCtx, cancel := context.WithCancel(base)
+	v.ctx = callCtx
 	v.intMu.Lock()
 	v.running = true
-	if ctx.Err() != nil {
+	if base.Err() != nil {
 		// The context ended before the call: its AfterFunc has already run.
 		v.rt.Interrupt(errInterrupted)
 	}
 	v.intMu.Unlock()
 	err := v.loop.Start(first)
+	cancel()
 	v.timers.clearAll()
 	v.loop.WaitOnRegistered()
 	v.intMu.Lock()
@@ -242,19 +247,27 @@ func (v *VU) call(ctx context.Context, first func() error) error {
 	return jsError(err)
 }
 
-// watch arranges for ctx's end to interrupt the running call and release
-// its timers. The registration is kept while calls use the same context
-// (all iterations of a scenario share one): registering on a shared
-// context for every iteration makes the VUs contend on its mutex.
-func (v *VU) watch(ctx context.Context) {
+// watch returns the VU's own child of ctx, whose end interrupts the running
+// call and releases its timers. It is kept while calls use the same
+// context (all iterations of a scenario share one): deriving from a shared
+// context on every iteration makes the VUs contend on its mutex.
+func (v *VU) watch(ctx context.Context) context.Context {
 	if ctx == v.watchCtx {
-		return
+		return v.watchBase
 	}
+	v.unwatch()
+	v.watchCtx = ctx
+	v.watchBase, v.watchCancel = context.WithCancel(ctx)
+	v.watchStop = context.AfterFunc(v.watchBase, v.onDone)
+	return v.watchBase
+}
+
+func (v *VU) unwatch() {
 	if v.watchStop != nil {
 		v.watchStop()
+		v.watchCancel()
+		v.watchStop, v.watchCancel, v.watchCtx, v.watchBase = nil, nil, nil, nil
 	}
-	v.watchCtx = ctx
-	v.watchStop = context.AfterFunc(ctx, v.onDone)
 }
 
 func (v *VU) onDone() {
