@@ -1,0 +1,406 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+)
+
+// Config configures one desktop client (Client).
+type Config struct {
+	Params Params
+	Target relay.Target
+	Keys   *nostr.Keys
+	// Channels are the joined channel ids (also Params.Channels when that
+	// is empty); CoMembers the distinct pubkeys sharing a channel with the
+	// client (profiles, statuses and presence read them).
+	Channels  []string
+	CoMembers []string
+	Sink      relay.Sink        // every desktop_* op (and connect, auth); nil drops them
+	Transport http.RoundTripper // the shared HTTP pool; nil = a private one
+
+	ConnectTimeout time.Duration // connect + auth; default relay.DefaultConnectTimeout
+	ReadTimeout    time.Duration // per HTTP request; default 30 s
+	Header         http.Header   // extra WebSocket upgrade headers
+
+	// OnEvent sees every event of the channel subscriptions with its
+	// arrival time (for delivery latency); it runs on the reader goroutine
+	// and must not block.
+	OnEvent func(ev *nostr.Event, at time.Time, live bool)
+	// OnSession sees each new authenticated connection (nil when it ends),
+	// so the shared activity schedule can publish through it. It runs on
+	// the client's goroutine and must not block.
+	OnSession func(c *relay.Conn)
+}
+
+// Client runs a Model against a relay: it is the thin driver that turns
+// actions into WebSocket and HTTP requests (through modules/relay, which
+// times and reports each as its desktop_* op) and their outcomes back into
+// events, on the real clock.
+type Client struct {
+	cfg   Config
+	model *Model
+	ident Identity
+	http  *relay.HTTP
+	sink  *stopSink
+
+	mu      sync.Mutex // guards box, relayPK, roots, conn
+	box     []Event
+	conns   []*relay.Conn // carried alongside Connected events, by epoch
+	relayPK string
+	roots   map[int]string // seeded thread root per channel index
+	conn    *relay.Conn
+	wake    chan struct{}
+
+	subs map[string]*relay.Sub // run goroutine only
+	wg   sync.WaitGroup
+}
+
+// New validates cfg and builds the client. It does not connect: Run does.
+func New(cfg Config) (*Client, error) {
+	if cfg.Keys == nil {
+		return nil, errors.New("desktop: Config.Keys is required")
+	}
+	if len(cfg.Params.Channels) == 0 {
+		cfg.Params.Channels = cfg.Channels
+	}
+	if len(cfg.Channels) == 0 {
+		cfg.Channels = cfg.Params.Channels
+	}
+	if len(cfg.Channels) != len(cfg.Params.Channels) {
+		return nil, fmt.Errorf("desktop: %d channels in Config but %d in Params", len(cfg.Channels), len(cfg.Params.Channels))
+	}
+	ident := Identity{Viewer: cfg.Keys.PubKey(), Channels: cfg.Channels, CoMembers: cfg.CoMembers}
+	cfg.Params.Presence = len(ident.PresenceAuthors()) > 0
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	m, err := NewModel(cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, model: m, ident: ident, roots: map[int]string{}, wake: make(chan struct{}, 1), subs: map[string]*relay.Sub{}}
+	c.sink = &stopSink{inner: cfg.Sink}
+	h, err := relay.NewHTTP(relay.HTTPConfig{Target: cfg.Target, Keys: cfg.Keys, Sink: c.sink, Transport: cfg.Transport, Timeout: cfg.ReadTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("desktop: %w", err)
+	}
+	c.http = h
+	return c, nil
+}
+
+// stopSink drops what a stop abandons: once the client is stopping, an
+// operation cut short (pending) is not recorded.
+type stopSink struct {
+	inner    relay.Sink
+	stopping atomic.Bool
+}
+
+func (s *stopSink) Record(r relay.Result) {
+	if s.inner == nil || (s.stopping.Load() && r.Outcome == relay.OutcomePending) {
+		return
+	}
+	s.inner.Record(r)
+}
+
+// Conn is the current authenticated connection, or nil between sessions.
+func (c *Client) Conn() *relay.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// EndSession is the human's session end (human.mean_session_secs): an
+// ordinary reconnect. Safe to call from any goroutine.
+func (c *Client) EndSession() { c.post(SessionEnd{At: time.Now()}) }
+
+func (c *Client) post(ev Event) {
+	c.mu.Lock()
+	c.box = append(c.box, ev)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// connected carries the new connection with its Connected event.
+type connected struct {
+	Connected
+	conn *relay.Conn
+}
+
+func (connected) event() {}
+
+// Run runs the client until ctx ends. A stop abandons pending EOSE waits
+// and reads without recording them; Run returns once every goroutine it
+// started has finished. It returns nil after a stop.
+func (c *Client) Run(ctx context.Context) error {
+	// The stop mark goes up the moment ctx ends, before any operation can
+	// record itself as cut short.
+	stopWatch := context.AfterFunc(ctx, func() { c.sink.stopping.Store(true) })
+	defer stopWatch()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		c.wg.Wait()
+	}()
+	c.exec(runCtx, c.model.Step(Start{At: time.Now()}))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := c.model.NextWake()
+		d := time.Until(next)
+		if d < 0 {
+			d = 0
+		}
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			c.sink.stopping.Store(true)
+			c.exec(runCtx, c.model.Step(Stop{At: time.Now()}))
+			return nil
+		case <-c.wake:
+		case <-timer.C:
+		}
+		// Frames first: a deadline or tick that passed while answers that
+		// arrived in time were waiting is judged after them.
+		c.mu.Lock()
+		box := c.box
+		c.box = nil
+		c.mu.Unlock()
+		for _, ev := range box {
+			if cn, ok := ev.(connected); ok {
+				c.adopt(cn)
+				ev = cn.Connected
+			}
+			c.exec(runCtx, c.model.Step(ev))
+		}
+		if now := time.Now(); !now.Before(c.model.NextWake()) {
+			var last time.Time
+			if conn := c.Conn(); conn != nil {
+				last = conn.LastFrameAt()
+			}
+			c.exec(runCtx, c.model.Step(Wake{At: now, LastFrame: last}))
+		}
+	}
+}
+
+// adopt makes a new connection current if the model still wants it.
+func (c *Client) adopt(cn connected) {
+	if cn.Epoch != c.model.epoch || c.model.state != stateConnecting {
+		cn.conn.Close()
+		return
+	}
+	c.mu.Lock()
+	c.conn = cn.conn
+	c.mu.Unlock()
+	if c.cfg.OnSession != nil {
+		c.cfg.OnSession(cn.conn)
+	}
+}
+
+func (c *Client) exec(ctx context.Context, acts []Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case Connect:
+			c.wg.Add(1)
+			go c.connect(ctx, a)
+		case Disconnect:
+			c.mu.Lock()
+			conn := c.conn
+			c.conn = nil
+			c.mu.Unlock()
+			if conn != nil {
+				conn.Close()
+				if c.cfg.OnSession != nil {
+					c.cfg.OnSession(nil)
+				}
+			}
+			clear(c.subs)
+		case OpenSub:
+			c.open(a.Spec)
+		case CloseSub:
+			if s := c.subs[a.ID]; s != nil {
+				s.Close()
+				delete(c.subs, a.ID)
+			}
+		case StartRead:
+			c.wg.Add(1)
+			go c.read(ctx, a.Read)
+		}
+	}
+}
+
+type nip11Doc struct {
+	Self string `json:"self"`
+}
+
+func (c *Client) connect(ctx context.Context, a Connect) {
+	defer c.wg.Done()
+	if a.NIP11 {
+		var doc nip11Doc
+		if r := c.http.NIP11(ctx, OpNIP11, &doc); r.Outcome == relay.OutcomeOK && doc.Self != "" {
+			c.mu.Lock()
+			c.relayPK = doc.Self
+			c.mu.Unlock()
+		}
+	}
+	epoch := a.Epoch
+	conn, err := relay.Connect(ctx, relay.Config{
+		Target: c.cfg.Target, Keys: c.cfg.Keys, Sink: c.sink, Header: c.cfg.Header,
+		ConnectTimeout: c.cfg.ConnectTimeout, EOSETimeout: c.cfg.Params.EOSETimeout,
+		OnDisconnect: func(err error) {
+			if err != nil { // nil: our own Close
+				c.post(Disconnected{At: time.Now(), Epoch: epoch})
+			}
+		},
+	})
+	if err != nil {
+		c.post(ConnectFailed{At: time.Now(), Epoch: epoch})
+		return
+	}
+	c.post(connected{Connected: Connected{At: time.Now(), Epoch: epoch}, conn: conn})
+}
+
+func (c *Client) open(sp SubSpec) {
+	conn := c.Conn()
+	if conn == nil {
+		return
+	}
+	timeout := c.model.p.EOSETimeout
+	if sp.Probe {
+		timeout = c.model.p.ProbeWindow
+	}
+	var replayed atomic.Int64
+	id := sp.ID
+	opt := relay.SubOptions{
+		ID: id, Op: sp.Op, EOSETimeout: timeout,
+		OnEvent: func(ev *nostr.Event, at time.Time, live bool) {
+			if !live {
+				replayed.Add(1)
+			}
+			if sp.Route.Channel() && c.cfg.OnEvent != nil {
+				c.cfg.OnEvent(ev, at, live)
+			}
+		},
+		OnEOSE: func(r relay.Result) {
+			switch r.Outcome {
+			case relay.OutcomeOK:
+				c.post(EOSE{Sub: id, At: r.Start.Add(r.Duration), Count: int(replayed.Load())})
+			case relay.OutcomePending: // our Close, or the connection's end
+			default:
+				c.post(SubFailed{Sub: id, At: r.Start.Add(r.Duration)})
+			}
+		},
+		OnClosed: func(reason string, at time.Time) { c.post(SubClosed{Sub: id, At: at}) },
+	}
+	s, err := conn.Subscribe(SubFilters(sp, &c.ident), opt)
+	if err != nil {
+		c.post(SubFailed{Sub: id, At: time.Now()})
+		return
+	}
+	c.subs[id] = s
+}
+
+func (c *Client) read(ctx context.Context, r Read) {
+	defer c.wg.Done()
+	ok, snapOK := c.runRead(ctx, r)
+	if ctx.Err() != nil {
+		return // abandoned by the stop
+	}
+	c.post(ReadSettled{Read: r.Key, At: time.Now(), OK: ok, SnapshotOK: snapOK})
+}
+
+func (c *Client) query(ctx context.Context, op string, fs []relay.Filter, check func([]byte) error) bool {
+	body, err := relay.FiltersJSON(fs)
+	if err != nil {
+		return false
+	}
+	_, res := c.http.Do(ctx, relay.Request{Op: op, Method: http.MethodPost, Path: "/query", Body: body,
+		Header: http.Header{"Content-Type": {"application/json"}}, Timeout: c.cfg.ReadTimeout, Check: check})
+	return res.Outcome == relay.OutcomeOK
+}
+
+// eventsCheck parses a /query reply and hands the events to fn, whose
+// error makes the request an error.
+func eventsCheck(fn func([]nostr.Event) error) func([]byte) error {
+	return func(body []byte) error {
+		evs, err := relay.ParseEvents(body)
+		if err != nil {
+			return err
+		}
+		if fn == nil {
+			return nil
+		}
+		return fn(evs)
+	}
+}
+
+// runRead runs one read's requests in order; ok is false if any of its
+// main requests failed, snapOK the snapshot's outcome.
+func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
+	ok, snapOK = true, true
+	c.mu.Lock()
+	ident := c.ident
+	ident.Relay = c.relayPK
+	c.mu.Unlock()
+	switch r.Key.Kind {
+	case ReadRoster:
+		p := &RosterPager{Viewer: ident.Viewer}
+		for !p.Done() && ok {
+			ok = c.query(ctx, OpRoster, []relay.Filter{p.Filter()}, eventsCheck(func(evs []nostr.Event) error { p.Advance(evs); return nil }))
+		}
+		return ok, true
+	case ReadWindow:
+		p := &WindowPager{Channel: ident.Channels[WindowChannel(r.Key.Index)], Relay: ident.Relay}
+		for !p.Done() && ok {
+			ok = c.query(ctx, OpWindow, []relay.Filter{p.Filter()}, eventsCheck(func(evs []nostr.Event) error { _, err := p.Advance(evs); return err }))
+		}
+		return ok, true
+	case ReadThread:
+		ch := ThreadChannel(r.Key.Index, len(ident.Channels))
+		chID := ident.Channels[ch]
+		c.mu.Lock()
+		root := c.roots[ch]
+		c.mu.Unlock()
+		if root == "" {
+			ok = c.query(ctx, OpThreadRoot, []relay.Filter{RootSearchFilter(chID)}, eventsCheck(func(evs []nostr.Event) error {
+				root = PickRoot(evs)
+				return nil
+			}))
+			if root != "" {
+				c.mu.Lock()
+				c.roots[ch] = root
+				c.mu.Unlock()
+			}
+		} else {
+			ok = c.query(ctx, OpThreadRoot, []relay.Filter{RootLookupFilter(chID, root)}, eventsCheck(nil))
+		}
+		if ok && root != "" {
+			ok = c.query(ctx, OpThreadWindow, []relay.Filter{ThreadPageFilter(chID, root)}, eventsCheck(nil))
+		}
+		return ok, true
+	}
+	for _, req := range FixedRequests(r, &ident) {
+		if ctx.Err() != nil {
+			return false, false
+		}
+		if req.Op == OpReadState {
+			snapOK = c.query(ctx, req.Op, req.Filters, CheckReadStateSnapshot(ident.Viewer))
+			continue
+		}
+		if !c.query(ctx, req.Op, req.Filters, eventsCheck(nil)) {
+			ok = false
+			break
+		}
+	}
+	return ok, snapOK
+}
