@@ -787,6 +787,7 @@ type PublishOptions struct {
 // rate-limited NOTICE settles it, or the connection ends. The Result is
 // recorded either way. A write that fails (or cannot finish by the
 // deadline) ends the connection. The returned error is the write's.
+// done may run before PublishAsync returns (a write error, a very fast OK).
 func (c *Conn) PublishAsync(ev *nostr.Event, opt PublishOptions, done func(Result)) error {
 	var fn func(Result, int64)
 	if done != nil {

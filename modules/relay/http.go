@@ -23,7 +23,6 @@ const (
 	OpHTTPQuery             = "http_query"
 	OpHTTPEvents            = "http_events"
 	OpHTTPCount             = "http_count"
-	OpOperator              = "operator"
 	OpNIP11                 = "nip11"
 	maxErrorBodyForMessages = 4096
 )
@@ -345,7 +344,7 @@ func errorText(b []byte) string {
 
 // CallOptions name and bound one HTTP call.
 type CallOptions struct {
-	Op      string        // default "http_query"
+	Op      string        // default: the call's own (http_query, http_events, http_count, operator_*, buzz_v1_*)
 	Timeout time.Duration // default HTTPConfig.Timeout
 }
 
