@@ -112,6 +112,14 @@ func (v *VU) Push(samples ...metrics.Sample) {
 	}
 }
 
+// ScenarioContext implements modules.VU.
+func (v *VU) ScenarioContext() context.Context {
+	if v.watchBase != nil {
+		return v.watchBase
+	}
+	return v.ctx
+}
+
 // AddDataTransfer implements modules.VU.
 func (v *VU) AddDataTransfer(sent, received int64) {
 	v.BytesSent.Add(sent)

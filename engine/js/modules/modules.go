@@ -58,9 +58,15 @@ func (s StaticExports) Exports() Exports { return Exports(s) }
 type VU interface {
 	// Runtime is the VU's sobek runtime.
 	Runtime() *sobek.Runtime
-	// Context is cancelled when the current iteration (or setup, teardown,
-	// init) ends or is interrupted. Async Go work must watch it.
+	// Context is cancelled when the current call (iteration, setup,
+	// teardown, init) ends or is interrupted. Async Go work started for the
+	// call must watch it.
 	Context() context.Context
+	// ScenarioContext outlives single iterations: it ends when the
+	// scenario the VU is active in stops (its graceful stop ran out, or the
+	// run was aborted). Use it for work that spans iterations, such as a
+	// client session a VU keeps across them.
+	ScenarioContext() context.Context
 	// RegisterCallback reserves a slot on the VU's event loop (see
 	// eventloop.Loop.RegisterCallback). Call on the VU goroutine.
 	RegisterCallback() eventloop.Enqueue
