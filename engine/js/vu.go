@@ -517,12 +517,12 @@ func (v *VU) decode(raw []byte) (sobek.Value, error) {
 	if raw == nil {
 		return sobek.Undefined(), nil
 	}
-	var x any
-	if err := json.Unmarshal(raw, &x); err != nil {
-		return nil, fmt.Errorf("decoding setup data: %w", err)
-	}
 	parse, _ := sobek.AssertFunction(v.rt.Get("JSON").ToObject(v.rt).Get("parse"))
-	return parse(sobek.Undefined(), v.rt.ToValue(string(raw)))
+	val, err := parse(sobek.Undefined(), v.rt.ToValue(string(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("decoding JSON data: %w", err)
+	}
+	return val, nil
 }
 
 // IterationResult says how an iteration ended.
