@@ -9,6 +9,7 @@
 package js
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,11 +124,13 @@ func NewBundle(ctx context.Context, cfg Config) (*Bundle, error) {
 		v := vu.exportValue(n)
 		if n == "options" {
 			if v != nil && !sobek.IsUndefined(v) && !sobek.IsNull(v) {
-				raw, err := json.Marshal(v.Export())
-				if err != nil {
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false) // keep "p(95)<200" readable in errors and outputs
+				if err := enc.Encode(v.Export()); err != nil {
 					return nil, &ConfigError{Err: fmt.Errorf("options: %w", err)}
 				}
-				b.Options = raw
+				b.Options = bytes.TrimRight(buf.Bytes(), "\n")
 			}
 			continue
 		}
