@@ -1,8 +1,7 @@
 package localrelay
 
 import (
-	"strings"
-
+	"github.com/buzzload/buzzload/modules/localrelay/store"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -74,26 +73,27 @@ const (
 
 // checkReadAccess applies REQ/COUNT/query gates; it returns the CLOSED (or
 // HTTP error) reason, or "". Over HTTP an inaccessible channel is left out
-// of the result rather than refused (digest §3.4), so membership is checked
-// only on WebSocket.
-func (c *community) checkReadAccess(filters []*Filter, reader string, mode accessMode, maxChannels int) string {
+// of the result rather than refused (digest §3.4), so channel membership is
+// checked only on WebSocket.
+func (c *community) checkReadAccess(filters []store.Filter, reader string, mode accessMode, maxChannels int) string {
 	channels := map[string]bool{}
 	searches := 0
-	for _, f := range filters {
-		for _, h := range f.channels() {
+	for i := range filters {
+		for _, h := range filters[i].Tags["h"] {
 			channels[h] = true
 		}
-		if f.HasSearch {
+		if filters[i].Search != "" {
 			searches++
 		}
 	}
 	if maxChannels > 0 && len(channels) > maxChannels {
 		return "restricted: too many explicit channels"
 	}
-	if searches > 0 && searches < len(filters) {
+	if mode != accessHTTP && searches > 0 && searches < len(filters) {
 		return "error: mixed search and non-search filters not supported"
 	}
-	for _, f := range filters {
+	for i := range filters {
+		f := &filters[i]
 		for _, k := range f.Kinds {
 			switch {
 			case pGatedKinds[k]:
@@ -117,8 +117,6 @@ func (c *community) checkReadAccess(filters []*Filter, reader string, mode acces
 	if mode == accessHTTP {
 		return ""
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	for h := range channels {
 		if !c.canRead(h, reader) {
 			return "restricted: not a channel member"
@@ -127,81 +125,20 @@ func (c *community) checkReadAccess(filters []*Filter, reader string, mode acces
 	return ""
 }
 
-// history runs the filters for a historical read: per filter at most
-// min(limit, maxLimit) events (absent limit = maxLimit), deduplicated,
-// newest first.
-func (c *community) history(filters []*Filter, reader string, maxLimit int) []*Entry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var out []*Entry
-	var seen map[string]bool
-	if len(filters) > 1 {
-		seen = map[string]bool{}
-	}
-	for _, f := range filters {
-		limit := maxLimit
-		if f.Limit != nil && *f.Limit < limit {
-			limit = *f.Limit
-		}
-		if limit <= 0 {
-			continue
-		}
-		n := 0
-		c.store.Scan(f, func(e *Entry) bool {
-			if f.HasBeforeID && f.Until != nil && !afterCursor(e, *f.Until, f.BeforeID) {
-				return true
-			}
-			if !f.matches(e) || !c.visible(e, reader) {
-				return true
-			}
-			if f.HasSearch && !strings.Contains(strings.ToLower(e.Event.Content), strings.ToLower(f.Search)) {
-				return true
-			}
-			if seen != nil {
-				if seen[e.Event.ID] {
-					return true
-				}
-				seen[e.Event.ID] = true
-			}
-			out = append(out, e)
-			n++
-			return n < limit
-		})
-	}
-	if len(filters) > 1 {
-		sortNewestFirst(out)
-	}
-	return out
+// history runs a REQ's historical read: per filter at most min(limit,
+// maxLimit) events (absent limit = maxLimit), deduplicated, newest first.
+// Extension fields are ignored on this path (digest §3.5).
+func (c *community) history(filters []store.Filter, reader string, maxLimit int) []*nostr.Event {
+	return c.store().QueryN(filters, c.reader(reader), maxLimit)
 }
 
-// countScanCap bounds an unindexed COUNT (digest §1.3: fallback scan 5000).
-const countScanCap = 5000
-
-// count counts visible matches of any filter.
-func (c *community) count(filters []*Filter, reader string) (int, string) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	seen := map[string]bool{}
-	for _, f := range filters {
-		indexed := len(f.IDs) > 0 || len(f.channels()) > 0 || len(f.Authors) > 0
-		scanned := 0
-		tooBroad := false
-		c.store.Scan(f, func(e *Entry) bool {
-			scanned++
-			if !indexed && scanned > countScanCap {
-				tooBroad = true
-				return false
-			}
-			if f.matches(e) && c.visible(e, reader) {
-				seen[e.Event.ID] = true
-			}
-			return true
-		})
-		if tooBroad {
-			return 0, "restricted: count filter requires narrower constraints"
-		}
+// count counts visible matches of any filter (COUNT, POST /count).
+func (c *community) count(filters []store.Filter, reader string) (int, string) {
+	n, err := c.store().Count(filters, c.reader(reader))
+	if err != nil {
+		return 0, err.Error()
 	}
-	return len(seen), ""
+	return n, ""
 }
 
 // eventChannel returns the h tag value when it is a UUID (Buzz parses the

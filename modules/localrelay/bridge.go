@@ -1,7 +1,6 @@
 package localrelay
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/localrelay/store"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -156,7 +156,7 @@ func restrictedStatus(reason string) int {
 }
 
 func (r *Relay) httpCount(w http.ResponseWriter, c *community, caller httpCaller, body []byte) {
-	filters, err := parseFilters(body)
+	filters, err := store.ParseFilters(body)
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -171,14 +171,17 @@ func (r *Relay) httpCount(w http.ResponseWriter, c *community, caller httpCaller
 	}
 	n, reason := c.count(filters, caller.pubkey)
 	if reason != "" {
-		writeJSONError(w, http.StatusBadRequest, reason)
+		writeJSONError(w, restrictedStatus(reason), reason)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"count": n})
 }
 
+// httpQuery answers POST /query: presence synthesis and the read-state
+// snapshot here, every stored-data mode (plain, cursors, search, channel
+// and thread windows) in the store.
 func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller, body []byte) {
-	filters, err := parseFilters(body)
+	filters, err := store.ParseFilters(body)
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -191,47 +194,13 @@ func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller
 		writeJSONError(w, restrictedStatus(reason), reason)
 		return
 	}
-	var top, tw, snapshot int
-	for _, f := range filters {
-		if f.TopLevel {
-			top++
-		}
-		if f.ThreadWindow {
-			tw++
-		}
-		if f.ReadStateSnapshot {
+	snapshot := 0
+	for i := range filters {
+		if filters[i].ReadStateSnapshot != nil && *filters[i].ReadStateSnapshot != 0 {
 			snapshot++
 		}
 	}
 	switch {
-	case top > 0:
-		if len(filters) != 1 {
-			writeJSONError(w, http.StatusBadRequest, "top_level cannot be combined with other filters")
-			return
-		}
-		out, status, msg := r.channelWindow(c, filters[0], caller.pubkey)
-		if status != http.StatusOK {
-			writeJSONError(w, status, msg)
-			return
-		}
-		writeRaw(w, out)
-		return
-	case tw > 0:
-		if tw != len(filters) {
-			writeJSONError(w, http.StatusBadRequest, "thread_window filters cannot be mixed with other filters")
-			return
-		}
-		if tw > 4 {
-			writeJSONError(w, http.StatusBadRequest, "at most 4 thread_window filters per request")
-			return
-		}
-		out, status, msg := r.threadWindow(c, filters, caller.pubkey)
-		if status != http.StatusOK {
-			writeJSONError(w, status, msg)
-			return
-		}
-		writeRaw(w, out)
-		return
 	case snapshot > 0:
 		if len(filters) != 1 {
 			writeJSONError(w, http.StatusBadRequest, "read_state_snapshot cannot be combined with other filters")
@@ -243,29 +212,17 @@ func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller
 		writeRaw(w, r.synthesizePresence(c, filters))
 		return
 	}
-	for _, f := range filters {
-		if f.HasBeforeID {
-			if f.Until == nil {
-				writeJSONError(w, http.StatusBadRequest, "before_id requires until to be set")
-				return
-			}
-			if !isHexLen(f.BeforeID, 64) {
-				writeJSONError(w, http.StatusBadRequest, "before_id must be a 64-char hex event id")
-				return
-			}
+	evs, err := c.store().BridgeQuery(filters, c.reader(caller.pubkey))
+	if err != nil {
+		var re *store.RequestError
+		if errors.As(err, &re) {
+			writeJSONError(w, http.StatusBadRequest, re.Msg)
+			return
 		}
-		if f.HasSearch {
-			if f.Limit == nil {
-				f.Limit = new(int)
-				*f.Limit = 100
-			}
-			if *f.Limit > 500 {
-				*f.Limit = 500
-			}
-		}
+		writeJSONError(w, http.StatusInternalServerError, "error: internal server error")
+		return
 	}
-	entries := c.history(filters, caller.pubkey, r.cfg.MaxHistoricalLimit)
-	writeEntries(w, entries)
+	writeRaw(w, appendEvents(make([]byte, 0, 512*len(evs)+2), evs))
 }
 
 func writeRaw(w http.ResponseWriter, b []byte) {
@@ -274,23 +231,10 @@ func writeRaw(w http.ResponseWriter, b []byte) {
 	w.Write(b)
 }
 
-// writeEntries writes a JSON array of stored events without re-encoding them.
-func writeEntries(w http.ResponseWriter, es []*Entry) {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, e := range es {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(e.JSON)
-	}
-	buf.WriteByte(']')
-	writeRaw(w, buf.Bytes())
-}
-
 // isPresenceQuery: every filter is kinds [20001] (or [40902]) with authors.
-func isPresenceQuery(filters []*Filter) bool {
-	for _, f := range filters {
+func isPresenceQuery(filters []store.Filter) bool {
+	for i := range filters {
+		f := &filters[i]
 		if len(f.Kinds) != 1 || (f.Kinds[0] != kindPresence && f.Kinds[0] != 40902) || len(f.Authors) == 0 {
 			return false
 		}
@@ -300,11 +244,11 @@ func isPresenceQuery(filters []*Filter) bool {
 
 // synthesizePresence answers a presence read with relay-signed 20001
 // events: content = the subject's status, p = the subject (digest §3.4).
-func (r *Relay) synthesizePresence(c *community, filters []*Filter) []byte {
+func (r *Relay) synthesizePresence(c *community, filters []store.Filter) []byte {
 	seen := map[string]bool{}
 	var subjects []string
-	for _, f := range filters {
-		for _, a := range f.Authors {
+	for i := range filters {
+		for _, a := range filters[i].Authors {
 			if !seen[a] && len(subjects) < 1000 {
 				seen[a] = true
 				subjects = append(subjects, a)
@@ -312,14 +256,12 @@ func (r *Relay) synthesizePresence(c *community, filters []*Filter) []byte {
 		}
 	}
 	statuses := make([]string, len(subjects))
-	c.mu.RLock()
 	for i, pk := range subjects {
 		statuses[i] = c.presenceOf(pk)
 	}
-	c.mu.RUnlock()
 	out := []byte{'['}
 	for i, pk := range subjects {
-		e := r.signRelay(kindPresence, [][]string{{"p", pk}}, statuses[i])
+		e := r.signRelay(kindPresence, [][]string{{"p", pk}}, statuses[i], timeZero)
 		if e == nil {
 			continue
 		}

@@ -1,16 +1,16 @@
 package localrelay
 
 import (
-	"fmt"
 	"strings"
 
+	"github.com/buzzload/buzzload/modules/localrelay/store"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // maxAddMembers caps p tags in one kind-9000 (the generator sends ≤ 100).
 const maxAddMembers = 100
 
-// createChannel handles kind 9007 (digest §4.6). Caller holds c.mu.
+// createChannel handles kind 9007 (digest §4.6).
 func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, []*Entry) {
 	name := strings.TrimSpace(ev.TagValue("name"))
 	if name == "" {
@@ -32,54 +32,51 @@ func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, [
 	default:
 		return reject("invalid channel_type: " + typ), nil
 	}
-	if _, exists := c.channels[chID]; exists {
-		return reject("duplicate: channel already exists"), nil
-	}
 	ch := &channel{
 		id: chID, name: name, about: ev.TagValue("about"), typ: typ, visibility: vis,
 		creator: ev.PubKey, createdAt: ev.CreatedAt,
 		members: map[string]string{ev.PubKey: "owner"},
 	}
-	c.channels[chID] = ch
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if _, loaded := c.channels.LoadOrStore(chID, ch); loaded {
+		return reject("duplicate: channel already exists"), nil
+	}
 	return accept(""), c.publishGroupState(ch)
 }
 
-// publishGroupState stores fresh 39000/39002 and returns them for fan-out.
-func (c *community) publishGroupState(ch *channel) []*Entry {
-	var out []*Entry
-	for _, e := range c.groupEvents(ch) {
-		en := newEntry(e, ch.id)
-		if c.storeReplaceable(en, true) {
-			out = append(out, en)
-		}
-	}
-	return out
-}
-
 // notice stores a relay-signed membership notice (44100/44101): p-gated,
-// tagged h and p. It is a global event (so `#p:[self]` subscriptions
-// without #h receive it live) that is also delivered to the channel's
-// subscriptions.
+// tagged h and p.
 func (c *community) notice(kind int, chID, pk string) *Entry {
-	e := c.relay.signRelay(kind, [][]string{{"h", chID}, {"p", pk}}, "")
+	e := c.relay.signRelay(kind, [][]string{{"h", chID}, {"p", pk}}, "", timeZero)
 	if e == nil {
+		return nil
+	}
+	if c.store().Add(e).Status != store.Stored {
 		return nil
 	}
 	en := newEntry(e, "")
 	en.noticeChannel = chID
-	c.store.Add(en)
 	return en
 }
 
-// membership handles 9000, 9001, 9002, 9008, 9021 and 9022. Caller holds c.mu.
+// membership handles 9000, 9001, 9002, 9008, 9021 and 9022.
 func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestResult, []*Entry) {
-	ch := c.channels[chID]
-	if ch == nil || ch.deleted {
+	ch := c.channel(chID)
+	if ch == nil {
+		return reject("invalid: channel not found"), nil
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.deleted {
 		return reject("invalid: channel not found"), nil
 	}
 	actorRole := ch.members[ev.PubKey]
 	admin := actorRole == "owner" || actorRole == "admin"
-	var extra []*Entry
+	var notices []struct {
+		kind int
+		pk   string
+	}
 	switch ev.Kind {
 	case kindAddUser:
 		var ps [][]string
@@ -98,11 +95,14 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 			return reject("restricted: only channel owners and admins can add members"), nil
 		}
 		for _, t := range ps {
-			if _, err := nostr.ParsePubKey(t[1]); err != nil {
+			if !validPubKey(t[1]) {
 				return rejectf("invalid: p tag %q is not a public key", trimDetail(t[1])), nil
 			}
 			if reason := r.faults.refusedMember(t[1]); reason != "" {
 				return reject(reason), nil
+			}
+			if len(t) >= 3 && t[2] == "owner" && actorRole != "owner" {
+				return reject("restricted: only the channel owner can add owners"), nil
 			}
 		}
 		for _, t := range ps {
@@ -110,15 +110,13 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 			if len(t) >= 3 && t[2] != "" {
 				role = t[2]
 			}
-			if role == "owner" && actorRole != "owner" {
-				return reject("restricted: only the channel owner can add owners"), nil
-			}
 			_, already := ch.members[t[1]]
 			ch.members[t[1]] = role
 			if !already {
-				if n := c.notice(kindMemberAdded, chID, t[1]); n != nil {
-					extra = append(extra, n)
-				}
+				notices = append(notices, struct {
+					kind int
+					pk   string
+				}{kindMemberAdded, t[1]})
 			}
 		}
 	case kindRemoveUser:
@@ -131,9 +129,10 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		}
 		if _, ok := ch.members[pk]; ok {
 			delete(ch.members, pk)
-			if n := c.notice(kindMemberRemove, chID, pk); n != nil {
-				extra = append(extra, n)
-			}
+			notices = append(notices, struct {
+				kind int
+				pk   string
+			}{kindMemberRemove, pk})
 		}
 	case kindJoin:
 		if ch.visibility == "private" {
@@ -160,13 +159,22 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 				if strings.TrimSpace(t[1]) == "" {
 					return reject("invalid: channel name is required"), nil
 				}
-				ch.name = t[1]
-			case "about":
-				ch.about = t[1]
 			case "visibility":
 				if t[1] != "open" && t[1] != "private" {
 					return reject("invalid visibility: " + t[1]), nil
 				}
+			}
+		}
+		for _, t := range ev.Tags {
+			if len(t) < 2 {
+				continue
+			}
+			switch t[0] {
+			case "name":
+				ch.name = t[1]
+			case "about":
+				ch.about = t[1]
+			case "visibility":
 				ch.visibility = t[1]
 			case "archived":
 				ch.archived = t[1] == "true"
@@ -178,8 +186,12 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		}
 		ch.deleted = true
 		ch.archived = true
-	default:
-		return reject(fmt.Sprintf("restricted: unknown event kind")), nil
+	}
+	var extra []*Entry
+	for _, n := range notices {
+		if e := c.notice(n.kind, chID, n.pk); e != nil {
+			extra = append(extra, e)
+		}
 	}
 	return accept(""), append(extra, c.publishGroupState(ch)...)
 }

@@ -5,13 +5,19 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/localrelay/store"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // community is one tenant: its own events, channels, members, presence,
 // subscriptions, rate-limit buckets and NIP-98 replay cache (digest §3.1).
+//
+// Locking: the event store locks itself (per channel partition); each
+// channel has its own lock; nothing on the publish or fan-out path takes a
+// community-wide write lock. mu only serialises channel creation.
 type community struct {
 	relay      *Relay
 	id         string
@@ -24,17 +30,15 @@ type community struct {
 	archivedAt int64
 	deletion   *deletionRequest
 
-	mu          sync.RWMutex // guards everything below up to subs
-	store       Store
-	channels    map[string]*channel
-	reactions   map[reactionKey]string      // -> reaction event id
-	replaceable map[string]*Entry           // pubkey:kind[:d] -> current version
-	threads     map[string]*threadStats     // root id -> summary
-	presence    map[string]*presenceState   // pubkey -> status
-	agentOwner  map[string]string           // agent pubkey -> owner (NIP-OA)
-	readState   map[string]map[string]int64 // buzz/v1: pubkey -> context -> through created_at
-	auxByTarget map[string][]*Entry         // target id -> reactions, deletions, edits
-	replies     map[string][]*Entry         // thread root id -> replies, oldest first
+	st atomic.Pointer[store.Store]
+
+	mu       sync.Mutex // channel creation
+	channels sync.Map   // id -> *channel; channels are never removed
+
+	presMu   sync.Mutex
+	presence map[string]*presenceState // pubkey -> status
+
+	agentOwner sync.Map // agent pubkey -> owner pubkey (NIP-OA, from AUTH)
 
 	subs   subIndex
 	limits *limiter
@@ -44,27 +48,20 @@ type community struct {
 	conns  map[*conn]struct{}
 }
 
-type reactionKey struct{ author, target, content string }
-
 type channel struct {
-	id          string
-	name        string
-	about       string
-	typ         string
-	visibility  string // open | private
-	creator     string
-	createdAt   int64
-	archived    bool
-	deleted     bool
-	members     map[string]string // pubkey -> role
-	lastMessage *Entry            // newest eligible top-level message (buzz/v1)
-}
+	id        string
+	creator   string
+	createdAt int64
 
-type threadStats struct {
-	replies      int // direct replies to the root
-	descendants  int
-	lastReplyAt  int64
-	participants []string // newest first, unique, at most 10
+	mu         sync.RWMutex // guards the fields below
+	name       string
+	about      string
+	typ        string
+	visibility string // open | private
+	archived   bool
+	deleted    bool
+	members    map[string]string    // pubkey -> role
+	lastState  map[int]*nostr.Event // the current 39000 / 39002
 }
 
 type presenceState struct {
@@ -73,23 +70,26 @@ type presenceState struct {
 }
 
 func (r *Relay) newCommunity(host, owner string, deployment bool) *community {
-	return &community{
+	c := &community{
 		relay: r, id: newUUID(), host: host, owner: owner, deployment: deployment,
 		createdAt: time.Now().Unix(),
-		store:     newMemStore(), channels: map[string]*channel{}, reactions: map[reactionKey]string{},
-		replaceable: map[string]*Entry{}, threads: map[string]*threadStats{},
-		presence: map[string]*presenceState{}, agentOwner: map[string]string{},
-		readState:   map[string]map[string]int64{},
-		auxByTarget: map[string][]*Entry{}, replies: map[string][]*Entry{},
-		subs:   newSubIndex(),
-		limits: newLimiter(&r.cfg),
-		replay: newReplayCache(r.cfg.ReplayWindow),
-		conns:  map[*conn]struct{}{},
+		presence:  map[string]*presenceState{},
+		subs:      newSubIndex(),
+		limits:    newLimiter(&r.cfg),
+		replay:    newReplayCache(r.cfg.ReplayWindow),
+		conns:     map[*conn]struct{}{},
 	}
+	c.st.Store(r.newStore())
+	return c
 }
 
-// createCommunity maps host (already normalised). It returns the existing
-// community when the host is mapped; an error when it is tombstoned.
+func (r *Relay) newStore() *store.Store {
+	return store.New(store.Config{MaxEvents: r.cfg.MaxEventsPerCommunity, MaxLimit: r.cfg.MaxHistoricalLimit})
+}
+
+func (c *community) store() *store.Store { return c.st.Load() }
+
+// createCommunity maps host (already normalised), or returns the existing one.
 func (r *Relay) createCommunity(host, owner string, deployment bool) (*community, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,39 +136,63 @@ func (c *community) closeAll(code int, reason string) {
 	}
 }
 
-// canRead reports whether pubkey may read channel id: open channels are
+func (c *community) channel(id string) *channel {
+	if v, ok := c.channels.Load(id); ok {
+		return v.(*channel)
+	}
+	return nil
+}
+
+// canRead reports whether pubkey may read channel chID: open channels are
 // readable by everyone in the community, private ones by members only.
-// Unknown channels hold nothing, so reading them is allowed (and empty).
-// Caller holds c.mu (read).
+// Unknown channels hold nothing of a private channel, so reading them is
+// allowed (and empty). It takes only the channel's read lock, so the store
+// may call it under its partition locks.
 func (c *community) canRead(chID, pubkey string) bool {
-	ch := c.channels[chID]
-	if ch == nil || ch.visibility != "private" {
+	if chID == "" {
+		return true
+	}
+	ch := c.channel(chID)
+	if ch == nil {
+		return true
+	}
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	if ch.visibility != "private" {
 		return true
 	}
 	_, ok := ch.members[pubkey]
 	return ok
 }
 
-// visible reports whether reader may see e (channel access, p-gating,
-// author-only kinds, deletion). Caller holds c.mu (read).
-func (c *community) visible(e *Entry, reader string) bool {
-	if e.Deleted {
+// eventVisible applies the event-level gates: p-gated kinds only to the
+// tagged recipient (or the author), author-only kinds and engrams to their
+// author. Pure: safe under any lock.
+func eventVisible(e *nostr.Event, reader string) bool {
+	k := e.Kind
+	if pGatedKinds[k] && e.PubKey != reader && !taggedP(e, reader) {
 		return false
 	}
-	if e.Channel != "" && !c.canRead(e.Channel, reader) {
+	if authorOnlyKinds[k] && e.PubKey != reader {
 		return false
 	}
-	k := e.Event.Kind
-	if pGatedKinds[k] && !taggedP(e.Event, reader) && e.Event.PubKey != reader {
-		return false
-	}
-	if authorOnlyKinds[k] && e.Event.PubKey != reader {
-		return false
-	}
-	if k == kindEngram && e.Event.PubKey != reader && !taggedP(e.Event, reader) {
+	if k == kindEngram && e.PubKey != reader && !taggedP(e, reader) {
 		return false
 	}
 	return true
+}
+
+// reader builds the store's view of who reads.
+func (c *community) reader(pubkey string) store.Reader {
+	return store.Reader{
+		CanRead: func(ch string) bool { return c.canRead(ch, pubkey) },
+		Visible: func(ev *nostr.Event, _ string) bool { return eventVisible(ev, pubkey) },
+		Pubkey:  pubkey,
+		Host:    c.host,
+		Signer:  c.relay.relayKeys,
+
+		ThreadRepliesInChannel: c.relay.cfg.ThreadRepliesInChannel,
+	}
 }
 
 func taggedP(e *nostr.Event, pk string) bool {
@@ -182,10 +206,12 @@ func taggedP(e *nostr.Event, pk string) bool {
 
 // ---- relay-signed events ----
 
-// signRelay builds and signs a relay event; failures cannot happen with a
-// valid key, so they are reported as nil.
-func (r *Relay) signRelay(kind int, tags [][]string, content string) *nostr.Event {
-	e, err := r.relayKeys.NewEvent(kind, tags, content, time.Now())
+// signRelay builds and signs a relay event at time at (zero: now).
+func (r *Relay) signRelay(kind int, tags [][]string, content string, at time.Time) *nostr.Event {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	e, err := r.relayKeys.NewEvent(kind, tags, content, at)
 	if err != nil {
 		r.logf("localrelay: sign relay event: %v", err)
 		return nil
@@ -193,14 +219,11 @@ func (r *Relay) signRelay(kind int, tags [][]string, content string) *nostr.Even
 	return e
 }
 
-func newEntry(e *nostr.Event, channel string) *Entry {
-	return &Entry{Event: e, JSON: e.AppendJSON(make([]byte, 0, 256+len(e.Content))), Channel: channel}
-}
-
-// groupEvents returns fresh 39000 (metadata) and 39002 (members) events for
-// ch. They carry `d` and `h` = channel so channel-scoped subscriptions (the
-// desktop app's lists 39000 and 39002) receive them. Caller holds c.mu.
-func (c *community) groupEvents(ch *channel) []*nostr.Event {
+// groupState returns the tags of ch's 39000 (metadata) and 39002 (members).
+// Both carry `d` and `h` = channel so channel-scoped subscriptions (the
+// desktop app lists 39000 and 39002 among its channel kinds) receive them.
+// Caller holds ch.mu.
+func (ch *channel) groupState() map[int][][]string {
 	meta := [][]string{{"d", ch.id}, {"h", ch.id}, {"name", ch.name}}
 	if ch.about != "" {
 		meta = append(meta, []string{"about", ch.about})
@@ -224,73 +247,80 @@ func (c *community) groupEvents(ch *channel) []*nostr.Event {
 	for _, pk := range pks {
 		members = append(members, []string{"p", pk, "", ch.members[pk]})
 	}
-	var out []*nostr.Event
-	for _, x := range []struct {
-		kind int
-		tags [][]string
-	}{{39000, meta}, {39002, members}} {
-		if e := c.relay.signRelay(x.kind, x.tags, ""); e != nil {
-			out = append(out, e)
+	return map[int][][]string{39000: meta, 39002: members}
+}
+
+// publishGroupState signs, stores and returns the 39000/39002 events whose
+// tags changed. A new version is dated after the one it replaces, because
+// the store breaks a same-second tie by the lowest id; under a burst of
+// membership changes the dates may run a few seconds ahead of the clock.
+// Caller holds ch.mu (write).
+func (c *community) publishGroupState(ch *channel) []*Entry {
+	var out []*Entry
+	state := ch.groupState()
+	for _, kind := range []int{39000, 39002} {
+		tags := state[kind]
+		prev := ch.lastState[kind]
+		if prev != nil && tagsEqual(prev.Tags, tags) {
+			continue
 		}
+		at := time.Now()
+		if prev != nil && at.Unix() <= prev.CreatedAt {
+			at = time.Unix(prev.CreatedAt+1, 0)
+		}
+		e := c.relay.signRelay(kind, tags, "", at)
+		if e == nil {
+			continue
+		}
+		res := c.store().Add(e)
+		if res.Status != store.Stored {
+			c.relay.logf("localrelay: group state %d for %s not stored: %v", kind, ch.id, res.Status)
+			continue
+		}
+		if ch.lastState == nil {
+			ch.lastState = map[int]*nostr.Event{}
+		}
+		ch.lastState[kind] = e
+		out = append(out, newEntry(e, res.Channel))
 	}
 	return out
 }
 
-// storeReplaceable stores e as the current version of its replaceable or
-// addressable coordinate (force: the relay's own state always replaces,
-// even within the same second). It reports false (and stores nothing) when a newer
-// version exists. Caller holds c.mu (write).
-func (c *community) storeReplaceable(en *Entry, force bool) bool {
-	key := replaceKey(en.Event)
-	old := c.replaceable[key]
-	if old != nil && (old.Event.ID == en.Event.ID || !force && !before(en, old)) {
-		return false // the same event, or not newer: keep the current one
+func tagsEqual(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	if !c.store.Add(en) {
-		// The same content signed in the same second as an earlier,
-		// replaced version has that version's id: bring it back.
-		prev := c.store.Get(en.Event.ID)
-		if !force || prev == nil || !prev.Deleted {
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
 			return false
 		}
-		prev.Deleted = false
-		*en = *prev
-		en = prev
+		for j := range a[i] {
+			if a[i][j] != b[i][j] {
+				return false
+			}
+		}
 	}
-	if old != nil {
-		old.Deleted = true
-	}
-	c.replaceable[key] = en
 	return true
 }
 
-func replaceKey(e *nostr.Event) string {
-	if isAddressable(e.Kind) {
-		return fmt.Sprintf("%s:%d:%s", e.PubKey, e.Kind, e.TagValue("d"))
-	}
-	return fmt.Sprintf("%s:%d", e.PubKey, e.Kind)
-}
-
-func isReplaceable(k int) bool { return k == 0 || k == 3 || k >= 10000 && k < 20000 }
-func isAddressable(k int) bool { return k >= 30000 && k < 40000 }
-func isEphemeral(k int) bool   { return k >= 20000 && k < 30000 }
+func isEphemeral(k int) bool { return k >= 20000 && k < 30000 }
 
 // ---- presence (WS only, in memory) ----
 
 func (c *community) presenceConnOpened(pk string) {
-	c.mu.Lock()
+	c.presMu.Lock()
 	p := c.presence[pk]
 	if p == nil {
 		p = &presenceState{status: "offline"}
 		c.presence[pk] = p
 	}
 	p.conns++
-	c.mu.Unlock()
+	c.presMu.Unlock()
 }
 
 // presenceConnClosed marks pk offline when its last connection closes.
 func (c *community) presenceConnClosed(pk string) {
-	c.mu.Lock()
+	c.presMu.Lock()
 	if p := c.presence[pk]; p != nil {
 		p.conns--
 		if p.conns <= 0 {
@@ -298,10 +328,23 @@ func (c *community) presenceConnClosed(pk string) {
 			p.status = "offline"
 		}
 	}
-	c.mu.Unlock()
+	c.presMu.Unlock()
+}
+
+func (c *community) setPresence(pk, status string) {
+	c.presMu.Lock()
+	p := c.presence[pk]
+	if p == nil {
+		p = &presenceState{}
+		c.presence[pk] = p
+	}
+	p.status = status
+	c.presMu.Unlock()
 }
 
 func (c *community) presenceOf(pk string) string {
+	c.presMu.Lock()
+	defer c.presMu.Unlock()
 	if p := c.presence[pk]; p != nil {
 		return p.status
 	}
@@ -313,3 +356,6 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// timeZero asks signRelay for the current time.
+var timeZero time.Time

@@ -68,6 +68,9 @@ type Config struct {
 	WriteTimeout       time.Duration `envconfig:"BUZZ_WRITE_TIMEOUT"`
 	ReplayWindow       time.Duration `envconfig:"BUZZ_NIP98_REPLAY_WINDOW"`
 	MaxBodyBytes       int64         `envconfig:"BUZZ_MAX_BODY_BYTES"`
+	// MaxEventsPerCommunity caps stored events per community; the earliest
+	// stored go first (bounded memory in a soak). 0: no cap.
+	MaxEventsPerCommunity int `envconfig:"BUZZ_MAX_EVENTS_PER_COMMUNITY"`
 
 	// Rate limits (per community and pubkey). RateLimit=false switches them off.
 	RateLimit              bool          `envconfig:"BUZZ_RATE_LIMIT"`
@@ -205,6 +208,9 @@ func (c *Config) Validate() error {
 		if _, err := nostr.NewKeys(c.OperatorSecret); err != nil {
 			return fmt.Errorf("BUZZ_OPERATOR_SECRET: %w", err)
 		}
+	}
+	if c.MaxEventsPerCommunity < 0 {
+		return errors.New("BUZZ_MAX_EVENTS_PER_COMMUNITY: must not be negative (0 means no cap)")
 	}
 	if c.MaxBodyBytes <= 0 {
 		return errors.New("BUZZ_MAX_BODY_BYTES: must be positive")

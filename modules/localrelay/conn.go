@@ -414,9 +414,7 @@ func (k *conn) handleAuth(msg []json.RawMessage) {
 	k.agentOwner = owner
 	k.authed.Store(true)
 	if owner != "" {
-		k.c.mu.Lock()
-		k.c.agentOwner[ev.PubKey] = owner
-		k.c.mu.Unlock()
+		k.c.agentOwner.Store(ev.PubKey, owner)
 	}
 	k.c.presenceConnOpened(ev.PubKey)
 	k.ok(ev.ID, true, "")
@@ -493,14 +491,10 @@ func (k *conn) handleReq(msg []json.RawMessage, count bool) {
 		k.closed(sub, fmt.Sprintf("invalid: too many filters (%d, limit %d)", len(raws), k.r.cfg.MaxFilters))
 		return
 	}
-	filters := make([]*Filter, 0, len(raws))
-	for i, raw := range raws {
-		f, err := parseFilter(raw)
-		if err != nil {
-			k.closed(sub, fmt.Sprintf("invalid: filter %d: %v", i, err))
-			return
-		}
-		filters = append(filters, f)
+	filters, err := parseReqFilters(raws)
+	if err != nil {
+		k.closed(sub, "invalid: "+err.Error())
+		return
 	}
 	mode := accessWS
 	if count {
@@ -535,7 +529,7 @@ func (k *conn) handleReq(msg []json.RawMessage, count bool) {
 	k.c.subs.add(s)
 	k.subs[sub] = s
 	for _, e := range k.c.history(filters, k.pubkey, k.r.cfg.MaxHistoricalLimit) {
-		k.queue.push(outFrame{data: s.prefix, body: e.JSON}, 0)
+		k.queue.push(outFrame{data: s.prefix, body: e.AppendJSON(make([]byte, 0, 320+len(e.Content)))}, 0)
 	}
 	switch d, withhold := k.r.faults.eoseDelay(sub); {
 	case withhold:
@@ -546,22 +540,3 @@ func (k *conn) handleReq(msg []json.RawMessage, count bool) {
 	}
 }
 
-// channelScope returns the union of #h values when every filter has #h
-// (a channel-scoped subscription), else nil (a global one).
-func channelScope(filters []*Filter) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, f := range filters {
-		hs := f.channels()
-		if len(hs) == 0 {
-			return nil
-		}
-		for _, h := range hs {
-			if !seen[h] {
-				seen[h] = true
-				out = append(out, h)
-			}
-		}
-	}
-	return out
-}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/buzzload/buzzload/modules/localrelay/store"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -89,10 +91,7 @@ func (r *Relay) ingest(c *community, ev *nostr.Event, auth ingestAuth) ingestRes
 	if isEphemeral(k) {
 		return r.ingestEphemeral(c, ev, auth, now)
 	}
-
-	c.mu.Lock()
-	res, entries := r.ingestLocked(c, ev, auth)
-	c.mu.Unlock()
+	res, entries := r.ingestDurable(c, ev)
 	for _, e := range entries {
 		c.fanout(e)
 	}
@@ -109,16 +108,9 @@ func (r *Relay) ingestEphemeral(c *community, ev *nostr.Event, auth ingestAuth, 
 		default:
 			return reject("invalid: presence content must be online, away or offline")
 		}
-		c.mu.Lock()
-		p := c.presence[ev.PubKey]
-		if p == nil {
-			p = &presenceState{}
-			c.presence[ev.PubKey] = p
-		}
-		p.status = ev.Content
-		c.mu.Unlock()
+		c.setPresence(ev.PubKey, ev.Content)
 	case kindObserver:
-		if reason := r.checkObserver(c, ev, auth, now); reason != "" {
+		if reason := r.checkObserver(c, ev, now); reason != "" {
 			if strings.HasPrefix(reason, "rate-limited:") {
 				return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
 			}
@@ -130,10 +122,7 @@ func (r *Relay) ingestEphemeral(c *community, ev *nostr.Event, auth ingestAuth, 
 			return reject("invalid: channel-scoped events must include an h tag")
 		}
 		if ch != "" {
-			c.mu.RLock()
-			reason := c.writeAccess(ch, ev.PubKey, ev.Kind)
-			c.mu.RUnlock()
-			if reason != "" {
+			if reason := c.writeAccess(ch, ev.PubKey); reason != "" {
 				return reject(reason)
 			}
 			e.Channel = ch
@@ -144,7 +133,7 @@ func (r *Relay) ingestEphemeral(c *community, ev *nostr.Event, auth ingestAuth, 
 }
 
 // checkObserver applies the kind-24200 rules (digest §4.9).
-func (r *Relay) checkObserver(c *community, ev *nostr.Event, auth ingestAuth, now time.Time) string {
+func (r *Relay) checkObserver(c *community, ev *nostr.Event, now time.Time) string {
 	p, agent, frame := ev.TagValue("p"), ev.TagValue("agent"), ev.TagValue("frame")
 	if p == "" || agent == "" || (frame != "telemetry" && frame != "control") {
 		return "invalid: observer frames need p, agent and frame (telemetry|control) tags"
@@ -152,25 +141,27 @@ func (r *Relay) checkObserver(c *community, ev *nostr.Event, auth ingestAuth, no
 	if n := len(ev.Content); n < 132 || n > 87472 {
 		return "invalid: observer frame content must be NIP-44 v2 ciphertext (132-87472 chars)"
 	}
-	c.mu.RLock()
-	senderOwner := c.agentOwner[ev.PubKey]
-	recipientOwner := c.agentOwner[p]
-	c.mu.RUnlock()
+	senderOwner, _ := c.agentOwner.Load(ev.PubKey)
+	recipientOwner, _ := c.agentOwner.Load(p)
 	switch {
-	case senderOwner != "" && senderOwner == p && agent == ev.PubKey: // agent -> owner
-	case recipientOwner == ev.PubKey && agent == p: // owner -> agent
+	case senderOwner != nil && senderOwner.(string) == p && agent == ev.PubKey: // agent -> owner
+	case recipientOwner != nil && recipientOwner.(string) == ev.PubKey && agent == p: // owner -> agent
 	default:
 		return "restricted: observer frames require an owner relation"
 	}
 	return c.limits.observer(agent, now)
 }
 
-// writeAccess checks that pubkey may write kind k into channel ch: the
-// channel exists, is not archived, and pubkey is a member or it is open.
-// Caller holds c.mu.
-func (c *community) writeAccess(chID, pubkey string, k int) string {
-	ch := c.channels[chID]
-	if ch == nil || ch.deleted {
+// writeAccess checks that pubkey may write into channel chID: the channel
+// exists, is not archived, and pubkey is a member or it is open.
+func (c *community) writeAccess(chID, pubkey string) string {
+	ch := c.channel(chID)
+	if ch == nil {
+		return "restricted: not a channel member"
+	}
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	if ch.deleted {
 		return "restricted: not a channel member"
 	}
 	if _, member := ch.members[pubkey]; !member && ch.visibility != "open" {
@@ -182,43 +173,67 @@ func (c *community) writeAccess(chID, pubkey string, k int) string {
 	return ""
 }
 
-// ingestLocked validates and stores a durable event. It returns the result
-// and the entries to fan out once the lock is released. Caller holds c.mu.
-func (r *Relay) ingestLocked(c *community, ev *nostr.Event, auth ingestAuth) (ingestResult, []*Entry) {
+func (c *community) isAdmin(chID, pk string) bool {
+	ch := c.channel(chID)
+	if ch == nil {
+		return false
+	}
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	role := ch.members[pk]
+	return role == "owner" || role == "admin"
+}
+
+// ingestDurable validates and stores an event that is not ephemeral and
+// returns the entries to fan out. The store serialises per channel; channel
+// state changes take the channel's lock.
+func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*Entry) {
+	st := c.store()
 	k := ev.Kind
 	if k != kindReaction {
-		if old := c.store.Get(ev.ID); old != nil {
+		if _, exists := st.Lookup(ev.ID); exists {
 			return accept("duplicate:"), nil
 		}
 	}
 	// Resolve the channel: reactions and deletions take the target's.
 	chID := ""
-	var target *Entry
+	var targetAuthor, targetChannel string
 	switch k {
 	case kindReaction:
-		tid := lastETag(ev)
-		if tid == "" {
+		if lastETag(ev) == "" {
 			return reject("invalid: reaction must reference a target event via e tag"), nil
 		}
-		target = c.store.Get(tid)
-		if target == nil || target.Deleted {
-			return reject("invalid: reaction target event not found"), nil
+		target, err := st.CheckReaction(ev)
+		if err != nil {
+			if errors.Is(err, store.ErrDuplicateReaction) {
+				return ingestResult{message: err.Error(), status: http.StatusOK}, nil
+			}
+			return reject(err.Error()), nil
 		}
-		chID = target.Channel
-	case kindDeletion:
+		if info, ok := st.Lookup(target.ID); ok {
+			chID = info.Channel
+		}
+	case kindDeletion, kindModDelete:
 		ne, na := countTags(ev, "e"), countTags(ev, "a")
-		if ne+na != 1 {
+		if ne+na != 1 || k == kindModDelete && ne != 1 {
 			return rejectf("invalid: deletion events must reference exactly one target via e or a tag (got e=%d, a=%d)", ne, na), nil
 		}
+		var target *nostr.Event
 		if ne == 1 {
-			target = c.store.Get(ev.TagValue("e"))
-		} else {
-			target = c.replaceable[addrToKey(ev.TagValue("a"))]
+			if info, ok := st.Lookup(ev.TagValue("e")); ok && !info.Deleted {
+				target, targetChannel = info.Event, info.Channel
+			}
+		} else if t := c.addressed(ev.TagValue("a")); t != nil {
+			target = t
+			if info, ok := st.Lookup(t.ID); ok {
+				targetChannel = info.Channel
+			}
 		}
-		if target == nil || target.Deleted {
+		if target == nil {
 			return reject("invalid: deletion target event not found"), nil
 		}
-		chID = target.Channel
+		targetAuthor = target.PubKey
+		chID = targetChannel
 	case kindCreateGroup:
 		chID = eventChannel(ev)
 		if chID == "" {
@@ -234,13 +249,13 @@ func (r *Relay) ingestLocked(c *community, ev *nostr.Event, auth ingestAuth) (in
 	}
 	if chID != "" && k != kindCreateGroup && k != kindJoin {
 		unarchive := k == kindEditMeta && hasTagValue(ev, "archived", "false")
-		if reason := c.writeAccess(chID, ev.PubKey, k); reason != "" && !(unarchive && reason == "invalid: channel is archived") {
+		if reason := c.writeAccess(chID, ev.PubKey); reason != "" && !(unarchive && reason == "invalid: channel is archived") {
 			return reject(reason), nil
 		}
 	}
 
-	en := newEntry(ev, chID)
 	var extra []*Entry
+	admin := false
 	switch k {
 	case kindCreateGroup:
 		res, ex := c.createChannel(ev, chID)
@@ -262,38 +277,20 @@ func (r *Relay) ingestLocked(c *community, ev *nostr.Event, auth ingestAuth) (in
 		if n := utf8.RuneCountInString(content); n > 64 {
 			return rejectf("invalid: reaction emoji exceeds 64 characters (got %d)", n), nil
 		}
-		key := reactionKey{ev.PubKey, target.Event.ID, content}
-		if _, dup := c.reactions[key]; dup {
-			return ingestResult{message: "duplicate: reaction already exists", status: http.StatusOK}, nil
-		}
-		if c.store.Get(ev.ID) != nil {
-			return accept("duplicate:"), nil
-		}
-		c.reactions[key] = ev.ID
 	case kindDeletion, kindModDelete:
-		if k == kindModDelete {
-			if n := countTags(ev, "e"); n != 1 {
-				return rejectf("invalid: deletion events must reference exactly one target via e or a tag (got e=%d, a=%d)", n, countTags(ev, "a")), nil
-			}
-			target = c.store.Get(ev.TagValue("e"))
-			if target == nil || target.Deleted {
-				return reject("invalid: deletion target event not found"), nil
-			}
-		}
-		if target.Event.PubKey != ev.PubKey && !c.isAdmin(target.Channel, ev.PubKey) {
+		admin = c.isAdmin(targetChannel, ev.PubKey)
+		if targetAuthor != ev.PubKey && !admin {
 			return reject("restricted: only the author or a channel admin can delete this event"), nil
 		}
-		c.remove(target)
 	case kindEdit:
-		tid := ev.TagValue("e")
-		t := c.store.Get(tid)
-		if t == nil || t.Deleted {
+		info, ok := st.Lookup(ev.TagValue("e"))
+		if !ok || info.Deleted {
 			return reject("invalid: edit target event not found"), nil
 		}
-		if t.Channel != chID {
+		if info.Channel != chID {
 			return reject("invalid: target event belongs to a different channel"), nil
 		}
-		if t.Event.PubKey != ev.PubKey {
+		if info.Event.PubKey != ev.PubKey {
 			return reject("invalid: must be event author to edit"), nil
 		}
 	case kindProfile:
@@ -306,125 +303,46 @@ func (r *Relay) ingestLocked(c *community, ev *nostr.Event, auth ingestAuth) (in
 		}
 	}
 	if threadKinds[k] && chID != "" {
-		if reason := c.resolveThread(en); reason != "" {
-			return reject(reason), nil
+		if _, err := st.CheckReply(ev); err != nil {
+			return reject(err.Error()), nil
 		}
 	}
 
-	if isReplaceable(k) || isAddressable(k) {
-		if !c.storeReplaceable(en, false) {
-			return accept("duplicate: have a newer event"), nil
-		}
-	} else {
-		c.store.Add(en)
+	res := st.Add(ev)
+	switch res.Status {
+	case store.Stored:
+	case store.Duplicate, store.Deleted:
+		return accept("duplicate:"), nil
+	case store.Superseded:
+		return accept("duplicate: have a newer event"), nil
+	case store.DuplicateReaction:
+		return ingestResult{message: "duplicate: reaction already exists", status: http.StatusOK}, nil
+	default:
+		return ingestResult{message: "error: internal server error", status: http.StatusInternalServerError}, nil
 	}
-	if en.Depth > 0 {
-		c.noteReply(en)
-		c.replies[en.Root] = insertSorted(c.replies[en.Root], en)
+	if k == kindDeletion || k == kindModDelete {
+		st.ApplyDeletion(ev, admin)
 	}
-	switch k {
-	case kindReaction:
-		c.auxByTarget[target.Event.ID] = append(c.auxByTarget[target.Event.ID], en)
-	case kindDeletion, kindModDelete, kindEdit:
-		if t := ev.TagValue("e"); t != "" {
-			c.auxByTarget[t] = append(c.auxByTarget[t], en)
-		}
-	}
-	if ch := c.channels[chID]; ch != nil && en.Depth == 0 && buzzV1Eligible[k] {
-		ch.lastMessage = en
-	}
-	return accept(""), append([]*Entry{en}, extra...)
+	return accept(""), append([]*Entry{newEntry(ev, res.Channel)}, extra...)
 }
 
-// remove marks target deleted and forgets a deleted reaction.
-func (c *community) remove(t *Entry) {
-	t.Deleted = true
-	if t.Event.Kind == kindReaction {
-		content := t.Event.Content
-		if content == "" {
-			content = "+"
-		}
-		delete(c.reactions, reactionKey{t.Event.PubKey, lastETag(t.Event), content})
+// addressed returns the current event at an `a` coordinate kind:pubkey:d.
+func (c *community) addressed(coord string) *nostr.Event {
+	parts := strings.SplitN(coord, ":", 3)
+	if len(parts) != 3 {
+		return nil
 	}
-	if isReplaceable(t.Event.Kind) || isAddressable(t.Event.Kind) {
-		if c.replaceable[replaceKey(t.Event)] == t {
-			delete(c.replaceable, replaceKey(t.Event))
-		}
+	kind, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return nil
 	}
-}
-
-func (c *community) isAdmin(chID, pk string) bool {
-	ch := c.channels[chID]
-	if ch == nil {
-		return false
+	one := 1
+	f := store.Filter{Kinds: []int{kind}, Authors: []string{parts[1]}, Tags: map[string][]string{"d": {parts[2]}}, Limit: &one}
+	evs := c.store().Query([]store.Filter{f}, store.Reader{})
+	if len(evs) == 0 {
+		return nil
 	}
-	role := ch.members[pk]
-	return role == "owner" || role == "admin"
-}
-
-// resolveThread fills en's thread metadata from NIP-10 marked e tags
-// (digest §4.3). Only tags with a root/reply marker count.
-func (c *community) resolveThread(en *Entry) string {
-	var root, reply string
-	for _, t := range en.Event.Tags {
-		if len(t) >= 4 && t[0] == "e" && isHexLen(t[1], 64) {
-			switch t[3] {
-			case "root":
-				root = t[1]
-			case "reply":
-				reply = t[1]
-			}
-		}
-	}
-	if reply == "" {
-		return "" // no reply marker: a top-level event
-	}
-	if root == "" {
-		root = reply
-	}
-	parent := c.store.Get(reply)
-	if parent == nil {
-		return "invalid: reply parent not found"
-	}
-	if parent.Channel != en.Channel {
-		return "invalid: reply parent event belongs to a different channel"
-	}
-	effRoot, depth := parent.Event.ID, 1
-	if parent.Depth > 0 {
-		effRoot, depth = parent.Root, parent.Depth+1
-	}
-	if root != effRoot {
-		return "invalid: root tag does not match thread ancestry"
-	}
-	if depth > 100 {
-		return "invalid: thread depth limit exceeded"
-	}
-	en.Root, en.Parent, en.Depth = effRoot, parent.Event.ID, depth
-	en.Broadcast = hasTagValue(en.Event, "broadcast", "1")
-	return ""
-}
-
-// noteReply updates the root's thread summary (the 39005 source).
-func (c *community) noteReply(en *Entry) {
-	st := c.threads[en.Root]
-	if st == nil {
-		st = &threadStats{}
-		c.threads[en.Root] = st
-	}
-	st.descendants++
-	if en.Depth == 1 {
-		st.replies++
-	}
-	if en.Event.CreatedAt > st.lastReplyAt {
-		st.lastReplyAt = en.Event.CreatedAt
-	}
-	ps := []string{en.Event.PubKey}
-	for _, p := range st.participants {
-		if p != en.Event.PubKey && len(ps) < 10 {
-			ps = append(ps, p)
-		}
-	}
-	st.participants = ps
+	return evs[0]
 }
 
 func lastETag(e *nostr.Event) string {
@@ -454,15 +372,6 @@ func hasTagValue(e *nostr.Event, name, value string) bool {
 		}
 	}
 	return false
-}
-
-// addrToKey turns an `a` value kind:pubkey:d into a replaceable key.
-func addrToKey(a string) string {
-	parts := strings.SplitN(a, ":", 3)
-	if len(parts) != 3 {
-		return ""
-	}
-	return parts[1] + ":" + parts[0] + ":" + parts[2]
 }
 
 func isHexLen(s string, n int) bool {

@@ -350,15 +350,8 @@ func (r *Relay) runDeletion(c *community, d *deletionRequest) {
 		d.stage = i
 		if deletionStages[i] == "postgres_purged" {
 			d.deletedAt = time.Now().Unix()
-			c.mu.Lock()
-			c.store = newMemStore()
-			c.channels = map[string]*channel{}
-			c.replaceable = map[string]*Entry{}
-			c.reactions = map[reactionKey]string{}
-			c.threads = map[string]*threadStats{}
-			c.auxByTarget = map[string][]*Entry{}
-			c.replies = map[string][]*Entry{}
-			c.mu.Unlock()
+			c.st.Store(r.newStore())
+			c.channels.Clear()
 		}
 		r.mu.Unlock()
 	}

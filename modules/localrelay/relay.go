@@ -429,6 +429,9 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 		"self": r.relayKeys.PubKey(),
 	}
 	if c := r.lookup(req.Host); c != nil {
+		doc["read_state_snapshot"] = map[string]any{
+			"version": 1, "community_id": c.id, "max_events": 4096, "max_event_array_bytes": 8 << 20,
+		}
 		if r.cfg.BuzzV1 {
 			doc["buzz_v1"] = map[string]any{
 				"version": 1, "base_path": "/buzz/v1", "retention_seconds": r.cfg.BuzzV1RetentionSeconds,

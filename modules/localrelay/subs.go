@@ -1,6 +1,10 @@
 package localrelay
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/buzzload/buzzload/modules/localrelay/store"
+)
 
 // subscription is one live REQ. Its filters are immutable after creation, so
 // fan-out reads them without the connection's help.
@@ -8,7 +12,7 @@ type subscription struct {
 	conn     *conn
 	id       string
 	prefix   []byte // `["EVENT","<id>",`, shared by every delivery
-	filters  []*Filter
+	filters  []store.Filter
 	channels []string // the #h union when channel-scoped, nil when global
 }
 
@@ -59,13 +63,10 @@ func (x *subIndex) remove(s *subscription) {
 	}
 }
 
-// fanout delivers e to every live subscription that may see it. It takes
-// the community read lock for access checks (private channels are
-// re-checked on each delivery) and the index read lock; neither blocks
-// other fan-outs.
+// fanout delivers e to every live subscription that may see it. It holds
+// the index read lock (which never blocks other fan-outs) and re-checks
+// private-channel membership on each delivery (digest §1.6).
 func (c *community) fanout(e *Entry) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	c.subs.mu.RLock()
 	defer c.subs.mu.RUnlock()
 	if e.Channel != "" {
@@ -79,12 +80,27 @@ func (c *community) fanout(e *Entry) {
 }
 
 func (c *community) deliverTo(set map[*subscription]struct{}, e *Entry) {
+	if len(set) == 0 {
+		return
+	}
+	readable := map[string]bool{} // private-channel membership, once per reader
 	for s := range set {
-		if !c.visible(e, s.conn.pubkey) {
+		reader := s.conn.pubkey
+		if !eventVisible(e.Event, reader) {
 			continue
 		}
-		for _, f := range s.filters {
-			if f.matches(e) {
+		if e.Channel != "" {
+			ok, seen := readable[reader]
+			if !seen {
+				ok = c.canRead(e.Channel, reader)
+				readable[reader] = ok
+			}
+			if !ok {
+				continue
+			}
+		}
+		for i := range s.filters {
+			if s.filters[i].MatchesInChannel(e.Event, e.Channel) {
 				s.conn.deliver(s, e)
 				break
 			}
