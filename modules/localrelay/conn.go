@@ -539,4 +539,3 @@ func (k *conn) handleReq(msg []json.RawMessage, count bool) {
 		k.eose(sub)
 	}
 }
-
