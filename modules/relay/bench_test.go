@@ -95,7 +95,7 @@ func runChildServer() {
 }
 
 // startChildServer starts the child relay and returns its ws:// URL.
-func startChildServer(b *testing.B) string {
+func startChildServer(b testing.TB) string {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childServerEnv+"=1")
@@ -116,6 +116,42 @@ func startChildServer(b *testing.B) string {
 		b.Fatalf("child server: %q %v", line, err)
 	}
 	return "ws://" + line[:len(line)-1]
+}
+
+// Exactly one goroutine per open connection (the reader), subscriptions
+// and in-flight publishes included; the relay is in another process so
+// only our goroutines are counted.
+func TestOneGoroutinePerConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	url := startChildServer(t)
+	const n = 20
+	keys := testKeys(t, 1)
+	g0 := runtime.NumGoroutine()
+	var conns []*Conn
+	for i := 0; i < n; i++ {
+		c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		for j := 0; j < 3; j++ {
+			if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := c.Publish(context.Background(), signed(t, keys, fmt.Sprint(i)), PublishOptions{}); r.Outcome != OutcomeOK {
+			t.Fatalf("%+v", r)
+		}
+	}
+	if d := runtime.NumGoroutine() - g0; d < n || d > n+2 {
+		t.Fatalf("%d goroutines for %d connections", d, n)
+	}
+	for _, c := range conns {
+		c.Close()
+		<-c.Done()
+	}
 }
 
 // BenchmarkParseFrameEvent: an inbound EVENT frame (a chat message with
