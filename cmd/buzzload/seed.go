@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/seed"
 	"github.com/buzzload/buzzload/modules/scenario"
+	"github.com/buzzload/buzzload/modules/seed"
 )
 
 const seedUsage = `usage: buzzload seed [flags] SCENARIO.toml
