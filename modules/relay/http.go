@@ -368,6 +368,20 @@ func (h *HTTP) Query(ctx context.Context, filters []Filter, opt CallOptions) ([]
 	return evs, r
 }
 
+// QueryObject POSTs filters to /query when the reply is an object, not an
+// event array (the desktop's read_state_snapshot read), decoding it into
+// out (nil: any JSON object).
+func (h *HTTP) QueryObject(ctx context.Context, filters []Filter, out any, opt CallOptions) (Response, Result) {
+	if opt.Op == "" {
+		opt.Op = OpHTTPQuery
+	}
+	body, err := FiltersJSON(filters)
+	if err != nil {
+		return Response{}, h.recordLocal(opt.Op, err)
+	}
+	return h.JSON(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/query", Body: body, Timeout: opt.Timeout}, nil, out)
+}
+
 // CountHTTP POSTs filters to /count and returns {"count": n}.
 func (h *HTTP) CountHTTP(ctx context.Context, filters []Filter, opt CallOptions) (int64, Result) {
 	if opt.Op == "" {

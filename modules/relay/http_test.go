@@ -420,3 +420,26 @@ func TestHTTPBodyLimitAndNoSecretsInErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryObjectForSnapshotReads(t *testing.T) {
+	fh := newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if strings.Contains(string(body), `"read_state_snapshot":1`) {
+			_, _ = w.Write([]byte(`{"read_state_snapshot":1,"complete":true,"pubkey":"V","events":[]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`[]`))
+	})
+	h := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}})
+	var snap struct {
+		Complete bool   `json:"complete"`
+		Pubkey   string `json:"pubkey"`
+	}
+	f := []Filter{{Kinds: []int{30078}, Authors: []string{"V"}, Extra: map[string]any{"read_state_snapshot": 1}}}
+	if _, r := h.QueryObject(context.Background(), f, &snap, CallOptions{Op: "desktop_read_state"}); r.Outcome != OutcomeOK || !snap.Complete || snap.Pubkey != "V" {
+		t.Fatalf("%+v %+v", r, snap)
+	}
+	// An array where an object is expected is a shape error quoting the body.
+	if _, r := h.QueryObject(context.Background(), []Filter{{Kinds: []int{1}}}, &snap, CallOptions{}); r.Outcome != OutcomeError || !strings.Contains(r.Error, `"[]"`) {
+		t.Fatalf("%+v", r)
+	}
+}
