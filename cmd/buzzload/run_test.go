@@ -177,7 +177,7 @@ export function teardown() { console.log("teardown ran"); }`
 	var out, errb bytes.Buffer
 	done := make(chan int)
 	go func() {
-		done <- dispatch(context.Background(), []string{"run", "-q", script}, cliEnv{Stdout: &out, Stderr: &syncWriter{w: &errb}, Signals: sigs})
+		done <- dispatch(context.Background(), []string{"run", "-q", script}, cliEnv{Stdout: &out, Stderr: &errb, Signals: sigs})
 	}()
 	time.Sleep(300 * time.Millisecond)
 	sigs <- syscall.SIGINT
@@ -239,10 +239,3 @@ func TestEnvLayerOrder(t *testing.T) {
 		t.Fatal("-u's default must count as unset")
 	}
 }
-
-type syncWriter struct {
-	mu chan struct{}
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
