@@ -48,9 +48,26 @@ func TestHumansDeliverBetweenEachOtherInOneChannel(t *testing.T) {
 	ch := sc.Channels()[0]
 	root, _ := sd.thread(ch, ThreadRootContent(sc.RunID, ch, 0), 2)
 
-	sink := &collect{}
+	sink, s0, s1 := &collect{}, &collect{}, &collect{}
+	both := relay.SinkFunc(func(r relay.Result) { sink.Record(r) })
 	h0, h1 := sc.GlobalIndex(scenario.KindHuman, 0), sc.GlobalIndex(scenario.KindHuman, 1)
-	runClients(t, sc, sink, 2500*time.Millisecond, h0, h1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, x := range []struct {
+		g    int
+		sink *collect
+	}{{h0, s0}, {h1, s1}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tee := relay.SinkFunc(func(r relay.Result) { x.sink.Record(r); both.Record(r) })
+			if err := Run(ctx, nil, Config{Scenario: sc, Global: x.g, Sink: tee}); err != nil {
+				t.Errorf("human %d: %v", x.g, err)
+			}
+		}()
+	}
+	wg.Wait()
 
 	sink.noErrors(t)
 	for _, op := range []string{relay.OpConnect, relay.OpAuth} {
@@ -68,19 +85,28 @@ func TestHumansDeliverBetweenEachOtherInOneChannel(t *testing.T) {
 	if n := sink.ok(relay.OpPublish); n < 10 {
 		t.Errorf("publish ok: %d, want at least 10 in 2.5 s at these rates", n)
 	}
-	if n := sink.ok(OpDeliver); n < 4 {
-		t.Errorf("deliver ok: %d, want several (each message reaches both humans)", n)
-	}
 	for _, d := range sink.Op(OpDeliver) {
 		if d.Duration < 0 || d.Duration > 2*time.Second {
 			t.Errorf("deliver latency %v on loopback", d.Duration)
 		}
 	}
-	// Some messages went into the seeded thread, at its first level.
 	q, err := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: sc.OwnerKeys(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each human records delivery of more messages than it sent itself:
+	// the other's reach it.
+	for _, x := range []struct {
+		g    int
+		sink *collect
+	}{{h0, s0}, {h1, s1}} {
+		own, _ := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindStreamMessage},
+			Authors: []string{sc.Keys(x.g).PubKey()}}}, relay.CallOptions{})
+		if got := x.sink.ok(OpDeliver); got <= len(own) {
+			t.Errorf("human %d recorded %d deliveries for %d messages of its own: none of the other's", x.g, got, len(own))
+		}
+	}
+	// Some messages went into the seeded thread, at its first level.
 	evs, res := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindStreamMessage},
 		Tags: map[string][]string{"e": {root.ID}}}}, relay.CallOptions{})
 	if res.Outcome != relay.OutcomeOK {
@@ -104,104 +130,221 @@ func TestHumansDeliverBetweenEachOtherInOneChannel(t *testing.T) {
 	}
 }
 
-func TestAgentTurnRequestSequence(t *testing.T) {
+// agentTurnFixture is a relay and a one-agent scenario whose channel's
+// newest message is either the 13th reply of a thread or a top-level one.
+type agentTurnFixture struct {
+	r      *localrelay.Relay
+	sc     *scenario.Scenario
+	g      int
+	answer *nostr.Event // the message the turn answers
+	root   string       // where the reply must go
+}
+
+func newAgentTurnFixture(t *testing.T, inThread bool, meanSecs, typingSecs float64) *agentTurnFixture {
 	r := startRelay(t, nil)
 	u := r.URLs()
 	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
 		sc.Population.Humans, sc.Population.Agents = 0, 1
 		sc.Agent = scenario.Agent{ChannelSubscriptions: true,
-			Turn: scenario.AgentTurn{PerHour: 36000, MeanSecs: 0.6, TypingSecs: 0.2, FrameSecs: 0.2, FrameBytes: 300, Reads: 3}}
+			Turn: scenario.AgentTurn{PerHour: 36000, MeanSecs: meanSecs, TypingSecs: typingSecs, FrameSecs: 0.2, FrameBytes: 300, Reads: 3}}
 	})
 	sd := newSeeder(t, sc, sc.OwnerKeys(0))
 	sd.channels()
 	ch := sc.Channels()[0]
-	// The newest message is the 13th reply of a thread: the turn reads the
-	// thread, gets all 13 and counts them.
-	root, replies := sd.thread(ch, "a question", 13)
-
-	g := sc.GlobalIndex(scenario.KindAgent, 0)
-	owner := sc.AgentOwnerKeys(g)
-	// The owner watches its observer frames.
-	var frames sync.Map
-	oc, err := relay.Connect(context.Background(), relay.Config{Target: relay.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: owner})
-	if err != nil {
-		t.Fatal(err)
+	f := &agentTurnFixture{r: r, sc: sc, g: sc.GlobalIndex(scenario.KindAgent, 0)}
+	if inThread {
+		root, replies := sd.thread(ch, "a question", 13)
+		f.answer, f.root = replies[12], root.ID
+	} else {
+		f.answer = sd.publish(sc.OwnerKeys(0), nostr.KindStreamMessage, [][]string{{"h", sc.ChannelID(ch)}}, "a question")
+		f.root = f.answer.ID // a top-level message becomes the root of a new thread
 	}
-	defer oc.Close()
-	if _, _, err := oc.SubscribeEOSE(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindObserverFrame},
-		Tags: map[string][]string{"p": {owner.PubKey()}}, LimitZero: true}},
-		relay.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) { frames.Store(ev.ID, ev) }}); err != nil {
-		t.Fatal(err)
-	}
+	return f
+}
 
+// checkTurn checks what one finished turn left on the relay: one timed reply
+// at the first level under the root, mentioning the author, and no reactions.
+func (f *agentTurnFixture) checkTurn(t *testing.T, agentPub string) {
+	t.Helper()
+	u := f.r.URLs()
+	q, _ := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: f.sc.OwnerKeys(0)})
+	evs, _ := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindStreamMessage}, Authors: []string{agentPub}}}, relay.CallOptions{})
+	if len(evs) != 1 || threadRoot(&evs[0]) != f.root {
+		t.Fatalf("agent messages %d, want one reply under %s", len(evs), f.root)
+	}
+	if _, ok := SentAt(&evs[0]); !ok || evs[0].TagValue("p") != f.answer.PubKey {
+		t.Errorf("reply tags %v: want a send time and the author mentioned", evs[0].Tags)
+	}
+	left, _ := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindReaction},
+		Tags: map[string][]string{"e": {f.answer.ID}}}}, relay.CallOptions{})
+	if len(left) != 0 {
+		t.Errorf("%d reactions left on the answered message after the turn", len(left))
+	}
+}
+
+func TestAgentTurnRequestSequence(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		inThread    bool
+		turnContext int
+	}{
+		// thread read, /count (all 13 came back), 39000, 30621, 30617, profile
+		{"a thread reply with 13 replies reads the thread and counts it", true, 1 + 1 + 4},
+		// 39000, 30621, 30617, profile
+		{"a top-level message reads the channel context only", false, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAgentTurnFixture(t, tc.inThread, 0.6, 0.2)
+			u := f.r.URLs()
+			owner := f.sc.AgentOwnerKeys(f.g)
+			// The owner watches its observer frames.
+			var frames sync.Map
+			oc, err := relay.Connect(context.Background(), relay.Config{Target: relay.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: owner})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer oc.Close()
+			if _, _, err := oc.SubscribeEOSE(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindObserverFrame},
+				Tags: map[string][]string{"p": {owner.PubKey()}}, LimitZero: true}},
+				relay.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) { frames.Store(ev.ID, ev) }}); err != nil {
+				t.Fatal(err)
+			}
+
+			sink := &collect{}
+			c, err := New(Config{Scenario: f.sc, Global: f.g, Sink: sink})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.agent.maxTurns = 1
+			c.agent.turnDone = make(chan int, 1)
+			stop, cancel := context.WithCancel(context.Background())
+			ended := make(chan End, 1)
+			go func() { ended <- c.Session(stop, nil) }()
+			select {
+			case <-c.agent.turnDone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the turn did not finish")
+			}
+			cancel()
+			if end := <-ended; end.Reason != EndStopped {
+				t.Fatalf("session ended %v, want stopped", end)
+			}
+			sink.noErrors(t)
+			want := map[string]int{
+				relay.OpConnect: 1, relay.OpAuth: 1,
+				relay.OpSubscribeEOSE: 1,         // one mention REQ for its one channel
+				relay.OpHTTPQuery:     1 + 3 + 1, // newest message, 3 tool-call reads, reactions lookup
+				OpTurnContext:         tc.turnContext,
+				relay.OpHTTPEvents:    2 + 1 + 2, // two reactions, the reply, two deletions
+			}
+			for op, n := range want {
+				if got := sink.ok(op); got != n {
+					t.Errorf("%s ok: %d, want %d", op, got, n)
+				}
+			}
+			if n := sink.ok(relay.OpPublish); n < 2 {
+				t.Errorf("publish ok: %d, want typing and frames during the work phase", n)
+			}
+			f.checkTurn(t, c.PubKey())
+			// Frames decrypt for the owner to frame_bytes of plaintext.
+			n := 0
+			frames.Range(func(_, v any) bool {
+				ev := v.(*nostr.Event)
+				ck, err := owner.ConversationKey(ev.PubKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pt, err := nostr.NIP44Decrypt(ev.Content, ck)
+				if err != nil || len(pt) != 300 {
+					t.Errorf("frame: %v, %d bytes", err, len(pt))
+				}
+				n++
+				return true
+			})
+			if n == 0 {
+				t.Error("the owner received no observer frame")
+			}
+		})
+	}
+}
+
+func TestAgentTurnContinuesAfterReconnect(t *testing.T) {
+	f := newAgentTurnFixture(t, true, 1.5, 0.05) // at least 0.75 s of typing every 50 ms
 	sink := &collect{}
-	c, err := New(Config{Scenario: sc, Global: g, Sink: sink})
+	c, err := New(Config{Scenario: f.sc, Global: f.g, Sink: sink, Backoff: Backoff{Base: 20 * time.Millisecond, Max: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.agent.maxTurns = 1
 	c.agent.turnDone = make(chan int, 1)
+	// The socket drops a few frames into the turn's work (typing OKs); the
+	// reconnect is left alone.
+	f.r.Faults().DropAfterFrames(c.PubKey(), 6)
 	stop, cancel := context.WithCancel(context.Background())
-	ended := make(chan End, 1)
-	go func() { ended <- c.Session(stop, nil) }()
+	defer cancel()
+	var ends []End
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for stop.Err() == nil {
+			end := c.Session(stop, nil)
+			ends = append(ends, end)
+			if end.Reason == EndFailed {
+				f.r.Faults().Reset()
+			}
+		}
+	}()
 	select {
 	case <-c.agent.turnDone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the turn did not finish")
 	}
 	cancel()
-	end := <-ended
-	if end.Reason != EndStopped {
-		t.Fatalf("session ended %v, want stopped", end)
+	<-done
+	if len(ends) < 2 || ends[0].Reason != EndFailed || !strings.Contains(ends[0].Err.Error(), "connection lost") {
+		t.Fatalf("sessions %v, want the first to fail with the lost connection", ends)
 	}
-	sink.noErrors(t)
-	want := map[string]int{
-		relay.OpConnect: 1, relay.OpAuth: 1,
-		relay.OpSubscribeEOSE: 1,         // one mention REQ for its one channel
-		relay.OpHTTPQuery:     1 + 3 + 1, // newest message, 3 tool-call reads, reactions lookup
-		OpTurnContext:         1 + 1 + 4, // thread read, /count, 39000, 30621, 30617, profile
-		relay.OpHTTPEvents:    2 + 1 + 2, // two reactions, the reply, two deletions
+	if n := sink.ok(relay.OpConnect); n < 2 {
+		t.Errorf("connect ok %d, want a reconnect", n)
 	}
-	for op, n := range want {
+	// The turn was neither restarted nor repeated: one turn's requests.
+	for op, n := range map[string]int{relay.OpHTTPQuery: 5, OpTurnContext: 6, relay.OpHTTPEvents: 5} {
 		if got := sink.ok(op); got != n {
 			t.Errorf("%s ok: %d, want %d", op, got, n)
 		}
 	}
-	if n := sink.ok(relay.OpPublish); n < 2 {
-		t.Errorf("publish ok: %d, want typing and frames during the work phase", n)
-	}
-	// The reply sits at the first level under the thread's root, timed, and
-	// both reactions on the answered message are deleted.
-	q, _ := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: owner})
-	evs, _ := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindStreamMessage}, Authors: []string{c.PubKey()}}}, relay.CallOptions{})
-	if len(evs) != 1 || threadRoot(&evs[0]) != root.ID {
-		t.Fatalf("agent messages %d, want one reply under the root", len(evs))
-	}
-	if _, ok := SentAt(&evs[0]); !ok || evs[0].TagValue("p") != sc.OwnerKeys(0).PubKey() {
-		t.Errorf("reply tags %v: want a send time and the author mentioned", evs[0].Tags)
-	}
-	left, _ := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindReaction},
-		Tags: map[string][]string{"e": {replies[12].ID}}}}, relay.CallOptions{})
-	if len(left) != 0 {
-		t.Errorf("%d reactions left on the answered message after the turn", len(left))
-	}
-	// Frames decrypt for the owner to frame_bytes of plaintext.
-	n := 0
-	frames.Range(func(_, v any) bool {
-		ev := v.(*nostr.Event)
-		ck, err := owner.ConversationKey(ev.PubKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pt, err := nostr.NIP44Decrypt(ev.Content, ck)
-		if err != nil || len(pt) != 300 {
-			t.Errorf("frame: %v, %d bytes", err, len(pt))
-		}
-		n++
-		return true
+	f.checkTurn(t, c.PubKey())
+}
+
+func TestHumanReconnectChurn(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans = 1
+		sc.Human = scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 1, MessagesPerHour: 3600, MeanSessionSecs: 0.25}
 	})
-	if n == 0 {
-		t.Error("the owner received no observer frame")
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	sink := &collect{}
+	c, err := New(Config{Scenario: sc, Global: 0, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	sessions := 0
+	for stop.Err() == nil {
+		end := c.Session(stop, nil)
+		if end.Reason != EndSession && end.Reason != EndStopped {
+			t.Fatalf("session %d ended %v", sessions, end)
+		}
+		sessions++
+	}
+	sink.noErrors(t)
+	if sessions < 3 || sink.ok(relay.OpConnect) != sessions {
+		t.Errorf("%d sessions, %d connects: want several sessions of ~0.25 s, one connect each", sessions, sink.ok(relay.OpConnect))
+	}
+	if n := sink.ok(OpHistory); n != sessions {
+		t.Errorf("history ok %d, want one per session (%d)", n, sessions)
 	}
 }
 

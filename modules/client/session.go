@@ -289,13 +289,13 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 	opCtx, cancelOps := context.WithCancel(grace)
 	defer cancelOps()
 	var graceEnded atomic.Bool
+	c.sink.stopped.Store(false)
 	unhook := context.AfterFunc(grace, func() {
 		// From here on anything still in flight settles as unfinished.
 		graceEnded.Store(true)
 		c.sink.stopped.Store(true)
 		cancelOps()
 	})
-	c.sink.stopped.Store(false)
 	halt, unhalt := context.WithCancel(stop)
 	defer unhalt()
 	s := &session{stop: stop.Done(), stopCtx: stop, halt: halt, unhalt: unhalt, opCtx: opCtx, inflight: newTracker()}
