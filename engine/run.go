@@ -315,14 +315,16 @@ func (r *runner) load(ctx context.Context) error {
 		}
 	}
 	seg := segment.Full()
+	// k6 exits 255 for a segment it cannot parse and 104 for one that is
+	// not in the sequence (§3.1).
 	if r.opts.ExecutionSegment != "" {
 		if seg, err = segment.ParseSegment(r.opts.ExecutionSegment); err != nil {
-			return &OptionsError{Err: fmt.Errorf("execution segment: %w", err)}
+			return fmt.Errorf("execution segment: %w", err)
 		}
 	}
 	seq, err := segment.ParseSequence(r.opts.ExecutionSegmentSequence)
 	if err != nil {
-		return &OptionsError{Err: fmt.Errorf("execution segment sequence: %w", err)}
+		return fmt.Errorf("execution segment sequence: %w", err)
 	}
 	if r.tuple, err = segment.NewTuple(seg, seq); err != nil {
 		return &OptionsError{Err: err}
