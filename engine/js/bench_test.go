@@ -2,7 +2,9 @@ package js
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +16,15 @@ import { check, sleep } from "k6";
 import exec from "k6/execution";
 export const options = { vus: 1 };
 export default function () { check(1, { ok: (v) => v === 1 }); }`}), metrics: newMemMetrics(), log: &syncBuf{}, control: &StandaloneControl{}}
-	bundle, err := NewBundle(context.Background(), h.config("main.js"))
+	cfg := h.config("main.js")
+	// A realistic __ENV: the system environment is included by default.
+	cfg.Env = map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			cfg.Env[k] = v
+		}
+	}
+	bundle, err := NewBundle(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
