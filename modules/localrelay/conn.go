@@ -242,7 +242,8 @@ func (k *conn) abort() {
 // replies pile past four times the send buffer is disconnected.
 func (k *conn) enqueue(b []byte) {
 	if !k.queue.push(outFrame{data: b}, 4*k.r.cfg.SendBuffer) {
-		go k.closeWith(websocket.ClosePolicyViolation, "slow consumer")
+		k.r.logf("localrelay: dropping slow consumer %s", k.pubkeyIfAuthed())
+		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
 }
 
@@ -261,7 +262,8 @@ func (k *conn) deliver(s *subscription, e *Entry) {
 		return
 	}
 	if int(k.overflows.Add(1)) >= k.r.cfg.SlowClientGrace {
-		go k.closeWith(websocket.ClosePolicyViolation, "slow consumer")
+		k.r.logf("localrelay: dropping slow consumer %s", k.pubkeyIfAuthed())
+		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
 }
 
