@@ -66,6 +66,9 @@ type Config struct {
 	WriteTimeout   time.Duration // deadline of a non-EVENT write
 	MaxFrameBytes  int           // inbound frame limit (discard and count beyond it)
 	ReadBufferSize int           // gorilla read buffer
+	// ReadIdleTimeout ends the connection (as lost) when neither a frame nor
+	// a ping arrives for this long; Buzz pings every 30 s. 0 = never.
+	ReadIdleTimeout time.Duration
 
 	Header http.Header // extra upgrade headers (e.g. Buzz-Client); Host is set from Target
 
@@ -256,6 +259,14 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	// Our own limit discards oversize frames; gorilla's (which closes the
 	// connection) only guards against an endless one.
 	ws.SetReadLimit(int64(max(64<<20, 4*cfg.MaxFrameBytes)))
+	if idle := cfg.ReadIdleTimeout; idle > 0 {
+		_ = ws.SetReadDeadline(time.Now().Add(idle))
+		pong := ws.PingHandler()
+		ws.SetPingHandler(func(data string) error {
+			_ = ws.SetReadDeadline(time.Now().Add(idle))
+			return pong(data)
+		})
+	}
 	go c.readLoop()
 	return c, nil
 }
@@ -373,6 +384,9 @@ func (c *Conn) readLoop() {
 		// Timestamp on arrival, before reading the body and parsing.
 		at := time.Now()
 		c.lastFrame.Store(int64(at.Sub(c.born)))
+		if idle := c.cfg.ReadIdleTimeout; idle > 0 {
+			_ = c.ws.SetReadDeadline(at.Add(idle))
+		}
 		bp := getFrameBuf()
 		var n int64
 		var tooBig bool
@@ -429,6 +443,10 @@ func (c *Conn) finish(readErr error) {
 	byUs := c.byUs
 	if !byUs && c.lostErr == nil {
 		c.lostErr = connLost(readErr)
+		var ne net.Error
+		if errors.As(readErr, &ne) && ne.Timeout() && c.cfg.ReadIdleTimeout > 0 {
+			c.lostErr = fmt.Errorf("no frame or ping from the relay within %v: %w", c.cfg.ReadIdleTimeout, readErr)
+		}
 	}
 	lost := c.lostErr
 	pubs, counts, subs := c.pubs, c.counts, c.subs

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -885,5 +887,55 @@ func TestLocalAddrBindsTheSourceAddress(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), Config{Target: Target{WSURL: fr.wsURL(), LocalAddr: "not-an-ip"}}); err == nil {
 		t.Fatal("bad local address accepted")
+	}
+}
+
+func TestReadIdleTimeout(t *testing.T) {
+	// Silent relay: the connection ends as lost, and in-flight work errors.
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.onFrame = func(*fakeConn, string, []json.RawMessage) {}
+	})
+	sink := &CollectSink{}
+	c := connect(t, fr, sink, func(cfg *Config) { cfg.ReadIdleTimeout = 150 * time.Millisecond })
+	done := make(chan Result, 1)
+	_ = c.PublishAsync(signed(t, testKeys(t, 1), "x"), PublishOptions{}, func(r Result) { done <- r })
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("idle connection not ended")
+	}
+	if c.Err() == nil || !strings.Contains(c.Err().Error(), "no frame or ping") {
+		t.Fatalf("Err = %v", c.Err())
+	}
+	if r := <-done; r.Outcome != OutcomeError {
+		t.Fatalf("%+v", r)
+	}
+
+	// Pings keep it alive.
+	fr2 := newFakeRelay(t, nil)
+	c2 := connect(t, fr2, nil, func(cfg *Config) { cfg.ReadIdleTimeout = 400 * time.Millisecond })
+	srv := fr2.conn(0)
+	stop := make(chan struct{})
+	go func() {
+		tk := time.NewTicker(20 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				_ = srv.ws.WriteControl(websocket.PingMessage, []byte("p"), time.Now().Add(time.Second))
+			}
+		}
+	}()
+	defer close(stop)
+	time.Sleep(800 * time.Millisecond)
+	if c2.Err() != nil {
+		t.Fatalf("pinged connection ended: %v", c2.Err())
+	}
+	select {
+	case <-c2.Done():
+		t.Fatal("pinged connection ended")
+	default:
 	}
 }
