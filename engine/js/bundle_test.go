@@ -230,3 +230,14 @@ func TestNoExportedFunctions(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestImportMeta(t *testing.T) {
+	h := newHarness(t, map[string]string{
+		"main.js":    `import { where } from "./sub/lib.js"; export const options = { main: import.meta.url.endsWith("/main.js"), lib: where, res: import.meta.resolve("./x/y.js").endsWith("/x/y.js") }; export default function () {}`,
+		"sub/lib.js": `export const where = import.meta.url.endsWith("/sub/lib.js") && import.meta.resolve("../z.js").endsWith("/z.js");`,
+	})
+	b := h.bundle(t, "main.js")
+	if string(b.Options) != `{"lib":true,"main":true,"res":true}` {
+		t.Fatalf("options = %s", b.Options)
+	}
+}

@@ -146,6 +146,7 @@ func (b *Bundle) newVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
 	v.loop = eventloop.New(v.checkRejections)
 	v.timers = newTimers(v)
 	rt.SetPromiseRejectionTracker(v.trackRejection)
+	rt.SetFinalImportMeta(v.importMeta)
 	b.vus.Store(rt, v)
 	if err := v.setGlobals(); err != nil {
 		v.Close()
@@ -181,6 +182,26 @@ func (v *VU) setGlobals() error {
 	set("console", newConsole(v))
 	v.timers.install(g)
 	return nil
+}
+
+// importMeta fills import.meta: url, and resolve(specifier) relative to the
+// module (a URL string, as in browsers and k6).
+func (v *VU) importMeta(o *sobek.Object, m sobek.ModuleRecord) {
+	u := v.b.loader.urlOf(m)
+	if u == nil {
+		return
+	}
+	_ = o.Set("url", displayURL(u))
+	_ = o.Set("resolve", func(spec string) string {
+		if spec == "k6" || strings.HasPrefix(spec, "k6/") {
+			return spec
+		}
+		r, err := v.b.loader.resolveURL(u, spec)
+		if err != nil {
+			v.throw(err)
+		}
+		return displayURL(r)
+	})
 }
 
 func (v *VU) envObject(env map[string]string) *sobek.Object {
