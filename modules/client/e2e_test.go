@@ -348,6 +348,51 @@ func TestHumanReconnectChurn(t *testing.T) {
 	}
 }
 
+func TestAgentBackgroundActivityReachesHumans(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans, sc.Population.Agents = 1, 1
+		sc.Human = scenario.Human{PresenceIntervalSecs: 3600}
+		sc.Agent = scenario.Agent{PresenceIntervalSecs: 1, QueryIntervalSecs: 0.1, EventsPerHour: 36000, ObserverFramesPerHour: 36000,
+			Turn: scenario.AgentTurn{MeanSecs: 1, TypingSecs: 1, FrameSecs: 1, FrameBytes: 200}}
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	human, agent := &collect{}, &collect{}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, x := range []struct {
+		g    int
+		sink *collect
+	}{{sc.GlobalIndex(scenario.KindHuman, 0), human}, {sc.GlobalIndex(scenario.KindAgent, 0), agent}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := Run(ctx, nil, Config{Scenario: sc, Global: x.g, Sink: x.sink}); err != nil {
+				t.Errorf("client %d: %v", x.g, err)
+			}
+		}()
+	}
+	wg.Wait()
+	human.noErrors(t)
+	agent.noErrors(t)
+	if n := agent.ok(relay.OpHTTPQuery); n < 5 {
+		t.Errorf("agent polls %d, want about one per 100 ms", n)
+	}
+	if n := agent.ok(relay.OpHTTPEvents); n < 5 {
+		t.Errorf("agent /events messages %d, want about 10 a second", n)
+	}
+	// Presence once at connect plus about 10 frames a second over the socket.
+	if n := agent.ok(relay.OpPublish); n < 6 {
+		t.Errorf("agent socket publishes %d, want presence and frames", n)
+	}
+	// The human in the agent's channel records delivery of its timed messages.
+	if n := human.ok(OpDeliver); n < 3 {
+		t.Errorf("human deliveries %d, want the agent's messages", n)
+	}
+}
+
 func TestHotAuthorFailsThreadFetchUntilRootExists(t *testing.T) {
 	r := startRelay(t, nil)
 	u := r.URLs()

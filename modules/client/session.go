@@ -446,15 +446,16 @@ func (t *tracker) wait(ctx context.Context) {
 }
 
 // stopSink passes Results through; once the grace has ended it records
-// every operation that did not succeed as an "unfinished at stop" error,
-// which is what a cancelled client's in-flight operations are.
+// every operation cut short (pending, or failed by the cancellation) as an
+// "unfinished at stop" error, which is what a cancelled client's in-flight
+// operations are. Throttles are the relay's own answer and stay throttles.
 type stopSink struct {
 	inner   relay.Sink
 	stopped atomic.Bool
 }
 
 func (s *stopSink) Record(r relay.Result) {
-	if s.stopped.Load() && r.Outcome != relay.OutcomeOK && !strings.HasPrefix(r.Error, "unfinished at stop") {
+	if s.stopped.Load() && (r.Outcome == relay.OutcomePending || r.Outcome == relay.OutcomeError) && !strings.HasPrefix(r.Error, "unfinished at stop") {
 		r.Outcome = relay.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}
