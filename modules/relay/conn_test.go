@@ -939,3 +939,18 @@ func TestReadIdleTimeout(t *testing.T) {
 	default:
 	}
 }
+
+func TestLegacyNoticeSettlesACountWhenNoPublishWaits(t *testing.T) {
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.onFrame = func(c *fakeConn, verb string, raw []json.RawMessage) {
+			if verb == "COUNT" {
+				c.send(`["NOTICE","rate-limited: quota exceeded; retry in 2s"]`)
+			}
+		}
+	})
+	c := connect(t, fr, nil, nil)
+	_, r := c.Count(context.Background(), []Filter{{Kinds: []int{9}}}, CountOptions{Timeout: 20 * time.Second})
+	if r.Outcome != OutcomeThrottled || r.RetryAfter != 2*time.Second || r.Op != OpCount {
+		t.Fatalf("%+v", r)
+	}
+}
