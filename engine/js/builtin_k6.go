@@ -27,6 +27,7 @@ func NewRegistry() *modules.Registry {
 	must(r.Register("k6/metrics", modules.ModuleFunc(newMetricsModule)))
 	must(r.Register("k6/execution", modules.ModuleFunc(newExecutionModule)))
 	must(r.Register("k6/timers", modules.ModuleFunc(newTimersModule)))
+	must(r.Register("k6/data", modules.ModuleFunc(newDataModule)))
 	return r
 }
 

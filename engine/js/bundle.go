@@ -4,8 +4,9 @@
 // setup, iterations, teardown, handleSummary) the way k6 does.
 //
 // Go modules come from a modules.Registry; the built-in `k6`, `k6/metrics`,
-// `k6/execution` and `k6/timers` are added by NewRegistry. JS helpers
-// embedded in the binary are imported as "buzzload/<file>".
+// `k6/execution`, `k6/timers` and `k6/data` (SharedArray) are added by
+// NewRegistry. JS helpers embedded in the binary are imported as
+// "buzzload/<file>".
 package js
 
 import (
@@ -68,6 +69,7 @@ type Bundle struct {
 
 	mergedOptions atomic.Pointer[json.RawMessage]
 	throw         atomic.Bool
+	shared        sharedArrays
 	sys           atomic.Pointer[SystemTags]
 	vus           sync.Map // *sobek.Runtime -> *VU
 	inits         atomic.Int64

@@ -509,3 +509,22 @@ export default function () { slow().catch(() => {}); throw new Error("gave up");
 		t.Fatalf("res %+v after %s: the call's context must end with the call", res, time.Since(start))
 	}
 }
+
+func TestSharedArray(t *testing.T) {
+	h := newHarness(t, map[string]string{
+		"main.js": `
+import { SharedArray } from "k6/data";
+const users = new SharedArray("users", function () { globalThis.built = (globalThis.built || 0) + 1; return JSON.parse(open("users.json")); });
+export default function () {
+  let ro = false;
+  try { users[0] = 1; } catch (e) { ro = true; }
+  globalThis.out = [users.length, users[1].name, users.map((u) => u.id).join("+"), ro, String(globalThis.built)].join(",");
+}`,
+		"users.json": `[{"id":1,"name":"ann"},{"id":2,"name":"bob"}]`,
+	})
+	b := h.bundle(t, "main.js")
+	vu := run1(t, h, b)
+	if got := vu.rt.Get("out").String(); got != "2,bob,1+2,true,undefined" {
+		t.Fatalf("out = %q (the builder runs in the first init only)", got)
+	}
+}
