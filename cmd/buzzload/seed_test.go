@@ -114,7 +114,7 @@ func TestSeedCommandSeedsAndReruns(t *testing.T) {
 		t.Fatalf("--json output: %v\n%s", err, out)
 	}
 	if res.RunID != "cli" || res.Posts.Created != 0 || res.Posts.Existing != posts || res.Members.Created != 0 || res.MemberEvents != 0 ||
-		res.Communities[0].Status != "existed" {
+		res.Communities[0].Status != "existed" || !res.Success {
 		t.Fatalf("rerun result %+v", res)
 	}
 }

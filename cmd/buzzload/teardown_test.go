@@ -37,6 +37,9 @@ func TestTeardownCommandStagesAndReplay(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
+	if !res.Success {
+		t.Error("replay not ok")
+	}
 	for _, h := range res.Hosts {
 		if h.RequestID != seed.DeletionRequestID("tdown", h.Host) || h.Stage == seed.StageFailed || h.Stage == seed.StageAbsent {
 			t.Errorf("replay host %+v", h)

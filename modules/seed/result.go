@@ -138,7 +138,9 @@ type Result struct {
 	Refusals        []Refusal `json:"refusals"`
 	RefusalsOmitted int       `json:"refusals_omitted,omitempty"`
 	// Error is why the seed failed ("" on success).
-	Error    string        `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Success is OK() when Seed returned: the exit status as data.
+	Success  bool          `json:"ok"`
 	Duration time.Duration `json:"duration_ns"`
 }
 
@@ -183,9 +185,11 @@ type TeardownHost struct {
 
 // TeardownResult is what Teardown did, host by host in community order.
 type TeardownResult struct {
-	RunID    string         `json:"run_id"`
-	Hosts    []TeardownHost `json:"hosts"`
-	Duration time.Duration  `json:"duration_ns"`
+	RunID string         `json:"run_id"`
+	Hosts []TeardownHost `json:"hosts"`
+	// Success is true when Teardown returned with no host failed.
+	Success  bool          `json:"ok"`
+	Duration time.Duration `json:"duration_ns"`
 }
 
 // Failed is the number of hosts whose teardown failed.

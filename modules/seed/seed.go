@@ -63,6 +63,7 @@ func Seed(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, err
 		err = fmt.Errorf("seed: %w", err)
 		s.res.Error = err.Error()
 	}
+	s.res.Success = s.res.OK()
 	return s.res, err
 }
 

@@ -364,7 +364,7 @@ func TestSeedRefusedMemberFails(t *testing.T) {
 	pk := sc.Keys(g).PubKey()
 	r.Faults().RefuseMembers("restricted: member refused by test", pk)
 	res, err := runSeed(t, r, sc, nil)
-	if err == nil || res.OK() {
+	if err == nil || res.OK() || res.Success || res.Error == "" {
 		t.Fatal("seed succeeded with a refused member")
 	}
 	mustContain(t, err.Error(), "human 3", pk, "restricted: member refused by test")

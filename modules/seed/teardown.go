@@ -91,6 +91,7 @@ func Teardown(ctx context.Context, sc *scenario.Scenario, opt TeardownOptions) (
 		}
 		return res, fmt.Errorf("teardown: %d of %d communities failed: %s", f, len(hosts), first)
 	}
+	res.Success = true
 	return res, nil
 }
 
