@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,10 @@ func opModule(vu modules.VU) (modules.Instance, error) {
 			vu.Metrics().Push(metrics.Sample{Metric: m, Tags: vu.State().Tags.TagSet().With("op", name), Value: 3})
 		},
 		"boom": func() { panic("module bug") },
+		"info": func() string {
+			st := vu.State()
+			return st.Scenario + "," + fmt.Sprint(!st.ScenarioStart.IsZero()) + "," + string(vu.TestOptions())
+		},
 	}}, nil
 }
 
@@ -83,5 +88,19 @@ export function setup() { exec.test.fail("x"); throw new Error("then setup broke
 export default function () {}`, nil, nil)
 	if res.ExitCode != ExitScriptException {
 		t.Fatalf("exit %d: the setup exception came first", res.ExitCode)
+	}
+}
+
+func TestModulesSeeScenarioAndTestOptions(t *testing.T) {
+	reg := js.NewRegistry()
+	if err := reg.Register("k6/x/fake", modules.ModuleFunc(opModule)); err != nil {
+		t.Fatal(err)
+	}
+	res, _, errs := runScript(t, `
+import { info } from "k6/x/fake";
+export const options = { scenarios: { main: { executor: "shared-iterations", iterations: 1 } }, executionSegment: "0:1/2", executionSegmentSequence: "0,1/2,1" };
+export default function () { console.log("info=" + info()); }`, reg, nil)
+	if res.ExitCode != 0 || !strings.Contains(errs, `info=main,true,{`) || !strings.Contains(errs, `\"executionSegment\":\"0:1/2\"`) {
+		t.Fatalf("exit %d\n%s", res.ExitCode, errs)
 	}
 }

@@ -120,6 +120,14 @@ func (v *VU) ScenarioContext() context.Context {
 	return v.ctx
 }
 
+// TestOptions implements modules.VU.
+func (v *VU) TestOptions() []byte {
+	if raw := v.b.mergedOptions.Load(); raw != nil {
+		return *raw
+	}
+	return nil
+}
+
 // AddDataTransfer implements modules.VU.
 func (v *VU) AddDataTransfer(sent, received int64) {
 	v.BytesSent.Add(sent)
@@ -509,12 +517,12 @@ func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map
 		t.Set("group", "")
 	}
 	v.sys = sys
-	name := ""
+	name, start := "", time.Time{}
 	if sc != nil {
-		name = sc.Name
+		name, start = sc.Name, sc.StartTime
 	}
 	v.state = &modules.State{
-		VUID: v.id, VUIDInTest: v.idTest, Iteration: v.iterationCount(), Scenario: name, Stage: -1,
+		VUID: v.id, VUIDInTest: v.idTest, Iteration: v.iterationCount(), Scenario: name, ScenarioStart: start, Stage: -1,
 		Tags: t, Metadata: modules.NewTagMap(nil), Phase: modules.PhaseIteration,
 	}
 }

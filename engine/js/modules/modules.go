@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/grafana/sobek"
 
@@ -76,6 +77,10 @@ type VU interface {
 	InitEnv() *InitEnv
 	// Metrics defines metrics and pushes samples.
 	Metrics() Metrics
+	// TestOptions is the run's consolidated options as JSON (k6 names:
+	// scenarios, executionSegment, executionSegmentSequence, tags, ...);
+	// nil while the first init reads the script's options.
+	TestOptions() []byte
 	// AddDataTransfer counts bytes the module moved on the network; the VU
 	// reports them as data_sent / data_received after each iteration. Safe
 	// from any goroutine.
@@ -106,8 +111,10 @@ type State struct {
 	Metadata *TagMap
 	// Group is the current group path ("" at root).
 	Group string
-	// Scenario is the active scenario's name ("" in setup and teardown).
-	Scenario string
+	// Scenario is the active scenario's name ("" in setup and teardown),
+	// ScenarioStart when its timeline started (k6's scenario.startTime).
+	Scenario      string
+	ScenarioStart time.Time
 	// Stage and StageName are the current iteration's ramp stage (our
 	// scenario.stage extension); Stage is -1 when the scenario has none.
 	Stage     int
