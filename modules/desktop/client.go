@@ -23,8 +23,15 @@ type Config struct {
 	// client (profiles, statuses and presence read them).
 	Channels  []string
 	CoMembers []string
-	Sink      relay.Sink        // every desktop_* op (and connect, auth); nil drops them
-	Transport http.RoundTripper // the shared HTTP pool; nil = a private one
+	// RootMarker, when set, is the word seeded thread roots carry
+	// (modules/client's RootMarker(run_id)): the root lookup searches for
+	// it. Empty: the lookup takes the channel head's most-replied row.
+	RootMarker string
+	// BeforeConnect, when set, is awaited before every connection attempt
+	// (a process-wide connect-rate limiter); an error fails the attempt.
+	BeforeConnect func(ctx context.Context) error
+	Sink          relay.Sink        // every desktop_* op (and connect, auth); nil drops them
+	Transport     http.RoundTripper // the shared HTTP pool; nil = a private one
 
 	ConnectTimeout time.Duration // connect + auth; default relay.DefaultConnectTimeout
 	ReadTimeout    time.Duration // per HTTP request; default 30 s
@@ -55,7 +62,7 @@ type Client struct {
 	box     []Event
 	conns   []*relay.Conn // carried alongside Connected events, by epoch
 	relayPK string
-	roots   map[int]string // seeded thread root per channel index
+	roots   map[int][]string // seeded thread roots per channel index
 	conn    *relay.Conn
 	wake    chan struct{}
 
@@ -86,7 +93,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, model: m, ident: ident, roots: map[int]string{}, wake: make(chan struct{}, 1), subs: map[string]*relay.Sub{}}
+	c := &Client{cfg: cfg, model: m, ident: ident, roots: map[int][]string{}, wake: make(chan struct{}, 1), subs: map[string]*relay.Sub{}}
 	c.sink = &stopSink{inner: cfg.Sink}
 	h, err := relay.NewHTTP(relay.HTTPConfig{Target: cfg.Target, Keys: cfg.Keys, Sink: c.sink, Transport: cfg.Transport, Timeout: cfg.ReadTimeout})
 	if err != nil {
@@ -245,6 +252,12 @@ type nip11Doc struct {
 
 func (c *Client) connect(ctx context.Context, a Connect) {
 	defer c.wg.Done()
+	if c.cfg.BeforeConnect != nil {
+		if err := c.cfg.BeforeConnect(ctx); err != nil {
+			c.post(ConnectFailed{At: time.Now(), Epoch: a.Epoch})
+			return
+		}
+	}
 	if a.NIP11 {
 		var doc nip11Doc
 		if r := c.http.NIP11(ctx, OpNIP11, &doc); r.Outcome == relay.OutcomeOK && doc.Self != "" {
@@ -366,28 +379,7 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 		}
 		return ok, true
 	case ReadThread:
-		ch := ThreadChannel(r.Key.Index, len(ident.Channels))
-		chID := ident.Channels[ch]
-		c.mu.Lock()
-		root := c.roots[ch]
-		c.mu.Unlock()
-		if root == "" {
-			ok = c.query(ctx, OpThreadRoot, []relay.Filter{RootSearchFilter(chID)}, eventsCheck(func(evs []nostr.Event) error {
-				root = PickRoot(evs)
-				return nil
-			}))
-			if root != "" {
-				c.mu.Lock()
-				c.roots[ch] = root
-				c.mu.Unlock()
-			}
-		} else {
-			ok = c.query(ctx, OpThreadRoot, []relay.Filter{RootLookupFilter(chID, root)}, eventsCheck(nil))
-		}
-		if ok && root != "" {
-			ok = c.query(ctx, OpThreadWindow, []relay.Filter{ThreadPageFilter(chID, root)}, eventsCheck(nil))
-		}
-		return ok, true
+		return c.readThread(ctx, r.Key.Index, &ident), true
 	}
 	for _, req := range FixedRequests(r, &ident) {
 		if ctx.Err() != nil {
@@ -403,4 +395,52 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 		}
 	}
 	return ok, snapOK
+}
+
+// readThread is thread t's root lookup and first page. The first lookup in
+// a channel is the generator's search for its seeded roots (cached); later
+// ones are the app's lookup by id. Without a root no page is read.
+func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
+	n := len(ident.Channels)
+	ch := ThreadChannel(t, n)
+	chID := ident.Channels[ch]
+	c.mu.Lock()
+	roots, known := c.roots[ch]
+	c.mu.Unlock()
+	var ok bool
+	if !known {
+		var found []string
+		f := RootSearchFilter(chID)
+		if c.cfg.RootMarker != "" {
+			f = MarkedRootSearchFilter(chID, c.cfg.RootMarker)
+		}
+		ok = c.query(ctx, OpThreadRoot, []relay.Filter{f}, eventsCheck(func(evs []nostr.Event) error {
+			if c.cfg.RootMarker != "" {
+				found = MarkedRoots(evs, c.cfg.RootMarker)
+			} else if r := PickRoot(evs); r != "" {
+				found = []string{r}
+			}
+			return nil
+		}))
+		if !ok {
+			return false // not cached: the next recovery searches again
+		}
+		roots = found
+		c.mu.Lock()
+		c.roots[ch] = roots
+		c.mu.Unlock()
+		if len(roots) == 0 {
+			return true
+		}
+	}
+	if len(roots) == 0 {
+		return true
+	}
+	root := roots[(t/n)%len(roots)]
+	if known {
+		if ok = c.query(ctx, OpThreadRoot, []relay.Filter{RootLookupFilter(chID, root)}, eventsCheck(nil)); !ok {
+			return false
+		}
+	}
+	return c.query(ctx, OpThreadWindow, []relay.Filter{ThreadPageFilter(chID, root)}, eventsCheck(nil))
 }

@@ -1,0 +1,201 @@
+package desktop
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// DefaultCoMemberLimit bounds the co-members a desktop human watches and
+// reads (presence takes at most 256 authors; profiles and statuses read the
+// same people).
+const DefaultCoMemberLimit = PresenceMax
+
+// HumanConfig is one desktop human of a scenario, named like
+// modules/client's Config.
+type HumanConfig struct {
+	Scenario *scenario.Scenario // validated, target URLs set
+	Global   int                // a desktop human's global index
+	Sink     relay.Sink         // nil drops every Result
+	// Rand is the activity schedule's random source; nil derives it from
+	// run_id and Global (client.NewRand).
+	Rand *rand.Rand
+	// Users is the ramp step's users, for the co-members; 0 = largest step.
+	Users float64
+	// CoMemberLimit bounds the co-members; 0 = DefaultCoMemberLimit.
+	CoMemberLimit int
+	// PubKey maps a global index to its pubkey; nil derives it
+	// (Scenario.Keys). A process running many clients should pass a cache:
+	// deriving costs a scalar multiplication per co-member.
+	PubKey        func(g int) string
+	Transport     http.RoundTripper
+	LocalAddr     string
+	Header        http.Header
+	BeforeConnect func(ctx context.Context) error
+}
+
+// ConfigFor resolves the desktop client of human global index g: its
+// identity, community endpoint, channels, co-members, and the scenario's
+// [desktop] keys, with the first renewal's phase drawn from (run_id, g).
+func ConfigFor(hc HumanConfig) (Config, error) {
+	sc := hc.Scenario
+	if sc == nil {
+		return Config{}, fmt.Errorf("desktop: HumanConfig.Scenario is required")
+	}
+	info, ok := sc.Client(hc.Global)
+	if !ok || info.Kind != scenario.KindDesktop {
+		return Config{}, fmt.Errorf("desktop: global index %d is not a desktop human", hc.Global)
+	}
+	p, err := ParamsFrom(sc.Desktop)
+	if err != nil {
+		return Config{}, err
+	}
+	ep := sc.Endpoint(info.Community)
+	cfg := Config{
+		Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr, LocalAddr: hc.LocalAddr},
+		Keys:   sc.Keys(hc.Global), Sink: hc.Sink, Transport: hc.Transport, Header: hc.Header,
+		ConnectTimeout: scenario.Secs(sc.Target.ConnectTimeoutSecs), BeforeConnect: hc.BeforeConnect,
+		RootMarker: client.RootMarker(sc.RunID),
+	}
+	for _, ch := range sc.MemberChannels(hc.Global) {
+		cfg.Channels = append(cfg.Channels, sc.ChannelID(ch))
+	}
+	limit := hc.CoMemberLimit
+	if limit <= 0 {
+		limit = DefaultCoMemberLimit
+	}
+	users := hc.Users
+	if users <= 0 {
+		users = sc.PeakUsers()
+	}
+	pub := hc.PubKey
+	if pub == nil {
+		pub = func(g int) string { return sc.Keys(g).PubKey() }
+	}
+	for _, m := range sc.CoMembers(hc.Global, users, limit) {
+		cfg.CoMembers = append(cfg.CoMembers, pub(m))
+	}
+	p.Channels = cfg.Channels
+	p.RenewalPhase = RenewalPhase(sc.RunID, hc.Global)
+	cfg.Params = p
+	return cfg, nil
+}
+
+// RenewalPhase is client g's first-renewal phase in (0, 1]: deterministic
+// per run and client, spread evenly over a population.
+func RenewalPhase(runID string, g int) float64 {
+	h := sha256.Sum256([]byte("buzzload/v1\x00desktop-renewal\x00" + runID + "\x00" + strconv.Itoa(g)))
+	const n = 1 << 20
+	return float64(binary.BigEndian.Uint64(h[:8])%n+1) / n
+}
+
+// Human is a desktop human: the desktop client's subscriptions and reads,
+// and beside them, on each session's socket, the shared activity schedule
+// of the basic human (presence, typing, messages, reactions, session end).
+type Human struct {
+	cfg    Config
+	client *Client
+	act    *client.Activity
+	sink   relay.Sink
+}
+
+// NewHuman prepares desktop human hc.Global.
+func NewHuman(hc HumanConfig) (*Human, error) {
+	cfg, err := ConfigFor(hc)
+	if err != nil {
+		return nil, err
+	}
+	rng := hc.Rand
+	if rng == nil {
+		rng = client.NewRand(hc.Scenario.RunID, hc.Global)
+	}
+	h := &Human{cfg: cfg, sink: hc.Sink}
+	h.act = client.NewActivity(hc.Scenario, hc.Global, cfg.Keys, rng, hc.Sink)
+	return h, nil
+}
+
+// PubKey is the human's public key.
+func (h *Human) PubKey() string { return h.cfg.Keys.PubKey() }
+
+// Run runs the human until stop ends. The desktop client's pending EOSE
+// waits and reads are abandoned at the stop without being recorded; the
+// activity's publishes under way settle within grace (nil: their own
+// deadlines).
+func (h *Human) Run(stop, grace context.Context) error {
+	if grace == nil {
+		grace = context.Background()
+	}
+	var (
+		mu      sync.Mutex
+		halt    context.CancelFunc
+		running sync.WaitGroup
+	)
+	endSession := func() {
+		mu.Lock()
+		if halt != nil {
+			halt()
+			halt = nil
+		}
+		mu.Unlock()
+	}
+	cfg := h.cfg
+	cfg.OnEvent = func(ev *nostr.Event, at time.Time, live bool) {
+		h.act.Observe(ev)
+		if live {
+			recordDeliver(h.sink, ev, at)
+		}
+	}
+	var c *Client
+	cfg.OnSession = func(conn *relay.Conn) {
+		endSession()
+		if conn == nil {
+			return
+		}
+		ctx, cancel := context.WithCancel(stop)
+		mu.Lock()
+		halt = cancel
+		mu.Unlock()
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			if h.act.Run(ctx, ctx, conn) && ctx.Err() == nil {
+				c.EndSession() // the schedule's session end: an ordinary reconnect
+			}
+		}()
+	}
+	var err error
+	if c, err = New(cfg); err != nil {
+		return err
+	}
+	h.client = c
+	err = c.Run(stop)
+	endSession()
+	running.Wait()
+	h.act.Settle(grace)
+	return err
+}
+
+// recordDeliver records publish→delivery of a timed message that arrived
+// live (client.OpDeliver).
+func recordDeliver(sink relay.Sink, ev *nostr.Event, at time.Time) {
+	if sink == nil {
+		return
+	}
+	sent, ok := client.SentAt(ev)
+	if !ok {
+		return
+	}
+	d := max(at.Sub(sent), 0)
+	sink.Record(relay.Result{Op: client.OpDeliver, Start: sent, Duration: d, Outcome: relay.OutcomeOK})
+}

@@ -1,0 +1,192 @@
+package desktop
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/localrelay"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+	"github.com/buzzload/buzzload/modules/seed"
+)
+
+const deskShape = `
+[shape]
+communities = 1
+channels_per_community = 25
+private_channels = true
+history_messages_per_channel = 21
+thread_roots_per_channel = 1
+thread_depth = 2
+
+[population]
+humans = 6
+agents = 0
+channels_per_member = 3
+tiers = [{ fraction = 0.5, channels = 25 }]
+
+[human]
+messages_per_hour = 0
+typing_per_hour = 0
+reactions_per_hour = 0
+
+[desktop]
+fraction = 1.0
+mode = "%s"
+renewal_secs = 300
+
+[[ramp]]
+users = 1
+hold_secs = 10
+`
+
+func deskScenario(t *testing.T, addr, mode string) *scenario.Scenario {
+	t.Helper()
+	src := fmt.Sprintf(`run_id = %q
+[target]
+ws_url = "ws://%s"
+http_url = "http://%s"
+connect_addr = %q
+community_host_template = "c{n}.{run}.test"
+`, "desk-"+mode, addr, addr, addr) + fmt.Sprintf(deskShape, mode)
+	sc, err := scenario.Parse("test.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestConfigForResolvesTheScenariosDesktopHuman(t *testing.T) {
+	sc := deskScenario(t, "127.0.0.1:1", "legacy")
+	var g25, g3 = -1, -1
+	for i := 0; i < 6; i++ {
+		g := sc.GlobalIndex(scenario.KindDesktop, i)
+		switch len(sc.MemberChannels(g)) {
+		case 25:
+			g25 = g
+		case 3:
+			g3 = g
+		}
+	}
+	if g25 < 0 || g3 < 0 {
+		t.Fatal("no tiered desktop humans")
+	}
+	cfg, err := ConfigFor(HumanConfig{Scenario: sc, Global: g25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params.Mode != ModeLegacy || cfg.Params.Tick != 60*time.Second || cfg.Params.Backstop != 900*time.Second ||
+		cfg.Params.Renewal != 300*time.Second || cfg.Params.Windows != 3 || cfg.Params.Threads != 1 {
+		t.Errorf("params %+v", cfg.Params)
+	}
+	var want []string
+	for _, ch := range sc.MemberChannels(g25) {
+		want = append(want, sc.ChannelID(ch))
+	}
+	if !slices.Equal(cfg.Channels, want) || !slices.Equal(cfg.Params.Channels, want) {
+		t.Error("channels are not the member channels in order")
+	}
+	if cfg.Keys.PubKey() != sc.Keys(g25).PubKey() {
+		t.Error("keys")
+	}
+	if slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()) || len(cfg.CoMembers) == 0 {
+		t.Errorf("co-members %d, self included %v", len(cfg.CoMembers), slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()))
+	}
+	if cfg.RootMarker != client.RootMarker(sc.RunID) {
+		t.Error("root marker")
+	}
+	if cfg.Target.Host != sc.Endpoint(0).Host || cfg.Target.ConnectAddr != "127.0.0.1:1" {
+		t.Errorf("target %+v", cfg.Target)
+	}
+	if ph := cfg.Params.RenewalPhase; ph <= 0 || ph > 1 || ph != RenewalPhase(sc.RunID, g25) || ph == RenewalPhase(sc.RunID, g3) {
+		t.Errorf("renewal phase %v", ph)
+	}
+	if _, err := ConfigFor(HumanConfig{Scenario: sc, Global: -1}); err == nil {
+		t.Error("a non-client index was accepted")
+	}
+}
+
+func TestRenewalPhasesSpreadOverThePeriod(t *testing.T) {
+	var buckets [10]int
+	for g := 0; g < 10000; g++ {
+		ph := RenewalPhase("run", g)
+		if ph <= 0 || ph > 1 {
+			t.Fatalf("phase %v", ph)
+		}
+		buckets[min(int(ph*10), 9)]++
+	}
+	for i, n := range buckets {
+		if n < 800 || n > 1200 {
+			t.Errorf("decile %d holds %d of 10000", i, n)
+		}
+	}
+}
+
+// A seeded scenario on the embedded relay: each desktop human's cold start
+// makes exactly the planned reads, all answered, and finds the seeded roots.
+func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
+	cfg := localrelay.DefaultConfig()
+	cfg.RateLimit = false
+	r, err := localrelay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	seeded := deskScenario(t, r.Addr(), "current")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := seed.Seed(ctx, seeded, seed.Options{Operator: r.OperatorKeys()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"legacy", "current"} {
+		for _, n := range []int{3, 25} {
+			t.Run(fmt.Sprintf("%s %d channels", mode, n), func(t *testing.T) {
+				sc := *seeded
+				sc.Desktop.Mode = mode
+				g := -1
+				for i := 0; i < 6 && g < 0; i++ {
+					if gi := sc.GlobalIndex(scenario.KindDesktop, i); len(sc.MemberChannels(gi)) == n {
+						g = gi
+					}
+				}
+				sink := &relay.CollectSink{}
+				h, err := NewHuman(HumanConfig{Scenario: &sc, Global: g, Sink: sink})
+				if err != nil {
+					t.Fatal(err)
+				}
+				stop, halt := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- h.Run(stop, nil) }()
+				live, replay := 4, 0
+				if n > 10 {
+					live = 6
+					if mode == "current" {
+						live, replay = 4, 3
+					}
+				}
+				// 21 top-level rows per channel: a head page with has_more,
+				// then one older page that exhausts history
+				want := map[string]int{OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1,
+					OpStatuses: 1, OpEmoji: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 6, OpNotices: 3,
+					OpThreadRoot: 1, OpThreadWindow: 1}
+				if replay > 0 {
+					want[OpReplayEOSE] = replay
+				}
+				e := &e2e{t: t, sink: sink}
+				got := e.settle(want)
+				halt()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+				e.want(got, want)
+			})
+		}
+	}
+}
