@@ -1,26 +1,61 @@
-package seed_test
+package seed
 
 import (
+	"context"
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
-	"github.com/buzzload/buzzload/modules/seed"
 )
 
 // The clients find seeded roots by their content: seed must write exactly
 // what modules/client searches for.
 func TestRootContentsMatchTheClients(t *testing.T) {
 	for _, run := range []string{"smoke-1", "x", "Run.With_Caps-2"} {
-		if seed.HotRootContent(run) != client.HotRootContent(run) {
+		if HotRootContent(run) != client.HotRootContent(run) {
 			t.Errorf("hot root content differs for %q", run)
 		}
 		for _, ch := range []scenario.Channel{{Community: 0, Index: 0}, {Community: 3, Index: 17}} {
 			for _, th := range []int{0, 1, 9} {
-				if seed.ThreadRootContent(run, ch, th) != client.ThreadRootContent(run, ch, th) {
+				if ThreadRootContent(run, ch, th) != client.ThreadRootContent(run, ch, th) {
 					t.Errorf("thread root content differs for %q %v %d", run, ch, th)
 				}
 			}
 		}
+	}
+}
+
+// After a private seed, a hot-thread author finds the hot root with the
+// NIP-50 search the clients use, and a member finds its channel's roots.
+func TestSeededRootsAreFoundBySearch(t *testing.T) {
+	r := startRelay(t, nil)
+	sc := scenarioFor(t, r, "found", privateShape)
+	if _, err := runSeed(t, r, sc, nil); err != nil {
+		t.Fatal(err)
+	}
+	search := func(g int, ch scenario.Channel, word string) []nostr.Event {
+		ep := sc.Endpoint(ch.Community)
+		h, err := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+			Keys: sc.Keys(g)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, res := h.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindStreamMessage},
+			Tags: map[string][]string{"h": {sc.ChannelID(ch)}}, Limit: 50, Extra: map[string]any{"search": word}}}, relay.CallOptions{})
+		if res.Outcome != relay.OutcomeOK {
+			t.Fatal(res.Error)
+		}
+		return evs
+	}
+	author := sc.GlobalIndex(scenario.KindHotAuthor, 1)
+	if evs := search(author, sc.HotThreadChannel(), client.HotRootMarker(sc.RunID)); len(evs) != 1 || evs[0].Content != HotRootContent(sc.RunID) {
+		t.Fatalf("hot author found %d hot roots", len(evs))
+	}
+	g := sc.GlobalIndex(scenario.KindHuman, 0)
+	ch := sc.MemberChannels(g)[0]
+	if evs := search(g, ch, client.RootMarker(sc.RunID)); len(evs) != sc.Shape.ThreadRootsPerChannel {
+		t.Fatalf("member found %d thread roots in %v, want %d", len(evs), ch, sc.Shape.ThreadRootsPerChannel)
 	}
 }
