@@ -40,6 +40,8 @@ type community struct {
 
 	agentOwner sync.Map // agent pubkey -> owner pubkey (NIP-OA, from AUTH)
 
+	reads atomic.Pointer[readState] // /buzz/v1 read state, created on first use
+
 	subs   subIndex
 	limits *limiter
 	replay *replayCache

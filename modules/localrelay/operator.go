@@ -352,6 +352,7 @@ func (r *Relay) runDeletion(c *community, d *deletionRequest) {
 			d.deletedAt = time.Now().Unix()
 			c.st.Store(r.newStore())
 			c.channels.Clear()
+			c.reads.Store(nil)
 		}
 		r.mu.Unlock()
 	}
