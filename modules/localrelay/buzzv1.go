@@ -488,4 +488,3 @@ func (r *Relay) v1WriteIntents(c *community, pk string, body []byte) (map[string
 	}
 	return map[string]any{"outcomes": outcomes}, nil
 }
-

@@ -117,7 +117,7 @@ func TestBuzzV1SidebarAndReadState(t *testing.T) {
 	resp = v1Get(t, r, bob, "/buzz/v1/me/read-state?targets="+url.QueryEscape(string(targets)))
 	var rc struct {
 		Contexts []struct {
-			Status   string `json:"status"`
+			Status   string                    `json:"status"`
 			Messages []struct{ Status string } `json:"messages"`
 		} `json:"contexts"`
 	}
