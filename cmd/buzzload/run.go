@@ -17,6 +17,7 @@ import (
 	"github.com/buzzload/buzzload/engine/executor"
 	enginejs "github.com/buzzload/buzzload/engine/js"
 	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/extension"
 	helpers "github.com/buzzload/buzzload/js"
 )
 
@@ -325,8 +326,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 // and the extensions compiled into this binary.
 func newModuleRegistry() *modules.Registry {
 	reg := enginejs.NewRegistry()
-	// k6/x/buzz registers here once the extension package exists:
-	//   reg.Register("k6/x/buzz", extension.New(...))
+	_ = reg.Register(extension.ImportPath, extension.New(extension.Options{Registry: reg}))
 	return reg
 }
 

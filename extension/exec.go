@@ -1,0 +1,179 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// pacer spaces connection attempts process-wide
+// (population.connect_rate_per_sec, divided among the shards).
+type pacer struct {
+	mu       sync.Mutex
+	next     time.Time
+	interval time.Duration
+}
+
+func newPacer(perSec float64) *pacer {
+	if perSec <= 0 {
+		return &pacer{}
+	}
+	return &pacer{interval: time.Duration(float64(time.Second) / perSec)}
+}
+
+func (p *pacer) wait(ctx context.Context) error {
+	if p.interval <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	at := p.next
+	if at.Before(now) {
+		at = now
+	}
+	p.next = at.Add(p.interval)
+	p.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// slot is one VU's client in one population: claimed at the VU's first
+// iteration in that scenario and kept for the run.
+type slot struct {
+	kind   scenario.Kind
+	global int
+	cl     *client.Client
+	sink   *opSink
+	exited bool
+	began  bool
+}
+
+// runPopulation runs one session of the client this VU maps to in
+// population p. It blocks for the session (one session per iteration).
+func (in *instance) runPopulation(l *loaded, p Population) error {
+	st := in.vu.State()
+	if st == nil || st.Phase != modules.PhaseIteration {
+		return fmt.Errorf("%s() runs clients only in VU code (an exec function of a scenario)", p.Exec)
+	}
+	if p.Kind == scenario.KindDesktop {
+		// modules/desktop has no session driver wired here yet: desktop
+		// humans are not run (see the package doc).
+		return errors.New("desktop(): desktop clients are not available in this build; options() leaves the desktop population out")
+	}
+	key := slotKey{l, st.Scenario}
+	sl := in.slots[key]
+	if sl == nil {
+		var err error
+		if sl, err = in.newSlot(l, p, st); err != nil {
+			return err
+		}
+		in.slots[key] = sl
+	}
+	stopAt := sl.sink.start.Add(l.base.Duration())
+	grace := in.vu.Context()
+	if sl.exited {
+		// A client that exited does not come back; idle until the stop.
+		waitUntil(grace, stopAt)
+		return nil
+	}
+	stop, cancel := context.WithDeadline(grace, stopAt)
+	defer cancel()
+	live := l.agg.clientDelta(p.Kind, 1, !sl.began)
+	sl.began = true
+	in.pushClients(l, sl, live)
+	end := sl.cl.Session(stop, grace)
+	live = l.agg.clientDelta(p.Kind, -1, false)
+	in.pushClients(l, sl, live)
+	if end.Unexpected() {
+		sl.exited = true
+		text := ""
+		if end.Err != nil {
+			text = end.Err.Error()
+		}
+		l.agg.exit(p.Kind, l.stepIndex(time.Since(sl.sink.start)), end.Reason.String(), text)
+		in.vu.Metrics().Push(metrics.Sample{Metric: in.met.exits, Time: time.Now(), Value: 1,
+			Tags: sl.sink.base.With("kind", p.Kind.String()).With("reason", end.Reason.String()).
+				With("step", l.stepLabel(l.stepIndex(time.Since(sl.sink.start))))})
+	}
+	return nil
+}
+
+type slotKey struct {
+	l        *loaded
+	scenario string
+}
+
+func (in *instance) pushClients(_ *loaded, sl *slot, live int64) {
+	in.vu.Metrics().Push(metrics.Sample{Metric: in.met.clients, Time: time.Now(), Value: float64(live),
+		Tags: sl.sink.base.With("kind", sl.kind.String())})
+}
+
+// newSlot claims this VU's place in the population and builds its client.
+// The k-th VU to start in a population scenario of this instance takes
+// local slot k; with an execution segment that is global slot
+// GlobalIndex(k) of the segment's stripe; the slot indexes the
+// population's clients in ramp order (Scenario.Clients at the peak, in this
+// shard).
+func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, error) {
+	sc, err := l.target()
+	if err != nil {
+		return nil, err
+	}
+	start, err := in.scenarioStart(l, st)
+	if err != nil {
+		return nil, err
+	}
+	l.agg.noteStart(start)
+	local := l.claim(st.Scenario)
+	pos, err := in.m.globalSlot(in, local)
+	if err != nil {
+		return nil, err
+	}
+	list := l.clientList(p.Kind)
+	if pos >= int64(len(list)) {
+		return nil, fmt.Errorf("scenario %s: VU slot %d but %s has only %d %s clients in this shard; run it with the options() of its scenario file",
+			st.Scenario, pos, l.base.File, len(list), p.Kind)
+	}
+	g := list[pos]
+	pool, err := in.m.httpPool()
+	if err != nil {
+		return nil, err
+	}
+	sink := newOpSink(l, in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	cl, err := client.New(client.Config{Scenario: sc, Global: g, Sink: sink, Transport: pool,
+		BeforeConnect: l.pacer().wait})
+	if err != nil {
+		return nil, err
+	}
+	return &slot{kind: p.Kind, global: g, cl: cl, sink: sink}, nil
+}
+
+func waitUntil(ctx context.Context, at time.Time) {
+	d := time.Until(at)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

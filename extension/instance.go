@@ -1,0 +1,196 @@
+package extension
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// instance is one VU's `k6/x/buzz`.
+type instance struct {
+	m     *Module
+	vu    modules.VU
+	met   *metricSet
+	exec  *sobek.Object // this VU's k6/execution, nil without a registry
+	slots map[slotKey]*slot
+}
+
+// NewInstance implements modules.Module.
+func (m *Module) NewInstance(vu modules.VU) (modules.Instance, error) {
+	met, err := m.metrics(vu.Metrics().Registry())
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}}
+	if m.opts.Registry != nil {
+		if em, ok := m.opts.Registry.Get("k6/execution"); ok {
+			ei, err := em.NewInstance(vu)
+			if err != nil {
+				return nil, fmt.Errorf("k6/x/buzz: k6/execution: %w", err)
+			}
+			if o, ok := ei.Exports().Default.(*sobek.Object); ok {
+				in.exec = o
+			}
+		}
+	}
+	return in, nil
+}
+
+// Exports implements modules.Instance.
+func (in *instance) Exports() modules.Exports {
+	named := map[string]any{
+		"load":    in.jsLoad,
+		"version": Version,
+	}
+	return modules.Exports{Named: named}
+}
+
+func (in *instance) rt() *sobek.Runtime { return in.vu.Runtime() }
+
+func (in *instance) throw(err error) {
+	panic(in.rt().NewGoError(err))
+}
+
+// jsLoad is buzz.load(path, {shard}): init code only.
+func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
+	env := in.vu.InitEnv()
+	if env == nil {
+		in.throw(errors.New("buzz.load() is only available in init code (the top level of the script)"))
+	}
+	path := call.Argument(0)
+	if sobek.IsUndefined(path) || path.String() == "" {
+		in.throw(errors.New("buzz.load(path): path is required, e.g. buzz.load('./local-smoke.toml')"))
+	}
+	p := path.String()
+	var shard scenario.Shard
+	if o := call.Argument(1); !sobek.IsUndefined(o) && !sobek.IsNull(o) {
+		obj := o.ToObject(in.rt())
+		if s := obj.Get("shard"); s != nil && !sobek.IsUndefined(s) && !sobek.IsNull(s) && s.String() != "" {
+			sh, err := ParseShard(s.String())
+			if err != nil {
+				in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
+			}
+			shard = sh
+		}
+	}
+	data, err := env.Open(p)
+	if err != nil {
+		in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
+	}
+	full := p
+	if !filepath.IsAbs(p) && env.ScriptDir != "" {
+		full = filepath.Join(env.ScriptDir, p)
+	}
+	l, err := in.m.load(full, data, shard)
+	if err != nil {
+		in.throw(err)
+	}
+	return in.scenarioObject(l)
+}
+
+// ParseShard parses "i/n" (0 ≤ i < n), buzz-loadgen's --shard.
+func ParseShard(s string) (scenario.Shard, error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
+	var i, n int
+	if ok {
+		_, err1 := fmt.Sscanf(a, "%d", &i)
+		_, err2 := fmt.Sscanf(b, "%d", &n)
+		ok = err1 == nil && err2 == nil && fmt.Sprint(i) == a && fmt.Sprint(n) == b
+	}
+	if !ok || n < 1 || i < 0 || i >= n {
+		return scenario.Shard{}, fmt.Errorf("shard %q: want i/n with 0 <= i < n, e.g. 0/4", s)
+	}
+	return scenario.Shard{Index: i, Count: n}, nil
+}
+
+// scenarioStart is when the active scenario's timeline started, from
+// k6/execution's scenario.startTime; without it, the iteration's stage
+// start is the estimate.
+func (in *instance) scenarioStart(l *loaded, st *modules.State) (t time.Time, err error) {
+	if in.exec != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("reading scenario.startTime: %v", r)
+			}
+		}()
+		sc := in.exec.Get("scenario")
+		if sc != nil && !sobek.IsNull(sc) && !sobek.IsUndefined(sc) {
+			v := sc.ToObject(in.rt()).Get("startTime")
+			if v != nil && !sobek.IsUndefined(v) {
+				return time.UnixMilli(v.ToInteger()), nil
+			}
+		}
+	}
+	// Fallback: the start of the iteration's stage.
+	now := time.Now()
+	if st.Stage >= 0 {
+		step := st.Stage / 2
+		if step < len(l.plan) {
+			off := l.plan[step].Start
+			if st.Stage%2 == 1 {
+				off = l.plan[step].RampEnd
+			}
+			return now.Add(-off), nil
+		}
+	}
+	return now, nil
+}
+
+// globalSlot maps a local slot to the whole run's slot through the
+// execution segment the run was started with (none: itself).
+func (m *Module) globalSlot(in *instance, local int64) (int64, error) {
+	m.segOnce.Do(func() {
+		m.tuple = segment.FullTuple()
+		if in.exec == nil {
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				m.segErr = fmt.Errorf("reading test.options: %v", r)
+			}
+		}()
+		test := in.exec.Get("test")
+		if test == nil || sobek.IsUndefined(test) {
+			return
+		}
+		opts := test.ToObject(in.rt()).Get("options")
+		if opts == nil || sobek.IsUndefined(opts) || sobek.IsNull(opts) {
+			return
+		}
+		o := opts.ToObject(in.rt())
+		str := func(k string) string {
+			v := o.Get(k)
+			if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+				return ""
+			}
+			return v.String()
+		}
+		segStr, seqStr := str("executionSegment"), str("executionSegmentSequence")
+		if segStr == "" && seqStr == "" {
+			return
+		}
+		seg, err := segment.ParseSegment(segStr)
+		if err != nil {
+			m.segErr = err
+			return
+		}
+		seq, err := segment.ParseSequence(seqStr)
+		if err != nil {
+			m.segErr = err
+			return
+		}
+		m.tuple, m.segErr = segment.NewTuple(seg, seq)
+	})
+	if m.segErr != nil {
+		return 0, fmt.Errorf("execution segment: %w", m.segErr)
+	}
+	return m.tuple.GlobalIndex(local), nil
+}

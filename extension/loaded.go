@@ -1,0 +1,184 @@
+package extension
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// Population is one ramping-vus scenario of a loaded scenario file.
+type Population struct {
+	// Name is the k6 scenario name, Exec the exported function it runs.
+	Name, Exec string
+	Kind       scenario.Kind
+}
+
+// Populations are the kinds in the order options lists them.
+var Populations = []Population{
+	{Name: "humans", Exec: "human", Kind: scenario.KindHuman},
+	{Name: "desktop", Exec: "desktop", Kind: scenario.KindDesktop},
+	{Name: "agents", Exec: "agent", Kind: scenario.KindAgent},
+	{Name: "hot_authors", Exec: "hotAuthor", Kind: scenario.KindHotAuthor},
+}
+
+func populationOf(name string) (Population, bool) {
+	for _, p := range Populations {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Population{}, false
+}
+
+// GracefulStop is the shutdown grace (buzz-LOADGEN "Abort": 15 s).
+const GracefulStop = 15 * time.Second
+
+// loaded is one scenario file as every VU of the run shares it.
+type loaded struct {
+	m     *Module
+	base  *scenario.Scenario
+	shard scenario.Shard
+	plan  []scenario.StepPlan
+
+	targetOnce sync.Once
+	run        *scenario.Scenario // base with the embedded relay's URLs when it names none
+	targetErr  error
+
+	clientsMu sync.Mutex
+	clients   [scenario.NumKinds][]int
+
+	claimsMu sync.Mutex
+	claims   map[string]*atomic.Int64 // k6 scenario name → next local slot
+
+	agg *aggregator
+
+	seedMu   sync.Mutex
+	seedDone bool
+	seedRes  *SetupResult
+
+	warnOnce sync.Once
+
+	hotMu   sync.Mutex
+	hotRoot string
+
+	pacerOnce sync.Once
+	pace      *pacer
+}
+
+// pacer is the process-wide connect pacing of this scenario:
+// population.connect_rate_per_sec, divided among the shards.
+func (l *loaded) pacer() *pacer {
+	l.pacerOnce.Do(func() {
+		rate := l.base.Population.ConnectRatePerSec
+		if l.shard.Count > 1 {
+			rate /= float64(l.shard.Count)
+		}
+		l.pace = newPacer(rate)
+	})
+	return l.pace
+}
+
+func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
+	l := &loaded{m: m, base: sc, shard: shard, plan: sc.Steps(), claims: map[string]*atomic.Int64{}}
+	l.agg = newAggregator(sc, l.plan)
+	return l
+}
+
+var hostLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// EmbeddedHostTemplate is the community host template given to a scenario
+// that names no relay: every community is its own host on the embedded
+// relay (dialled at its listen address), so several communities are real,
+// separately provisioned communities. {run} is the run id when it is a host
+// label, else a hash of it.
+func EmbeddedHostTemplate(runID string) string {
+	label := runID
+	if !hostLabel.MatchString(label) {
+		sum := sha256.Sum256([]byte(runID))
+		label = "r" + hex.EncodeToString(sum[:6])
+	}
+	return "c{n}." + label + ".localhost"
+}
+
+// target is the run's copy of the scenario: as written, or aimed at the
+// embedded relay (started on first use) when it names no relay.
+func (l *loaded) target() (*scenario.Scenario, error) {
+	l.targetOnce.Do(func() {
+		if !l.base.Embedded() {
+			l.run = l.base
+			return
+		}
+		r, err := l.m.embedded()
+		if err != nil {
+			l.targetErr = err
+			return
+		}
+		cp := *l.base
+		u := r.URLs()
+		cp.Target.WSURL, cp.Target.HTTPURL = u.WS, u.HTTP
+		cp.Target.ConnectAddr = r.Addr()
+		cp.Target.CommunityHostTemplate = EmbeddedHostTemplate(cp.RunID)
+		if err := cp.Validate(); err != nil {
+			l.targetErr = fmt.Errorf("aiming %s at the embedded relay: %w", l.base.File, err)
+			return
+		}
+		l.run = &cp
+	})
+	return l.run, l.targetErr
+}
+
+// clientList is the global indices of kind k this shard runs at the peak,
+// in the order the ramp adds them.
+func (l *loaded) clientList(k scenario.Kind) []int {
+	l.clientsMu.Lock()
+	defer l.clientsMu.Unlock()
+	if l.clients[k] == nil {
+		l.clients[k] = l.base.Clients(k, l.base.PeakUsers(), l.shard)
+		if l.clients[k] == nil {
+			l.clients[k] = []int{}
+		}
+	}
+	return l.clients[k]
+}
+
+// claim hands out the next local slot of a k6 scenario in this process.
+func (l *loaded) claim(name string) int64 {
+	l.claimsMu.Lock()
+	c := l.claims[name]
+	if c == nil {
+		c = &atomic.Int64{}
+		l.claims[name] = c
+	}
+	l.claimsMu.Unlock()
+	return c.Add(1) - 1
+}
+
+// stepIndex is the step of a moment offset from the population scenarios'
+// start; len(plan) means the shutdown (after the last hold). A moment
+// before the start counts to step 0.
+func (l *loaded) stepIndex(offset time.Duration) int {
+	for i := range l.plan {
+		if offset < l.plan[i].End {
+			return i
+		}
+	}
+	return len(l.plan)
+}
+
+// stepLabel is the step tag of step index i.
+func (l *loaded) stepLabel(i int) string {
+	if i >= len(l.plan) {
+		return ShutdownStep
+	}
+	return strconv.Itoa(i)
+}
+
+// ShutdownStep is the step tag of what settles after the last hold.
+const ShutdownStep = "shutdown"

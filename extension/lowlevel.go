@@ -1,0 +1,466 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// lowLevel adds the low-level API to a scenario object: identities, a
+// socket session (publish, subscribeUntilEose, close) and HTTP calls
+// (query, events, count), each recorded as the op name the script gives.
+func (in *instance) lowLevel(l *loaded, o *sobek.Object) {
+	set := func(name string, fn func(sobek.FunctionCall) sobek.Value) { _ = o.Set(name, fn) }
+	set("client", func(c sobek.FunctionCall) sobek.Value {
+		g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
+		if err != nil {
+			in.throw(err)
+		}
+		info, _ := l.base.Client(g)
+		var chans []string
+		for _, ch := range l.base.MemberChannels(g) {
+			chans = append(chans, l.base.ChannelID(ch))
+		}
+		return in.toJS(map[string]any{"global": g, "kind": info.Kind.String(), "index": info.Index,
+			"community": info.Community, "pubkey": l.base.Keys(g).PubKey(), "channels": chans})
+	})
+	set("channelId", func(c sobek.FunctionCall) sobek.Value {
+		ch := scenario.Channel{Community: int(c.Argument(0).ToInteger()), Index: int(c.Argument(1).ToInteger())}
+		if !l.base.ValidChannel(ch) {
+			in.throw(fmt.Errorf("channelId(%d, %d): no such channel in %s", ch.Community, ch.Index, l.base.File))
+		}
+		return in.rt().ToValue(l.base.ChannelID(ch))
+	})
+	set("hotRoot", func(sobek.FunctionCall) sobek.Value {
+		id, err := in.hotRoot(l)
+		if err != nil {
+			in.throw(err)
+		}
+		return in.rt().ToValue(id)
+	})
+	set("connect", func(c sobek.FunctionCall) sobek.Value { return in.jsConnect(l, c) })
+	set("http", func(c sobek.FunctionCall) sobek.Value { return in.jsHTTP(l, c) })
+}
+
+// globalArg reads (global) or (kind, index) into a global index.
+func (in *instance) globalArg(l *loaded, a, b sobek.Value) (int, error) {
+	if sobek.IsUndefined(b) {
+		g := int(a.ToInteger())
+		if _, ok := l.base.Client(g); !ok || l.base.Keys(g) == nil {
+			return 0, fmt.Errorf("global index %d is not a client of %s", g, l.base.File)
+		}
+		return g, nil
+	}
+	kinds := map[string]scenario.Kind{"human": scenario.KindHuman, "desktop": scenario.KindDesktop,
+		"agent": scenario.KindAgent, "hot_author": scenario.KindHotAuthor, "hotAuthor": scenario.KindHotAuthor}
+	k, ok := kinds[a.String()]
+	if !ok {
+		return 0, fmt.Errorf("client kind %q: want human, agent or hot_author", a.String())
+	}
+	i := int(b.ToInteger())
+	g := l.base.GlobalIndex(k, i)
+	if c, ok := l.base.Client(g); !ok || c.Kind.IsHuman() != k.IsHuman() || l.base.Keys(g) == nil {
+		return 0, fmt.Errorf("%s %d is not a client of %s", a.String(), i, l.base.File)
+	}
+	return g, nil
+}
+
+// lowSink is this VU's sink for low-level operations in its scenario.
+func (in *instance) lowSink(l *loaded) (*opSink, error) {
+	st := in.vu.State()
+	if st == nil || st.Phase == modules.PhaseInit {
+		return nil, errors.New("the low-level API is for VU code, setup and teardown, not init code")
+	}
+	key := slotKey{l, "\x00low:" + st.Scenario}
+	if sl := in.slots[key]; sl != nil {
+		return sl.sink, nil
+	}
+	start := time.Now()
+	if st.Phase == modules.PhaseIteration {
+		var err error
+		if start, err = in.scenarioStart(l, st); err != nil {
+			return nil, err
+		}
+	}
+	s := newOpSink(l, in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	in.slots[key] = &slot{sink: s}
+	return s, nil
+}
+
+func (in *instance) identity(l *loaded, g int) (relay.Target, *nostr.Keys, []string, error) {
+	sc, err := l.target()
+	if err != nil {
+		return relay.Target{}, nil, nil, err
+	}
+	info, _ := sc.Client(g)
+	ep := sc.Endpoint(info.Community)
+	t := relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL}
+	if sc.Target.CommunityHostTemplate != "" {
+		t.Host, t.ConnectAddr = ep.Host, ep.DialAddr
+	}
+	keys := sc.Keys(g)
+	var oa []string
+	if info.Kind == scenario.KindAgent {
+		if oa, err = nostr.AttestAgent(sc.AgentOwnerKeys(g), keys.PubKey(), ""); err != nil {
+			return t, nil, nil, err
+		}
+	}
+	return t, keys, oa, nil
+}
+
+type callOpts struct {
+	Op      string  `json:"op"`
+	Timeout float64 `json:"timeout_ms"`
+}
+
+func (in *instance) opts(v sobek.Value, def string) callOpts {
+	o := callOpts{Op: def}
+	if x, err := in.fromJS(v); err == nil && x != nil {
+		raw, _ := json.Marshal(x)
+		if err := json.Unmarshal(raw, &o); err != nil {
+			in.throw(fmt.Errorf("options %s: %w", raw, err))
+		}
+		if o.Op == "" {
+			o.Op = def
+		}
+	}
+	return o
+}
+
+func (o callOpts) timeout() time.Duration {
+	return time.Duration(o.Timeout * float64(time.Millisecond))
+}
+
+func resultJS(r relay.Result) map[string]any {
+	m := map[string]any{"ok": r.Outcome == relay.OutcomeOK, "outcome": r.Outcome.String(), "op": r.Op,
+		"duration_ms": ms(r.Duration)}
+	if r.Error != "" {
+		m["error"] = r.Error
+	}
+	return m
+}
+
+// jsConnect is sc.connect(global | kind, index): an authenticated socket
+// session of that client, closed at the latest when the iteration ends.
+func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
+	g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
+	if err != nil {
+		in.throw(err)
+	}
+	sink, err := in.lowSink(l)
+	if err != nil {
+		in.throw(err)
+	}
+	t, keys, oa, err := in.identity(l, g)
+	if err != nil {
+		in.throw(err)
+	}
+	ct := relay.DefaultConnectTimeout
+	if s := l.base.Target.ConnectTimeoutSecs; s > 0 {
+		ct = scenario.Secs(s)
+	}
+	ctx := in.vu.Context()
+	conn, err := relay.Connect(ctx, relay.Config{Target: t, Keys: keys, OATag: oa, Sink: sink, ConnectTimeout: ct})
+	rt := in.rt()
+	o := rt.NewObject()
+	if err != nil {
+		_ = o.Set("ok", false)
+		_ = o.Set("error", err.Error())
+		_ = o.Set("close", func() {})
+		return o
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	_ = o.Set("ok", true)
+	_ = o.Set("pubkey", keys.PubKey())
+	_ = o.Set("publish", func(call sobek.FunctionCall) sobek.Value {
+		ev, err := in.buildEvent(keys, call.Argument(0))
+		if err != nil {
+			in.throw(err)
+		}
+		op := in.opts(call.Argument(1), relay.OpPublish)
+		r := conn.Publish(ctx, ev, relay.PublishOptions{Op: op.Op, Timeout: op.timeout()})
+		m := resultJS(r)
+		m["id"] = ev.ID
+		return in.toJS(m)
+	})
+	_ = o.Set("subscribeUntilEose", func(call sobek.FunctionCall) sobek.Value {
+		fs, err := in.filters(call.Argument(0))
+		if err != nil {
+			in.throw(err)
+		}
+		op := in.opts(call.Argument(1), relay.OpSubscribeEOSE)
+		n := 0
+		sub, r, err := conn.SubscribeEOSE(ctx, fs, relay.SubOptions{Op: op.Op, EOSETimeout: op.timeout()})
+		if sub != nil {
+			n = sub.Replayed()
+			_ = sub.Close()
+		}
+		m := resultJS(r)
+		m["events"] = n
+		if err != nil && m["error"] == nil {
+			m["error"] = err.Error()
+		}
+		return in.toJS(m)
+	})
+	_ = o.Set("close", func() {
+		stop()
+		_ = conn.Close()
+	})
+	return o
+}
+
+// jsHTTP is sc.http(global | kind, index): NIP-98 signed HTTP calls as
+// that client.
+func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
+	g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
+	if err != nil {
+		in.throw(err)
+	}
+	sink, err := in.lowSink(l)
+	if err != nil {
+		in.throw(err)
+	}
+	t, keys, oa, err := in.identity(l, g)
+	if err != nil {
+		in.throw(err)
+	}
+	pool, err := in.m.httpPool()
+	if err != nil {
+		in.throw(err)
+	}
+	h, err := relay.NewHTTP(relay.HTTPConfig{Target: t, Keys: keys, OATag: oa, Sink: sink, Transport: pool})
+	if err != nil {
+		in.throw(err)
+	}
+	rt := in.rt()
+	o := rt.NewObject()
+	_ = o.Set("query", func(call sobek.FunctionCall) sobek.Value {
+		fs, err := in.filters(call.Argument(0))
+		if err != nil {
+			in.throw(err)
+		}
+		op := in.opts(call.Argument(1), relay.OpHTTPQuery)
+		evs, r := h.Query(in.vu.Context(), fs, relay.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		m := resultJS(r)
+		m["events"] = evs
+		return in.toJS(m)
+	})
+	_ = o.Set("events", func(call sobek.FunctionCall) sobek.Value {
+		ev, err := in.buildEvent(keys, call.Argument(0))
+		if err != nil {
+			in.throw(err)
+		}
+		op := in.opts(call.Argument(1), relay.OpHTTPEvents)
+		rep, r := h.PublishHTTP(in.vu.Context(), ev, relay.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		m := resultJS(r)
+		m["id"], m["accepted"], m["message"] = ev.ID, rep.Accepted, rep.Message
+		return in.toJS(m)
+	})
+	_ = o.Set("count", func(call sobek.FunctionCall) sobek.Value {
+		fs, err := in.filters(call.Argument(0))
+		if err != nil {
+			in.throw(err)
+		}
+		op := in.opts(call.Argument(1), relay.OpHTTPCount)
+		n, r := h.CountHTTP(in.vu.Context(), fs, relay.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		m := resultJS(r)
+		m["count"] = n
+		return in.toJS(m)
+	})
+	return o
+}
+
+// eventIn is an event as scripts write it.
+type eventIn struct {
+	Kind    *int       `json:"kind"`
+	Content string     `json:"content"`
+	Tags    [][]string `json:"tags"`
+	// Timed adds ["buzzload_sent", "<unix µs>"], so live subscribers record
+	// deliver for it.
+	Timed bool `json:"timed"`
+}
+
+func (in *instance) buildEvent(keys *nostr.Keys, v sobek.Value) (*nostr.Event, error) {
+	x, err := in.fromJS(v)
+	if err != nil || x == nil {
+		return nil, fmt.Errorf("event: want an object {kind, content, tags, timed}")
+	}
+	raw, _ := json.Marshal(x)
+	var e eventIn
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf("event: %w", err)
+	}
+	if e.Kind == nil || *e.Kind < 0 || *e.Kind > 65535 {
+		return nil, errors.New("event: kind is required (0..65535)")
+	}
+	tags := e.Tags
+	now := time.Now()
+	if e.Timed {
+		tags = append(append([][]string(nil), tags...), []string{client.SentTag, strconv.FormatInt(now.UnixMicro(), 10)})
+	}
+	if tags == nil {
+		tags = [][]string{}
+	}
+	return keys.NewEvent(*e.Kind, tags, e.Content, now)
+}
+
+// filters converts NIP-01 filters from JS: ids, authors, kinds, "#x" tag
+// filters, since, until, limit; any other key is a Buzz extension field.
+func (in *instance) filters(v sobek.Value) ([]relay.Filter, error) {
+	x, err := in.fromJS(v)
+	if err != nil {
+		return nil, err
+	}
+	var list []any
+	switch t := x.(type) {
+	case []any:
+		list = t
+	case map[string]any:
+		list = []any{t}
+	default:
+		return nil, errors.New("filters: want a filter object or an array of them")
+	}
+	var out []relay.Filter
+	for i, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("filters[%d]: want an object", i)
+		}
+		var f relay.Filter
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			val := m[k]
+			bad := func() error { return fmt.Errorf("filters[%d].%s: wrong type", i, k) }
+			switch {
+			case k == "ids" || k == "authors" || strings.HasPrefix(k, "#"):
+				ss, ok := strs(val)
+				if !ok {
+					return nil, bad()
+				}
+				switch k {
+				case "ids":
+					f.IDs = ss
+				case "authors":
+					f.Authors = ss
+				default:
+					if f.Tags == nil {
+						f.Tags = map[string][]string{}
+					}
+					f.Tags[k[1:]] = ss
+				}
+			case k == "kinds":
+				arr, ok := val.([]any)
+				if !ok {
+					return nil, bad()
+				}
+				for _, a := range arr {
+					n, ok := a.(float64)
+					if !ok {
+						return nil, bad()
+					}
+					f.Kinds = append(f.Kinds, int(n))
+				}
+			case k == "since" || k == "until" || k == "limit":
+				n, ok := val.(float64)
+				if !ok {
+					return nil, bad()
+				}
+				switch k {
+				case "since":
+					f.Since = int64(n)
+				case "until":
+					f.Until = int64(n)
+				default:
+					f.Limit = int(n)
+					f.LimitZero = n == 0
+				}
+			default:
+				if f.Extra == nil {
+					f.Extra = map[string]any{}
+				}
+				f.Extra[k] = val
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func strs(v any) ([]string, bool) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(arr))
+	for _, a := range arr {
+		s, ok := a.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// hotRoot finds the seeded hot-thread root (a NIP-50 search for the run's
+// hot marker in its channel, as the hot-thread author does) once per run.
+func (in *instance) hotRoot(l *loaded) (string, error) {
+	l.hotMu.Lock()
+	defer l.hotMu.Unlock()
+	if l.hotRoot != "" {
+		return l.hotRoot, nil
+	}
+	if !l.base.HotThreadEnabled() {
+		return "", fmt.Errorf("%s has no hot thread", l.base.File)
+	}
+	sc, err := l.target()
+	if err != nil {
+		return "", err
+	}
+	ch := sc.HotThreadChannel()
+	author := sc.GlobalIndex(scenario.KindHotAuthor, 0)
+	t, keys, _, err := in.identity(l, author)
+	if err != nil {
+		return "", err
+	}
+	pool, _ := in.m.httpPool()
+	h, err := relay.NewHTTP(relay.HTTPConfig{Target: t, Keys: keys, Transport: pool})
+	if err != nil {
+		return "", err
+	}
+	ctx := in.vu.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	evs, r := h.Query(ctx, []relay.Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}},
+		Limit: 10, Extra: map[string]any{"search": client.HotRootMarker(sc.RunID)}}}, relay.CallOptions{})
+	if r.Outcome != relay.OutcomeOK {
+		return "", fmt.Errorf("finding the hot root: %s", r.Error)
+	}
+	for _, e := range evs {
+		if strings.Contains(e.Content, client.HotRootMarker(sc.RunID)) {
+			l.hotRoot = e.ID
+			return e.ID, nil
+		}
+	}
+	return "", errors.New("the hot-thread root is not on the relay (was setup() run?)")
+}

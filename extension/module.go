@@ -1,0 +1,207 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mstoykov/envconfig"
+
+	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/modules/localrelay"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// ImportPath is where scripts import the module from.
+const ImportPath = "k6/x/buzz"
+
+// Version of the module's JS API (xk6.yaml).
+const Version = "0.1.0"
+
+// Options configure the module of one run.
+type Options struct {
+	// Registry is the registry the module is registered in. The module reads
+	// k6/execution from it for the active scenario's start time (step tags
+	// by the clock) and the execution segment (global client slots).
+	Registry *modules.Registry
+	// LookupEnv reads BUZZ_* settings of the embedded relay (the variables
+	// of `buzzload relay`); nil is os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Relay, when set, adjusts the embedded relay's config after the
+	// environment (tests lower limits here).
+	Relay func(*localrelay.Config)
+	// OnRelay sees the embedded relay once it listens (tests inject faults).
+	OnRelay func(*localrelay.Relay)
+}
+
+// Module is `k6/x/buzz` for one run: the root every VU's instance shares.
+// It holds the loaded scenarios, the embedded relay (started lazily, once)
+// and the shared HTTP pool. Build one per run with New; Close ends it.
+type Module struct {
+	opts Options
+
+	mu        sync.Mutex
+	scenarios map[string]*loaded // by absolute path and shard
+	relay     *localrelay.Relay
+	relayErr  error
+	stopRelay context.CancelFunc
+	transport *http.Transport
+	closed    bool
+
+	segOnce sync.Once // the execution segment, read once from test.options
+	tuple   *segment.Tuple
+	segErr  error
+
+	metricsOnce sync.Once
+	met         *metricSet
+	metErr      error
+}
+
+// New returns the module of one run.
+func New(opts Options) *Module {
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	return &Module{opts: opts, scenarios: map[string]*loaded{}}
+}
+
+// Close stops the embedded relay and releases the HTTP pool. The scripts'
+// teardown and report helpers call it too; it is idempotent.
+func (m *Module) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	var err error
+	if m.relay != nil {
+		err = m.relay.Close()
+		m.stopRelay()
+		m.relay = nil
+		m.relayErr = errors.New("the embedded relay was stopped at the end of the run")
+	}
+	if m.transport != nil {
+		m.transport.CloseIdleConnections()
+	}
+	return err
+}
+
+// EmbeddedRelay returns the embedded relay if it was started (tests).
+func (m *Module) EmbeddedRelay() *localrelay.Relay {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.relay
+}
+
+// metricSet is the module's metrics (docs/architecture.md).
+type metricSet struct {
+	duration, failed, throttled, pending, clients, exits *metrics.Metric
+}
+
+func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
+	m.metricsOnce.Do(func() {
+		ms := &metricSet{}
+		defs := []struct {
+			dst  **metrics.Metric
+			name string
+			t    metrics.Type
+			c    metrics.ValueType
+		}{
+			{&ms.duration, "buzz_op_duration", metrics.Trend, metrics.Time},
+			{&ms.failed, "buzz_op_failed", metrics.Rate, metrics.Default},
+			{&ms.throttled, "buzz_op_throttled", metrics.Counter, metrics.Default},
+			{&ms.pending, "buzz_op_pending", metrics.Gauge, metrics.Default},
+			{&ms.clients, "buzz_clients", metrics.Gauge, metrics.Default},
+			{&ms.exits, "buzz_client_exits", metrics.Counter, metrics.Default},
+		}
+		for _, d := range defs {
+			mt, err := reg.New(d.name, d.t, d.c)
+			if err != nil {
+				m.metErr = fmt.Errorf("k6/x/buzz: metric %s: %w", d.name, err)
+				return
+			}
+			*d.dst = mt
+		}
+		m.met = ms
+	})
+	return m.met, m.metErr
+}
+
+// httpPool is the run's shared HTTP connection pool.
+func (m *Module) httpPool() (*http.Transport, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.transport == nil {
+		t, err := relay.NewTransport(relay.TransportOptions{})
+		if err != nil {
+			return nil, err
+		}
+		m.transport = t
+	}
+	return m.transport, nil
+}
+
+// embedded starts the embedded relay on first use and returns it.
+func (m *Module) embedded() (*localrelay.Relay, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.relay != nil || m.relayErr != nil {
+		return m.relay, m.relayErr
+	}
+	if m.closed {
+		return nil, errors.New("k6/x/buzz: the run has ended")
+	}
+	cfg := localrelay.DefaultConfig()
+	if err := envconfig.Process("", &cfg, m.opts.LookupEnv); err != nil {
+		m.relayErr = fmt.Errorf("embedded relay: environment: %w", err)
+		return nil, m.relayErr
+	}
+	cfg.Listen = "127.0.0.1:0" // loopback only, a free port
+	cfg.DrainOnClose = 500 * time.Millisecond
+	if m.opts.Relay != nil {
+		m.opts.Relay(&cfg)
+	}
+	r, err := localrelay.New(cfg)
+	if err != nil {
+		m.relayErr = fmt.Errorf("embedded relay: %w", err)
+		return nil, m.relayErr
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Start(ctx); err != nil {
+		cancel()
+		m.relayErr = fmt.Errorf("embedded relay: %w", err)
+		return nil, m.relayErr
+	}
+	m.relay, m.stopRelay = r, cancel
+	if m.opts.OnRelay != nil {
+		m.opts.OnRelay(r)
+	}
+	return r, nil
+}
+
+// load parses a scenario file once per run (and shard) and shares it.
+func (m *Module) load(path string, data []byte, shard scenario.Shard) (*loaded, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	key := fmt.Sprintf("%s#%d/%d", abs, shard.Index, shard.Count)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.scenarios[key]; l != nil {
+		return l, nil
+	}
+	sc, err := scenario.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	l := newLoaded(m, sc, shard)
+	m.scenarios[key] = l
+	return l, nil
+}

@@ -1,0 +1,174 @@
+package extension
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// OpsOf lists the operations a population can emit: the per-operation
+// abort thresholds are declared for these (a threshold on an operation that
+// never happens has no value and passes).
+func OpsOf(k scenario.Kind) []string {
+	common := []string{relay.OpConnect, relay.OpAuth, relay.OpPublish, relay.OpSubscribeEOSE, client.OpDeliver,
+		relay.OpBadFrame, relay.OpNotice}
+	switch k {
+	case scenario.KindHuman, scenario.KindDesktop:
+		return append(common, client.OpHistory, relay.OpCount)
+	case scenario.KindAgent:
+		return append(common, relay.OpHTTPQuery, relay.OpHTTPEvents, client.OpTurnContext)
+	case scenario.KindHotAuthor:
+		return append(common, relay.OpHTTPQuery, relay.OpHTTPEvents, client.OpHotReply, client.OpThreadFetch)
+	}
+	return common
+}
+
+// ThresholdSpec is one k6 threshold object.
+type ThresholdSpec struct {
+	Threshold   string `json:"threshold"`
+	AbortOnFail bool   `json:"abortOnFail,omitempty"`
+	Window      string `json:"window,omitempty"`
+	Scenario    string `json:"scenario,omitempty"`
+}
+
+// ScenarioOptions is one ramping-vus scenario of K6Options.
+type ScenarioOptions struct {
+	Executor         string           `json:"executor"`
+	StartVUs         int              `json:"startVUs"`
+	Stages           []scenario.Stage `json:"stages"`
+	GracefulStop     string           `json:"gracefulStop"`
+	GracefulRampDown string           `json:"gracefulRampDown"`
+	Exec             string           `json:"exec"`
+}
+
+// K6Options is what sc.options() returns before the script's overrides.
+type K6Options struct {
+	Scenarios         map[string]ScenarioOptions `json:"scenarios"`
+	Thresholds        map[string][]ThresholdSpec `json:"thresholds"`
+	SummaryTrendStats []string                   `json:"summaryTrendStats"`
+	SetupTimeout      string                     `json:"setupTimeout"`
+}
+
+// desktopAvailable says whether the desktop population can run (see the
+// package doc: not yet).
+const desktopAvailable = false
+
+// BuildOptions turns a scenario into k6 options: one ramping-vus scenario
+// per population with clients in this shard (startVUs 0, two stages per
+// ramp step, gracefulStop and gracefulRampDown 15 s), and the abort rules as
+// thresholds:
+//
+//   - judged per ramp stage of each population scenario (window 'stage',
+//     abortOnFail): p99 of buzz_op_duration{op:X} for every op the
+//     population emits, the error rate buzz_op_failed{op:X} for every op but
+//     deliver, and buzz_client_exits count;
+//   - over the whole run, what settles after the last hold
+//     (buzz_op_duration{op:X,step:shutdown}, buzz_op_failed{op:X,step:shutdown})
+//     by the same limits, and buzz_client_exits count<1, so a client cancelled
+//     at the end of the grace fails the run (exit 99).
+func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []string) {
+	o := &K6Options{Scenarios: map[string]ScenarioOptions{}, Thresholds: map[string][]ThresholdSpec{},
+		SummaryTrendStats: []string{"avg", "min", "med", "max", "p(95)", "p(99)"}, SetupTimeout: "10m"}
+	var warnings []string
+	rules := sc.Abort.Rules()
+	peak := sc.CountsAt(sc.PeakUsers(), shard)
+	shutdownOps := map[string]bool{}
+	grace := GracefulStop.String()
+	for _, p := range Populations {
+		if peak[p.Kind] == 0 {
+			continue
+		}
+		if p.Kind == scenario.KindDesktop && !desktopAvailable {
+			warnings = append(warnings, fmt.Sprintf("%s: %d desktop humans are not run (the desktop client is not wired into k6/x/buzz yet)", sc.File, peak[p.Kind]))
+			continue
+		}
+		o.Scenarios[p.Name] = ScenarioOptions{Executor: "ramping-vus", StartVUs: 0, Stages: sc.Stages(p.Kind, shard),
+			GracefulStop: grace, GracefulRampDown: grace, Exec: p.Exec}
+		for _, op := range OpsOf(p.Kind) {
+			shutdownOps[op] = true
+			for _, r := range rules {
+				if !r.PerOp || !r.Covers(op) {
+					continue
+				}
+				key := fmt.Sprintf("%s{op:%s}", r.Metric, op)
+				o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold(), AbortOnFail: true,
+					Window: "stage", Scenario: p.Name})
+			}
+		}
+		for _, r := range rules {
+			if !r.PerOp {
+				o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold(),
+					AbortOnFail: true, Window: "stage", Scenario: p.Name})
+			}
+		}
+	}
+	ops := make([]string, 0, len(shutdownOps))
+	for op := range shutdownOps {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		for _, r := range rules {
+			if r.PerOp && r.Covers(op) {
+				key := fmt.Sprintf("%s{op:%s,step:%s}", r.Metric, op, ShutdownStep)
+				o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold()})
+			}
+		}
+	}
+	for _, r := range rules {
+		if !r.PerOp {
+			o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold()})
+		}
+	}
+	return o, warnings
+}
+
+// MergeOptions lays the script's overrides over the built options: every
+// top-level key replaces the built one, except `scenarios` (merged by name,
+// each field replacing; null removes a scenario) and `thresholds` (merged by
+// key; null removes a key).
+func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(built)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	for k, v := range overrides {
+		switch k {
+		case "scenarios", "thresholds":
+			ov, ok := v.(map[string]any)
+			if !ok && v != nil {
+				return nil, fmt.Errorf("options override %s: want an object", k)
+			}
+			base, _ := out[k].(map[string]any)
+			if base == nil {
+				base = map[string]any{}
+			}
+			for name, val := range ov {
+				cur, isMap := base[name].(map[string]any)
+				nv, nvMap := val.(map[string]any)
+				switch {
+				case val == nil:
+					delete(base, name)
+				case k == "scenarios" && isMap && nvMap:
+					for f, fv := range nv {
+						cur[f] = fv
+					}
+				default:
+					base[name] = val
+				}
+			}
+			out[k] = base
+		default:
+			out[k] = v
+		}
+	}
+	return out, nil
+}

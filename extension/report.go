@@ -1,0 +1,337 @@
+package extension
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// OpReport is one operation's numbers within a step (or the shutdown).
+type OpReport struct {
+	Count        int64    `json:"count"` // settled: ok + errors + throttled
+	OK           int64    `json:"ok"`
+	P50Ms        float64  `json:"p50_ms"`
+	P95Ms        float64  `json:"p95_ms"`
+	P99Ms        float64  `json:"p99_ms"`
+	MaxMs        float64  `json:"max_ms"`
+	Errors       int64    `json:"errors"`
+	ErrorRate    float64  `json:"error_rate"` // errors / (ok + errors)
+	Throttled    int64    `json:"throttled"`
+	Pending      int64    `json:"pending"` // in flight at the end of the step (not judged)
+	ErrorSamples []string `json:"error_samples,omitempty"`
+}
+
+// StepReport is one ramp step: its ramp and its hold.
+type StepReport struct {
+	Index       int                  `json:"index"`
+	Users       float64              `json:"users"`
+	StartS      float64              `json:"start_s"`
+	RampEndS    float64              `json:"ramp_end_s"`
+	EndS        float64              `json:"end_s"`
+	Clients     map[string]int       `json:"clients"`
+	Reached     bool                 `json:"reached"`
+	Ops         map[string]*OpReport `json:"ops"`
+	AbortReason string               `json:"abort_reason,omitempty"`
+}
+
+// ShutdownReport is what settled after the last hold, judged by the same
+// limits; cancelled clients fail it whatever the limits.
+type ShutdownReport struct {
+	GraceS      float64              `json:"grace_s"`
+	Ops         map[string]*OpReport `json:"ops"`
+	Failures    int64                `json:"failures"`
+	AbortReason string               `json:"abort_reason,omitempty"`
+}
+
+// ExitReport counts clients that exited unexpectedly.
+type ExitReport struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// Report is the buzz-loadgen-style JSON report of one scenario file.
+type Report struct {
+	RunID            string               `json:"run_id"`
+	Scenario         string               `json:"scenario"`
+	Shard            string               `json:"shard,omitempty"`
+	OK               bool                 `json:"ok"`
+	AbortReason      string               `json:"abort_reason,omitempty"`
+	Limits           scenario.Abort       `json:"limits"`
+	Setup            map[string]*OpReport `json:"setup,omitempty"`
+	Steps            []StepReport         `json:"steps"`
+	Shutdown         ShutdownReport       `json:"shutdown"`
+	ClientExits      []ExitReport         `json:"client_exits"`
+	ExitSamples      []string             `json:"exit_samples,omitempty"`
+	ThresholdsFailed []string             `json:"thresholds_failed,omitempty"`
+}
+
+var stats = func() (out [4]metrics.Stat) {
+	for i, s := range []string{"p(50)", "p(95)", "p(99)", "max"} {
+		st, err := metrics.ParseStat(s)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = st
+	}
+	return out
+}()
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func (a *opAgg) report() *OpReport {
+	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Pending: a.pending,
+		Count: a.ok + a.errors + a.throttled, ErrorSamples: append([]string(nil), a.errorTexts...)}
+	if a.ok+a.errors > 0 {
+		r.ErrorRate = round3(float64(a.errors) / float64(a.ok+a.errors))
+	}
+	if a.ok > 0 {
+		dst := []*float64{&r.P50Ms, &r.P95Ms, &r.P99Ms, &r.MaxMs}
+		for i, st := range stats {
+			v, _ := a.trend.Value(st, 0)
+			*dst[i] = round3(v)
+		}
+	}
+	return r
+}
+
+func opsReport(m map[string]*opAgg) map[string]*OpReport {
+	out := make(map[string]*OpReport, len(m))
+	for k, v := range m {
+		out[k] = v.report()
+	}
+	return out
+}
+
+// judge applies the abort limits to one step's (or the shutdown's) ops:
+// any op's p99 above max_p99_ms, any op but deliver above max_error_rate.
+// Pending operations are not judged.
+func judge(lim scenario.Abort, ops map[string]*OpReport) string {
+	var reasons []string
+	for _, name := range sortedOpNames(ops) {
+		o := ops[name]
+		if o.OK > 0 && o.P99Ms > lim.MaxP99Ms {
+			reasons = append(reasons, fmt.Sprintf("%s p99 %.1f ms above max_p99_ms %g", name, o.P99Ms, lim.MaxP99Ms))
+		}
+		if name != client.OpDeliver && o.OK+o.Errors > 0 && float64(o.Errors)/float64(o.OK+o.Errors) > lim.MaxErrorRate {
+			reasons = append(reasons, fmt.Sprintf("%s error rate %.2f%% (%d of %d) above max_error_rate %g%%",
+				name, 100*float64(o.Errors)/float64(o.OK+o.Errors), o.Errors, o.OK+o.Errors, 100*lim.MaxErrorRate))
+		}
+	}
+	return strings.Join(reasons, "; ")
+}
+
+func sortedOpNames(m map[string]*OpReport) []string {
+	tmp := make(map[string]*opAgg, len(m))
+	for k := range m {
+		tmp[k] = nil
+	}
+	return sortedOps(tmp)
+}
+
+// BuildReport assembles the report from the aggregation and the names of
+// the thresholds that failed (from handleSummary's data).
+func (l *loaded) BuildReport(failedThresholds []string) *Report {
+	a := l.agg
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: l.base.Abort, ThresholdsFailed: failedThresholds}
+	if l.shard.Count > 1 {
+		r.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
+	}
+	if len(a.setup) > 0 {
+		r.Setup = opsReport(a.setup)
+	}
+	for i, st := range l.plan {
+		counts := l.base.CountsAt(st.Users, l.shard)
+		cl := map[string]int{}
+		for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
+			if counts[k] > 0 {
+				cl[k.String()] = counts[k]
+			}
+		}
+		sr := StepReport{Index: i, Users: st.Users, StartS: st.Start.Seconds(), RampEndS: st.RampEnd.Seconds(),
+			EndS: st.End.Seconds(), Clients: cl, Ops: opsReport(a.steps[i]), Reached: len(a.steps[i]) > 0}
+		if sr.Reached {
+			sr.AbortReason = judge(l.base.Abort, sr.Ops)
+		}
+		for k, n := range a.exitsByStep[i] {
+			sr.AbortReason = joinReason(sr.AbortReason, fmt.Sprintf("%d %s clients exited unexpectedly (%s)", n, k.kind, k.reason))
+		}
+		r.Steps = append(r.Steps, sr)
+	}
+	sd := ShutdownReport{GraceS: GracefulStop.Seconds(), Ops: opsReport(a.steps[len(l.plan)])}
+	for _, o := range sd.Ops {
+		sd.Failures += o.Errors
+	}
+	sd.AbortReason = judge(l.base.Abort, sd.Ops)
+	for k, n := range a.exitsByStep[len(l.plan)] {
+		sd.AbortReason = joinReason(sd.AbortReason, fmt.Sprintf("%d %s clients cancelled at the end of the grace (%s)", n, k.kind, k.reason))
+	}
+	r.Shutdown = sd
+	for k, n := range a.exits {
+		r.ClientExits = append(r.ClientExits, ExitReport{Kind: k.kind, Reason: k.reason, Count: n})
+	}
+	sort.Slice(r.ClientExits, func(i, j int) bool {
+		if r.ClientExits[i].Kind != r.ClientExits[j].Kind {
+			return r.ClientExits[i].Kind < r.ClientExits[j].Kind
+		}
+		return r.ClientExits[i].Reason < r.ClientExits[j].Reason
+	})
+	if r.ClientExits == nil {
+		r.ClientExits = []ExitReport{}
+	}
+	r.ExitSamples = append([]string(nil), a.exitTexts...)
+	for _, s := range r.Steps {
+		if s.AbortReason != "" {
+			r.AbortReason = fmt.Sprintf("step %d: %s", s.Index, s.AbortReason)
+			break
+		}
+	}
+	if r.AbortReason == "" && sd.AbortReason != "" {
+		r.AbortReason = "shutdown: " + sd.AbortReason
+	}
+	if r.AbortReason == "" && len(failedThresholds) > 0 {
+		r.AbortReason = "thresholds crossed: " + strings.Join(failedThresholds, ", ")
+	}
+	r.OK = r.AbortReason == ""
+	return r
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func stepsJSON(l *loaded) []map[string]any {
+	var out []map[string]any
+	for i, st := range l.plan {
+		out = append(out, map[string]any{"index": i, "users": st.Users, "start_s": st.Start.Seconds(),
+			"ramp_end_s": st.RampEnd.Seconds(), "end_s": st.End.Seconds()})
+	}
+	return out
+}
+
+// Text renders the report for a terminal.
+func (r *Report) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  buzz %s (%s)", r.RunID, r.Scenario)
+	if r.Shard != "" {
+		fmt.Fprintf(&b, " shard %s", r.Shard)
+	}
+	fmt.Fprintf(&b, "   limits: p99 <= %g ms, error rate <= %g%%\n", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
+	for _, s := range r.Steps {
+		var cl []string
+		for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
+			if n := s.Clients[k]; n > 0 {
+				cl = append(cl, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		fmt.Fprintf(&b, "\n  step %d  users %g  %s–%s  (%s)", s.Index, s.Users, secs(s.StartS), secs(s.EndS), strings.Join(cl, ", "))
+		if !s.Reached {
+			b.WriteString("  not reached\n")
+			continue
+		}
+		b.WriteString("\n")
+		writeOps(&b, s.Ops)
+		if s.AbortReason != "" {
+			fmt.Fprintf(&b, "    ✗ %s\n", s.AbortReason)
+		}
+	}
+	fmt.Fprintf(&b, "\n  shutdown (grace %s)\n", secs(r.Shutdown.GraceS))
+	if len(r.Shutdown.Ops) == 0 {
+		b.WriteString("    nothing settled after the last hold\n")
+	} else {
+		writeOps(&b, r.Shutdown.Ops)
+	}
+	if r.Shutdown.AbortReason != "" {
+		fmt.Fprintf(&b, "    ✗ %s\n", r.Shutdown.AbortReason)
+	}
+	if len(r.ClientExits) > 0 {
+		b.WriteString("\n  client exits:")
+		for _, e := range r.ClientExits {
+			fmt.Fprintf(&b, " %d %s (%s)", e.Count, e.Kind, e.Reason)
+		}
+		b.WriteString("\n")
+	}
+	if r.OK {
+		b.WriteString("\n  result: ok\n\n")
+	} else {
+		fmt.Fprintf(&b, "\n  result: FAILED — %s\n\n", r.AbortReason)
+	}
+	return b.String()
+}
+
+func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
+
+func writeOps(b *strings.Builder, ops map[string]*OpReport) {
+	fmt.Fprintf(b, "    %-16s %8s %9s %9s %9s %9s %7s %7s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend")
+	for _, name := range sortedOpNames(ops) {
+		o := ops[name]
+		fmt.Fprintf(b, "    %-16s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
+			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending)
+	}
+}
+
+// failedThresholds reads handleSummary's data: "metric: expression" of
+// every threshold whose last evaluation failed.
+func failedThresholds(data any) []string {
+	d, _ := data.(map[string]any)
+	ms, _ := d["metrics"].(map[string]any)
+	var out []string
+	for name, mv := range ms {
+		m, _ := mv.(map[string]any)
+		th, _ := m["thresholds"].(map[string]any)
+		for src, tv := range th {
+			t, _ := tv.(map[string]any)
+			if ok, isBool := t["ok"].(bool); isBool && !ok {
+				out = append(out, name+": "+src)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// jsReport is sc.report(data, {json}) for handleSummary: the text report on
+// stdout and the JSON report in a file (default buzz-report.json; an empty
+// string writes none). It also stops the embedded relay.
+func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
+	d, err := in.fromJS(data)
+	if err != nil {
+		in.throw(fmt.Errorf("report(data): %w", err))
+	}
+	path := "buzz-report.json"
+	if o, _ := in.fromJS(opts); o != nil {
+		om, ok := o.(map[string]any)
+		if !ok {
+			in.throw(fmt.Errorf("report(data, opts): opts must be an object"))
+		}
+		if v, ok := om["json"]; ok {
+			s, _ := v.(string)
+			path = s
+		}
+	}
+	_ = in.m.Close()
+	rep := l.BuildReport(failedThresholds(d))
+	out := map[string]any{"stdout": rep.Text()}
+	if path != "" {
+		raw, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			in.throw(err)
+		}
+		out[path] = string(raw) + "\n"
+	}
+	return in.rt().ToValue(out)
+}

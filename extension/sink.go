@@ -1,0 +1,106 @@
+package extension
+
+import (
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/relay"
+)
+
+// opSink turns every relay.Result of one VU's clients into samples and into
+// the report's aggregation. The step of a Result is the ramp step its
+// settlement falls in, by the clock from the population scenarios' start
+// (stage 2i and 2i+1 are step i); what settles after the last hold is the
+// "shutdown" step. Record is called from connection goroutines.
+type opSink struct {
+	l     *loaded
+	met   *metricSet
+	push  func(...metrics.Sample)
+	base  metrics.TagSet // the VU's tags when the iteration started
+	start time.Time      // the scenario timeline's start
+
+	mu   sync.Mutex
+	tags map[tagKey]metrics.TagSet
+}
+
+type tagKey struct {
+	op   string
+	step int
+}
+
+func newOpSink(l *loaded, met *metricSet, mm modules.Metrics, base metrics.TagSet, start time.Time) *opSink {
+	return &opSink{l: l, met: met, push: mm.Push, base: base, start: start, tags: map[tagKey]metrics.TagSet{}}
+}
+
+func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
+	k := tagKey{op, step}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tags[k]
+	if !ok {
+		t = s.base.With("op", op).With("step", s.l.stepLabel(step))
+		s.tags[k] = t
+	}
+	return t
+}
+
+// Record implements relay.Sink.
+func (s *opSink) Record(r relay.Result) {
+	if r.Op == "" {
+		r.Op = "unknown"
+	}
+	end := r.Start.Add(r.Duration)
+	if r.Start.IsZero() {
+		end = time.Now()
+		r.Start = end
+	}
+	idx := s.l.stepIndex(end.Sub(s.start))
+	var straddled []int
+	for i := s.l.stepIndex(r.Start.Sub(s.start)); i < idx && i < len(s.l.plan); i++ {
+		straddled = append(straddled, i)
+	}
+	pend := s.l.agg.record(r, idx, straddled, end)
+	tags := s.tagsFor(r.Op, idx)
+	switch r.Outcome {
+	case relay.OutcomeOK:
+		s.push(
+			metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)},
+			metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0},
+		)
+	case relay.OutcomeError:
+		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
+	case relay.OutcomeThrottled:
+		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
+	}
+	for i, st := range straddled {
+		s.push(metrics.Sample{Metric: s.met.pending, Tags: s.tagsFor(r.Op, st), Time: end, Value: float64(pend[i])})
+	}
+}
+
+// setupSink records the seed's operations with step "setup" (not judged by
+// the step thresholds: they carry no population scenario tag).
+type setupSink struct {
+	l    *loaded
+	met  *metricSet
+	push func(...metrics.Sample)
+	base metrics.TagSet
+}
+
+func (s *setupSink) Record(r relay.Result) {
+	end := r.Start.Add(r.Duration)
+	s.l.agg.recordSetup(r, end)
+	tags := s.base.With("op", r.Op).With("step", "setup")
+	switch r.Outcome {
+	case relay.OutcomeOK:
+		s.push(
+			metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)},
+			metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0},
+		)
+	case relay.OutcomeError:
+		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
+	case relay.OutcomeThrottled:
+		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
+	}
+}
