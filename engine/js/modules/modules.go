@@ -53,9 +53,11 @@ type StaticExports Exports
 // Exports implements Instance.
 func (s StaticExports) Exports() Exports { return Exports(s) }
 
-// VU is what a module instance may touch of the VU that imported it. All
-// methods except Context and the returned Enqueue must be called on the VU's
-// goroutine (inside a JS call or a queued callback).
+// VU is what a module instance may touch of the VU that imported it. Call
+// its methods on the VU's goroutine (inside a JS call or a queued callback),
+// except where a method says it is safe from any goroutine: take what a
+// background goroutine needs (the context, the tag set, the enqueue
+// function) before starting it.
 type VU interface {
 	// Runtime is the VU's sobek runtime.
 	Runtime() *sobek.Runtime
@@ -89,8 +91,6 @@ type VU interface {
 
 // InitEnv is what init code has that later code has not.
 type InitEnv struct {
-	// ScriptDir is the directory of the module being initialised.
-	ScriptDir string
 	// Open reads a file the way open() does (relative to the current module,
 	// only files the first init read once the file system is locked).
 	Open func(path string) ([]byte, error)
