@@ -209,6 +209,10 @@ func (c *Client) adopt(cn connected) {
 	c.mu.Lock()
 	c.conn = cn.conn
 	c.mu.Unlock()
+	if cn.conn.Err() != nil {
+		// it died before the model took it: its Disconnected was ignored
+		c.post(Disconnected{At: time.Now(), Epoch: cn.Epoch})
+	}
 	if c.cfg.OnSession != nil {
 		c.cfg.OnSession(cn.conn)
 	}

@@ -316,3 +316,29 @@ func TestEndToEndAStopAbandonsPendingWaitsAndReadsWithoutRecordingThem(t *testin
 		t.Errorf("recorded after the stop: %s %s %s", r.Op, r.Outcome, r.Error)
 	}
 }
+
+// A tick replacement past its EOSE deadline is closed, the old batch stays,
+// and the next tick replaces it.
+func TestEndToEndAReplacementPastItsDeadlineIsRetriedByTheNextTick(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeLegacy)
+	p.Tick = time.Second
+	p.EOSETimeout = 300 * time.Millisecond
+	// live-1..4 are the cold start's; live-5 is the first tick's replacement
+	e.relay.Faults().DelayEOSE("live-5", 5*time.Second)
+	e.run(p)
+	cold := coldStartOps(4, 0)
+	e.want(e.settle(cold), cold)
+	want := addOps(cold, map[string]int{OpLiveEOSE + " error": 1, OpLiveEOSE: 1, OpRoster: 2, OpReadState: 2, OpUnread: 2})
+	got := e.settle(want)
+	e.stop()
+	if got[OpLiveEOSE+" error"] != 1 || got[OpLiveEOSE] < 5 {
+		t.Errorf("replacements: %v", got)
+	}
+	// one batch wire stays open: the model holds exactly one channel REQ
+	for i := range e.client.model.routes {
+		if r := e.client.model.routes[i]; r.Kind == RouteBatch && r.sub == "" {
+			t.Error("no batch REQ left")
+		}
+	}
+}

@@ -7,9 +7,22 @@
 // that settled, the passage of time, a session end, a stop) and returns the
 // Actions it causes (connect, open or close a subscription, start a read).
 // It reads no clock and opens no socket. The wire shapes of every request
-// are pure builders (SubFilters, ReadRequests, the window and roster
-// pagers), and Client is the thin driver that runs a Model against a relay
-// through modules/relay, reporting each request as its own desktop_* op.
+// are pure builders (SubFilters, FixedRequests, the window and roster
+// pagers, the thread filters), and Client is the thin driver that runs a
+// Model against a relay through modules/relay, reporting each request as
+// its own desktop_* op. Human is a scenario's desktop human: a Client plus
+// modules/client's Activity (presence, typing, messages, reactions, session
+// end) on each session's socket.
+//
+// Starting desktop human g of a scenario (the runner or the extension):
+//
+//	h, err := desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sink,
+//		Transport: pool, BeforeConnect: connectLimiter})
+//	...
+//	err = h.Run(stop, grace) // returns when stop ends
+//
+// ConfigFor gives the Client's Config for the same index when only the
+// desktop traffic is wanted (desktop.New(cfg) then Client.Run(ctx)).
 //
 // Rules the model follows (buzz-LOADGEN.md "Desktop clients", the desktop
 // PR, desktop-requests.md), with the decisions taken where they leave room:
