@@ -112,7 +112,7 @@ func ParseFrame(b []byte) (Frame, error) {
 		if err := s.comma(); err != nil {
 			return f, s.wrap("EVENT", err)
 		}
-		if f.Event, err = s.event(); err != nil {
+		if f.Event, err = s.event(true); err != nil {
 			return f, s.wrap("EVENT event", err)
 		}
 	case VerbOK:
@@ -190,7 +190,7 @@ func ParseEvents(b []byte) ([]nostr.Event, error) {
 	s.ws()
 	if !s.eat(']') {
 		for {
-			ev, err := s.event()
+			ev, err := s.event(false)
 			if err != nil {
 				return nil, s.wrap(fmt.Sprintf("event %d", len(out)), err)
 			}
@@ -235,6 +235,11 @@ func ParseCount(b []byte) (int64, error) {
 type scanner struct {
 	b []byte
 	i int
+	// src, when set, is string(b[srcOff:srcOff+len(src)]): strings without
+	// escapes inside it are sliced from it instead of allocated one by one.
+	// It is set per event, so a kept string retains one event, not a body.
+	src    string
+	srcOff int
 }
 
 type scanError struct {
@@ -348,14 +353,18 @@ func (s *scanner) rawString() ([]byte, bool, error) {
 }
 
 func (s *scanner) str() (string, error) {
+	start := s.i + 1
 	raw, esc, err := s.rawString()
 	if err != nil {
 		return "", err
 	}
-	if !esc {
-		return string(raw), nil
+	if esc {
+		return unescape(raw), nil
 	}
-	return unescape(raw), nil
+	if lo, hi := start-s.srcOff, start-s.srcOff+len(raw); s.src != "" && lo >= 0 && hi <= len(s.src) {
+		return s.src[lo:hi], nil
+	}
+	return string(raw), nil
 }
 
 func hexVal(c byte) int {
@@ -662,46 +671,103 @@ const (
 	hasAll = hasID | hasPubKey | hasCreatedAt | hasKind | hasTags | hasContent | hasSig
 )
 
-// event parses a NIP-01 event object and checks its shape.
-func (s *scanner) event() (*nostr.Event, error) {
+// event parses a NIP-01 event object and checks its shape. It first finds
+// the object's end (validating it), takes one string of its bytes, and
+// slices every unescaped field from that string.
+//
+// tail says the event runs to (nearly) the end of the input, as in an
+// EVENT frame: the string view is then taken of the rest of the input in
+// one pass, with no need to find the object's end first.
+func (s *scanner) event(tail bool) (*nostr.Event, error) {
+	s.ws()
+	start := s.i
+	if s.i >= len(s.b) {
+		return nil, s.fail("truncated: expected an object")
+	}
+	if s.b[start] != '{' {
+		return nil, s.fail("expected an object")
+	}
+	if tail {
+		s.src, s.srcOff = string(s.b[start:]), start
+		defer func() { s.src, s.srcOff = "", 0 }()
+		s.i = start + 1
+		return s.eventFields()
+	}
+	if err := s.skip(1); err != nil {
+		// Parse field by field (no string view) for the precise error.
+		s.i = start + 1
+		if _, ferr := s.eventFields(); ferr != nil {
+			return nil, ferr
+		}
+		return nil, err
+	}
+	s.src, s.srcOff = string(s.b[start:s.i]), start
+	defer func() { s.src, s.srcOff = "", 0 }()
+	s.i = start + 1
+	return s.eventFields()
+}
+
+// eventFields parses the members of an event object, s.i just past its '{'.
+func (s *scanner) eventFields() (*nostr.Event, error) {
 	ev := &nostr.Event{}
 	seen := 0
-	err := s.object(func(key []byte) (bool, error) {
-		var err error
-		switch string(key) {
-		case "id":
-			seen |= hasID
-			ev.ID, err = s.str()
-		case "pubkey":
-			seen |= hasPubKey
-			ev.PubKey, err = s.str()
-		case "created_at":
-			seen |= hasCreatedAt
-			ev.CreatedAt, err = s.integer()
-		case "kind":
-			seen |= hasKind
-			var k int64
-			k, err = s.integer()
-			ev.Kind = int(k)
-			if err == nil && (k < 0 || k > 65535) {
-				err = fmt.Errorf("kind %d out of range", k)
+	s.ws()
+	if !s.eat('}') {
+		for {
+			s.ws()
+			key, esc, err := s.rawString()
+			if err != nil {
+				return nil, err
 			}
-		case "tags":
-			seen |= hasTags
-			ev.Tags, err = s.tags()
-		case "content":
-			seen |= hasContent
-			ev.Content, err = s.str()
-		case "sig":
-			seen |= hasSig
-			ev.Sig, err = s.str()
-		default:
-			return false, nil
+			if esc {
+				key = []byte(unescape(key))
+			}
+			s.ws()
+			if !s.eat(':') {
+				return nil, s.fail("expected : after an object key")
+			}
+			s.ws()
+			switch string(key) {
+			case "id":
+				seen |= hasID
+				ev.ID, err = s.str()
+			case "pubkey":
+				seen |= hasPubKey
+				ev.PubKey, err = s.str()
+			case "created_at":
+				seen |= hasCreatedAt
+				ev.CreatedAt, err = s.integer()
+			case "kind":
+				seen |= hasKind
+				var k int64
+				k, err = s.integer()
+				ev.Kind = int(k)
+				if err == nil && (k < 0 || k > 65535) {
+					err = fmt.Errorf("kind %d out of range", k)
+				}
+			case "tags":
+				seen |= hasTags
+				ev.Tags, err = s.tags()
+			case "content":
+				seen |= hasContent
+				ev.Content, err = s.str()
+			case "sig":
+				seen |= hasSig
+				ev.Sig, err = s.str()
+			default:
+				err = s.skip(1)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", quote(key), err)
+			}
+			s.ws()
+			if s.eat('}') {
+				break
+			}
+			if !s.eat(',') {
+				return nil, s.fail("expected , or } in an object")
+			}
 		}
-		return true, err
-	})
-	if err != nil {
-		return nil, err
 	}
 	if seen != hasAll {
 		return nil, fmt.Errorf("event lacks %s", missingFields(seen))
@@ -726,7 +792,8 @@ func missingFields(seen int) string {
 	return out
 }
 
-// tags parses an array of arrays of strings.
+// tags parses an array of arrays of strings. All values share one backing
+// array; each tag is a capacity-capped window of it.
 func (s *scanner) tags() ([][]string, error) {
 	if s.i >= len(s.b) {
 		return nil, s.fail("truncated: expected tags")
@@ -734,56 +801,59 @@ func (s *scanner) tags() ([][]string, error) {
 	if !s.eat('[') {
 		return nil, s.fail("tags is not an array")
 	}
-	tags := [][]string{}
+	var bounds [16][2]int32 // tag windows; more tags spill to the heap
+	spans := bounds[:0]
+	vals := make([]string, 0, 16)
 	s.ws()
-	if s.eat(']') {
-		return tags, nil
-	}
-	for {
-		s.ws()
-		if !s.eat('[') {
-			if s.i >= len(s.b) {
-				return nil, s.fail("truncated: expected a tag")
+	if !s.eat(']') {
+		for {
+			s.ws()
+			if !s.eat('[') {
+				if s.i >= len(s.b) {
+					return nil, s.fail("truncated: expected a tag")
+				}
+				return nil, s.fail("tag is not an array")
 			}
-			return nil, s.fail("tag is not an array")
-		}
-		var tag []string
-		s.ws()
-		if !s.eat(']') {
-			tag = make([]string, 0, 4)
-			for {
-				s.ws()
-				v, err := s.str()
-				if err != nil {
-					return nil, err
-				}
-				tag = append(tag, v)
-				s.ws()
-				if s.eat(']') {
-					break
-				}
-				if !s.eat(',') {
-					if s.i >= len(s.b) {
-						return nil, s.fail("truncated: unterminated tag")
+			lo := len(vals)
+			s.ws()
+			if !s.eat(']') {
+				for {
+					s.ws()
+					v, err := s.str()
+					if err != nil {
+						return nil, err
 					}
-					return nil, s.fail("expected , or ] in a tag")
+					vals = append(vals, v)
+					s.ws()
+					if s.eat(']') {
+						break
+					}
+					if !s.eat(',') {
+						if s.i >= len(s.b) {
+							return nil, s.fail("truncated: unterminated tag")
+						}
+						return nil, s.fail("expected , or ] in a tag")
+					}
 				}
 			}
-		} else {
-			tag = []string{}
-		}
-		tags = append(tags, tag)
-		s.ws()
-		if s.eat(']') {
-			return tags, nil
-		}
-		if !s.eat(',') {
-			if s.i >= len(s.b) {
-				return nil, s.fail("truncated: unterminated tags")
+			spans = append(spans, [2]int32{int32(lo), int32(len(vals))})
+			s.ws()
+			if s.eat(']') {
+				break
 			}
-			return nil, s.fail("expected , or ] in tags")
+			if !s.eat(',') {
+				if s.i >= len(s.b) {
+					return nil, s.fail("truncated: unterminated tags")
+				}
+				return nil, s.fail("expected , or ] in tags")
+			}
 		}
 	}
+	tags := make([][]string, len(spans))
+	for i, sp := range spans {
+		tags[i] = vals[sp[0]:sp[1]:sp[1]]
+	}
+	return tags, nil
 }
 
 // countObject parses {"count": n, ...}.
