@@ -81,7 +81,7 @@ func newE2E(t *testing.T, nch int) *e2e {
 
 func (e *e2e) params(mode Mode) Params {
 	return Params{Mode: mode, Windows: 3, Threads: 1, Tick: time.Hour, Backstop: time.Hour,
-		EOSETimeout: 2 * time.Second, BackoffBase: 200 * time.Millisecond}
+		EOSETimeout: 5 * time.Second, BackoffBase: 200 * time.Millisecond}
 }
 
 func (e *e2e) run(p Params) {
@@ -323,7 +323,7 @@ func TestEndToEndAReplacementPastItsDeadlineIsRetriedByTheNextTick(t *testing.T)
 	e := newE2E(t, 5)
 	p := e.params(ModeLegacy)
 	p.Tick = time.Second
-	p.EOSETimeout = 300 * time.Millisecond
+	p.EOSETimeout = 700 * time.Millisecond
 	// live-1..4 are the cold start's; live-5 is the first tick's replacement
 	e.relay.Faults().DelayEOSE("live-5", 5*time.Second)
 	e.run(p)
