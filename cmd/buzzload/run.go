@@ -129,6 +129,17 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitCode(err)
 	}
+	reg, closeModules, err := newModuleRegistry(env.Env)
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		return engine.ExitGeneric
+	}
+	defer func() {
+		if err := closeModules(); err != nil {
+			fmt.Fprintf(stderr, "buzzload run: closing modules: %v\n", err)
+		}
+	}()
+	cfg.Registry = reg
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
 
@@ -317,17 +328,20 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		}
 		cfg.Script, cfg.Source = "stdin.js", src
 	}
-	cfg.Registry = newModuleRegistry()
 	cfg.Helpers = helpers.FS
 	return cfg, nil
 }
 
 // newModuleRegistry is every Go module a script can import: the built-ins
-// and the extensions compiled into this binary.
-func newModuleRegistry() *modules.Registry {
-	reg := enginejs.NewRegistry()
-	_ = reg.Register(extension.ImportPath, extension.New(extension.Options{Registry: reg}))
-	return reg
+// and the extensions compiled into this binary. close ends what the
+// extensions started (the embedded relay) once the run is over.
+func newModuleRegistry(environ []string) (reg *modules.Registry, close func() error, err error) {
+	reg = enginejs.NewRegistry()
+	buzz := extension.New(extension.Options{Registry: reg, LookupEnv: lookupFrom(environ)})
+	if err := reg.Register(extension.ImportPath, buzz); err != nil {
+		return nil, nil, err
+	}
+	return reg, buzz.Close, nil
 }
 
 func envOptions(e runEnv) (engine.Options, error) {
