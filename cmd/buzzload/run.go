@@ -119,9 +119,8 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		return engine.ExitGeneric
 	}
 	if strings.HasSuffix(f.fs.Arg(0), ".toml") {
-		// A scenario file runs through a script that drives k6/x/buzz; that
-		// script and the extension are wired in here once they exist.
-		fmt.Fprintf(stderr, "buzzload run: %s: running a scenario .toml needs the Buzz extension, which this build does not register yet; run a .js script\n", f.fs.Arg(0))
+		// A scenario file is data: a script loads it with buzz.load().
+		fmt.Fprintf(stderr, "buzzload run: %s is a scenario file; run a script that loads it with buzz.load (e.g. scenarios/local-smoke.js)\n", f.fs.Arg(0))
 		return engine.ExitGeneric
 	}
 	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
