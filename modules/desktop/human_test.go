@@ -189,4 +189,42 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 			})
 		}
 	}
+	// last: its messages change the channels' history
+	t.Run("the activity runs on the desktop socket", func(t *testing.T) {
+		sc := *seeded
+		sc.Human.MessagesPerHour = 7200 // one every half second
+		sc.Human.MeanSessionSecs = 1    // and session ends: ordinary reconnects
+		g := sc.GlobalIndex(scenario.KindDesktop, 0)
+		sink := &relay.CollectSink{}
+		h, err := NewHuman(HumanConfig{Scenario: &sc, Global: g, Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, halt := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.Run(stop, nil) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) &&
+			(sink.Count("publish", relay.OutcomeOK) < 3 || sink.Count(client.OpDeliver, relay.OutcomeOK) < 1 || sink.Count(OpNIP11, relay.OutcomeOK) < 2) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		halt()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		if n := sink.Count("publish", relay.OutcomeOK); n < 3 {
+			t.Errorf("%d messages published", n)
+		}
+		if n := sink.Count(client.OpDeliver, relay.OutcomeOK); n < 1 {
+			t.Error("no delivery recorded from the desktop's channel subscriptions")
+		}
+		if n := sink.Count(OpNIP11, relay.OutcomeOK); n < 2 {
+			t.Error("the schedule's session end did not reconnect")
+		}
+		for _, r := range sink.Results() {
+			if r.Outcome == relay.OutcomeError {
+				t.Errorf("%s: %s", r.Op, r.Error)
+			}
+		}
+	})
 }
