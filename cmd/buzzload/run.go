@@ -144,12 +144,15 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	finished := make(chan struct{})
+	defer close(finished)
 	if env.Signals != nil {
 		go func() {
 			select {
 			case <-env.Signals:
+				fmt.Fprintln(stderr, "buzzload run: stopping the test (teardown and the summary still run; a second signal exits at once)")
 				cancel(engine.ErrSignal)
-			case <-runCtx.Done():
+			case <-finished:
 				return
 			}
 			// A second signal ends the process at once (k6: exit 105).
@@ -157,7 +160,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 			case <-env.Signals:
 				fmt.Fprintln(stderr, "buzzload run: second signal, exiting at once")
 				os.Exit(engine.ExitExternalAbort)
-			case <-runCtx.Done():
+			case <-finished:
 			}
 		}()
 	}
