@@ -3,7 +3,6 @@ package extension
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -85,11 +84,7 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 	if err != nil {
 		in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
 	}
-	full := p
-	if !filepath.IsAbs(p) && env.ScriptDir != "" {
-		full = filepath.Join(env.ScriptDir, p)
-	}
-	l, err := in.m.load(full, data, shard)
+	l, err := in.m.load(p, data, shard)
 	if err != nil {
 		in.throw(err)
 	}

@@ -2,11 +2,11 @@ package extension
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -185,13 +185,11 @@ func (m *Module) embedded() (*localrelay.Relay, error) {
 	return r, nil
 }
 
-// load parses a scenario file once per run (and shard) and shares it.
+// load parses a scenario file once per run (and shard) and shares it. The
+// file is known by its path as written and its content.
 func (m *Module) load(path string, data []byte, shard scenario.Shard) (*loaded, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	key := fmt.Sprintf("%s#%d/%d", abs, shard.Index, shard.Count)
+	sum := sha256.Sum256(data)
+	key := fmt.Sprintf("%s#%x#%d/%d", path, sum[:8], shard.Index, shard.Count)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l := m.scenarios[key]; l != nil {

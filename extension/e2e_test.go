@@ -1,0 +1,251 @@
+package extension_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/engine"
+	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/extension"
+	helpers "github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/modules/localrelay"
+)
+
+// tinySmoke is local-smoke.toml in miniature: two steps of a few seconds,
+// busy enough that every human and agent operation happens.
+const tinySmoke = `run_id = "tiny-smoke"
+
+[target]
+connect_timeout_secs = 5
+
+[shape]
+communities = 2
+channels_per_community = 2
+history_messages_per_channel = 3
+thread_roots_per_channel = 1
+thread_depth = 2
+seed_concurrency = 4
+
+[population]
+humans = 3
+agents = 1
+channels_per_member = 2
+connect_rate_per_sec = 50
+
+[human]
+history_limit = 5
+presence_interval_secs = 1
+typing_per_hour = 3600
+messages_per_hour = 7200
+reactions_per_hour = 1800
+
+[agent]
+query_interval_secs = 1
+events_per_hour = 3600
+observer_frames_per_hour = 3600
+
+[[ramp]]
+users = 1
+ramp_secs = 1
+hold_secs = 3
+
+[[ramp]]
+users = 2
+ramp_secs = 1
+hold_secs = 3
+
+[abort]
+max_p99_ms = 3000
+max_error_rate = 0.05
+`
+
+type run struct {
+	res    engine.Result
+	stdout string
+	stderr string
+	report *extension.Report
+	raw    map[string]any
+	mod    *extension.Module
+}
+
+// runScenario runs the shipped script scriptName (from scenarios/) against
+// toml saved under tomlName next to it, in-process through the runner, on
+// the embedded relay.
+func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*localrelay.Config)) *run {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "scenarios", scriptName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, scriptName)
+	if err := os.WriteFile(script, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, tomlName), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reportPath := filepath.Join(dir, "report.json")
+	reg := enginejs.NewRegistry()
+	mod := extension.New(extension.Options{Registry: reg, LookupEnv: func(string) (string, bool) { return "", false },
+		Relay: mutate})
+	if err := reg.Register(extension.ImportPath, mod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close() })
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: map[string]string{"BUZZ_REPORT": reportPath}})
+	r := &run{res: res, stdout: out.String(), stderr: errb.String(), mod: mod}
+	raw, err := os.ReadFile(reportPath)
+	if err != nil {
+		t.Fatalf("no report (exit %d): %v\nstdout:\n%s\nstderr:\n%s", res.ExitCode, err, r.stdout, r.stderr)
+	}
+	r.report = &extension.Report{}
+	if err := json.Unmarshal(raw, r.report); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &r.raw); err != nil {
+		t.Fatal(err)
+	}
+	if mod.EmbeddedRelay() != nil {
+		t.Error("the embedded relay still runs after the report")
+	}
+	return r
+}
+
+func (r *run) dump(t *testing.T) {
+	t.Helper()
+	t.Logf("exit %d err %v\nstdout:\n%s\nstderr:\n%s", r.res.ExitCode, r.res.Err, r.stdout, r.stderr)
+}
+
+func TestSmokeScriptOnEmbeddedRelay(t *testing.T) {
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", tinySmoke, nil)
+	if r.res.ExitCode != 0 || !r.report.OK {
+		r.dump(t)
+		t.Fatalf("exit %d, report ok=%v abort_reason=%q", r.res.ExitCode, r.report.OK, r.report.AbortReason)
+	}
+	rep := r.report
+	if len(rep.Steps) != 2 {
+		t.Fatalf("%d steps, want 2", len(rep.Steps))
+	}
+	// Over the run, every operation of humans and agents happened and
+	// succeeded at least once.
+	seen := map[string]int64{}
+	for _, s := range rep.Steps {
+		if !s.Reached {
+			t.Errorf("step %d not reached", s.Index)
+		}
+		for op, o := range s.Ops {
+			seen[op] += o.OK
+		}
+	}
+	for _, op := range []string{"connect", "auth", "subscribe_eose", "history", "publish", "deliver", "http_query", "http_events"} {
+		if seen[op] == 0 {
+			t.Errorf("no successful %s in the report: %v", op, seen)
+		}
+	}
+	if got := rep.Steps[1].Clients["human"]; got != 6 {
+		t.Errorf("step 1 humans = %d, want 6", got)
+	}
+	if rep.Setup["seed_history"] == nil {
+		t.Errorf("setup ops %v lack seed_history", rep.Setup)
+	}
+	// The engine's own samples agree: buzz_op_duration has publish samples
+	// tagged with a step, and every threshold passed.
+	snap := r.res.Summary
+	if snap == nil {
+		t.Fatal("no summary snapshot")
+	}
+	if m := snap.Metric("buzz_op_duration"); m == nil || m.Sink.IsEmpty() {
+		t.Fatalf("buzz_op_duration has no samples")
+	}
+	if len(r.res.Thresholds) == 0 {
+		t.Fatal("no thresholds declared by options()")
+	}
+	for _, th := range r.res.Thresholds {
+		if !th.OK {
+			t.Errorf("threshold %s failed", th.String())
+		}
+	}
+	if !strings.Contains(r.stdout, "step 1  users 2") || !strings.Contains(r.stdout, "result: ok") {
+		t.Errorf("text report missing step table or result:\n%s", r.stdout)
+	}
+	// JSON shape (what other tools read).
+	for _, k := range []string{"run_id", "scenario", "ok", "limits", "steps", "shutdown", "client_exits"} {
+		if _, ok := r.raw[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+	step0 := r.raw["steps"].([]any)[0].(map[string]any)
+	pub := step0["ops"].(map[string]any)["publish"].(map[string]any)
+	for _, k := range []string{"count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "errors", "error_rate", "throttled", "pending"} {
+		if _, ok := pub[k]; !ok {
+			t.Errorf("op report lacks %q: %v", k, pub)
+		}
+	}
+	sd := r.raw["shutdown"].(map[string]any)
+	for _, k := range []string{"ops", "failures", "grace_s"} {
+		if _, ok := sd[k]; !ok {
+			t.Errorf("shutdown lacks %q: %v", k, sd)
+		}
+	}
+}
+
+func TestAbortOnTinyP99NamesStepAndOp(t *testing.T) {
+	toml := strings.Replace(tinySmoke, "max_p99_ms = 3000", "max_p99_ms = 0.001", 1)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil)
+	if r.res.ExitCode != engine.ExitThresholdsFailed {
+		r.dump(t)
+		t.Fatalf("exit %d, want 99", r.res.ExitCode)
+	}
+	if r.report.OK || !strings.HasPrefix(r.report.AbortReason, "step 0: ") || !strings.Contains(r.report.AbortReason, "p99") {
+		t.Fatalf("abort_reason %q should name step 0 and a p99", r.report.AbortReason)
+	}
+	if !strings.Contains(r.report.AbortReason, "connect p99") && !strings.Contains(r.report.AbortReason, "auth p99") {
+		t.Errorf("abort_reason %q should name the op (connect or auth)", r.report.AbortReason)
+	}
+	// The run stopped in step 0: step 1's hold was never judged.
+	if r.report.Steps[1].Reached && r.report.Steps[1].AbortReason == "" && len(r.report.Steps[1].Ops) > 20 {
+		t.Errorf("step 1 ran on after the abort: %+v", r.report.Steps[1])
+	}
+	if !strings.Contains(r.stdout, "result: FAILED") {
+		t.Errorf("text report does not say FAILED:\n%s", r.stdout)
+	}
+}
+
+func TestThrottledPublishesAreNotErrors(t *testing.T) {
+	// Nothing seeded by the humans, so the seed itself is not throttled.
+	toml := strings.Replace(tinySmoke, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
+	toml = strings.Replace(toml, "thread_roots_per_channel = 1", "thread_roots_per_channel = 0", 1)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, func(c *localrelay.Config) {
+		c.RateLimit = true
+		c.HumanMessagesPerMin = 2
+	})
+	var throttled, errs int64
+	for _, s := range r.report.Steps {
+		if o := s.Ops["publish"]; o != nil {
+			throttled += o.Throttled
+			errs += o.Errors
+		}
+	}
+	if throttled == 0 {
+		r.dump(t)
+		t.Fatal("no throttled publish: the relay limit did not bite")
+	}
+	if errs != 0 {
+		t.Errorf("%d publish errors; throttles must not count as errors", errs)
+	}
+	if r.res.ExitCode != 0 {
+		r.dump(t)
+		t.Errorf("exit %d: throttles alone must not fail the run (abort_reason %q)", r.res.ExitCode, r.report.AbortReason)
+	}
+}

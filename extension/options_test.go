@@ -1,0 +1,220 @@
+package extension
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+const optsTOML = `run_id = "opts"
+[population]
+humans = 10
+agents = 2
+[hot_thread]
+seed_replies = 1
+authors = 1
+[[ramp]]
+users = 1
+ramp_secs = 10
+hold_secs = 20
+[[ramp]]
+users = 2
+ramp_secs = 5
+[abort]
+max_p99_ms = 1500
+max_error_rate = 0.02
+`
+
+func parse(t *testing.T, src string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Parse("opts.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
+	sc := parse(t, optsTOML)
+	o, warns := BuildOptions(sc, scenario.Shard{})
+	if len(warns) != 0 {
+		t.Errorf("warnings %v", warns)
+	}
+	h, ok := o.Scenarios["humans"]
+	if !ok || h.Executor != "ramping-vus" || h.Exec != "human" || h.GracefulStop != "15s" || h.GracefulRampDown != "15s" || h.StartVUs != 0 {
+		t.Fatalf("humans scenario %+v", h)
+	}
+	want := []scenario.Stage{{Duration: 10 * time.Second, Target: 10}, {Duration: 20 * time.Second, Target: 10},
+		{Duration: 5 * time.Second, Target: 20}, {Duration: 0, Target: 20}}
+	if len(h.Stages) != len(want) {
+		t.Fatalf("stages %v, want %v", h.Stages, want)
+	}
+	for i := range want {
+		if h.Stages[i] != want[i] {
+			t.Errorf("stage %d = %v, want %v", i, h.Stages[i], want[i])
+		}
+	}
+	if a := o.Scenarios["agents"]; a.Stages[3].Target != 4 || a.Exec != "agent" {
+		t.Errorf("agents %+v", a)
+	}
+	if ha := o.Scenarios["hot_authors"]; ha.Stages[3].Target != 2 || ha.Exec != "hotAuthor" {
+		t.Errorf("hot_authors %+v", ha)
+	}
+	if _, ok := o.Scenarios["desktop"]; ok {
+		t.Error("no desktop humans, yet a desktop scenario")
+	}
+
+	// p99 per op per population, windowed per stage with abortOnFail.
+	has := func(key, expr, scen string, window bool) bool {
+		for _, s := range o.Thresholds[key] {
+			if s.Threshold == expr && s.Scenario == scen && (s.Window == "stage") == window && s.AbortOnFail == window {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct{ key, expr, scen string }{
+		{"buzz_op_duration{op:publish}", "p(99)<=1500", "humans"},
+		{"buzz_op_duration{op:deliver}", "p(99)<=1500", "humans"},
+		{"buzz_op_duration{op:hot_reply}", "p(99)<=1500", "hot_authors"},
+		{"buzz_op_failed{op:http_query}", "rate<=0.02", "agents"},
+		{"buzz_op_failed{op:connect}", "rate<=0.02", "humans"},
+		{"buzz_client_exits", "count<=0", "agents"},
+	} {
+		if !has(c.key, c.expr, c.scen, true) {
+			t.Errorf("missing windowed %s %s for %s: %+v", c.key, c.expr, c.scen, o.Thresholds[c.key])
+		}
+	}
+	if _, ok := o.Thresholds["buzz_op_failed{op:deliver}"]; ok {
+		t.Error("deliver's error rate must not be judged")
+	}
+	if has("buzz_op_duration{op:hot_reply}", "p(99)<=1500", "humans", true) {
+		t.Error("humans judged on an op they never make")
+	}
+	// The shutdown and the exits over the whole run.
+	if !has("buzz_op_duration{op:publish,step:shutdown}", "p(99)<=1500", "", false) ||
+		!has("buzz_op_failed{op:publish,step:shutdown}", "rate<=0.02", "", false) ||
+		!has("buzz_client_exits", "count<=0", "", false) {
+		t.Errorf("whole-run thresholds missing: %+v", o.Thresholds)
+	}
+	if _, ok := o.Thresholds["buzz_op_failed{op:deliver,step:shutdown}"]; ok {
+		t.Error("deliver's error rate judged at shutdown")
+	}
+	// It is valid JSON of k6 options.
+	if _, err := json.Marshal(o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildOptionsShardSplitsClients(t *testing.T) {
+	sc := parse(t, optsTOML)
+	total := 0
+	for i := 0; i < 3; i++ {
+		o, _ := BuildOptions(sc, scenario.Shard{Index: i, Count: 3})
+		h := o.Scenarios["humans"]
+		total += h.Stages[len(h.Stages)-1].Target
+	}
+	if total != 20 {
+		t.Errorf("humans over 3 shards = %d, want 20", total)
+	}
+}
+
+func TestBuildOptionsDesktopLeftOutWithWarning(t *testing.T) {
+	sc := parse(t, strings.Replace(optsTOML, "[hot_thread]", "[desktop]\nfraction = 0.5\n[hot_thread]", 1))
+	o, warns := BuildOptions(sc, scenario.Shard{})
+	if _, ok := o.Scenarios["desktop"]; ok {
+		t.Error("desktop scenario present although the driver is not wired")
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "desktop humans are not run") {
+		t.Errorf("warnings %v", warns)
+	}
+}
+
+func TestMergeOptions(t *testing.T) {
+	o, _ := BuildOptions(parse(t, optsTOML), scenario.Shard{})
+	out, err := MergeOptions(o, map[string]any{
+		"scenarios":  map[string]any{"humans": map[string]any{"gracefulStop": "1s"}, "hot_authors": nil},
+		"thresholds": map[string]any{"checks": []any{"rate>0.9"}, "buzz_client_exits": nil},
+		"noColor":    true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs := out["scenarios"].(map[string]any)
+	h := scs["humans"].(map[string]any)
+	if h["gracefulStop"] != "1s" || h["exec"] != "human" {
+		t.Errorf("humans merged to %v", h)
+	}
+	if _, ok := scs["hot_authors"]; ok {
+		t.Error("null did not remove hot_authors")
+	}
+	th := out["thresholds"].(map[string]any)
+	if _, ok := th["buzz_client_exits"]; ok {
+		t.Error("null did not remove a threshold key")
+	}
+	if _, ok := th["checks"]; !ok || th["buzz_op_duration{op:publish}"] == nil {
+		t.Errorf("thresholds merged to %v", th)
+	}
+	if out["noColor"] != true {
+		t.Error("plain key not set")
+	}
+	if _, err := MergeOptions(o, map[string]any{"scenarios": "x"}); err == nil {
+		t.Error("a string for scenarios was accepted")
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for _, ok := range []string{"0/1", "2/3", " 1/4 "} {
+		if _, err := ParseShard(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "1", "3/3", "-1/2", "a/b", "1/0", "01/2"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestEmbeddedHostTemplate(t *testing.T) {
+	if got := EmbeddedHostTemplate("local-smoke"); got != "c{n}.local-smoke.localhost" {
+		t.Errorf("got %q", got)
+	}
+	got := EmbeddedHostTemplate("My_Run")
+	if !strings.HasPrefix(got, "c{n}.r") || strings.Contains(got, "My_Run") || got == EmbeddedHostTemplate("My_Run2") {
+		t.Errorf("non-label run id gave %q", got)
+	}
+}
+
+func TestStepIndexAndJudge(t *testing.T) {
+	sc := parse(t, optsTOML)
+	l := newLoaded(New(Options{}), sc, scenario.Shard{})
+	for _, c := range []struct {
+		off  time.Duration
+		want int
+	}{{-time.Second, 0}, {0, 0}, {29 * time.Second, 0}, {30 * time.Second, 1}, {34 * time.Second, 1}, {35 * time.Second, 2}, {time.Hour, 2}} {
+		if got := l.stepIndex(c.off); got != c.want {
+			t.Errorf("stepIndex(%s) = %d, want %d", c.off, got, c.want)
+		}
+	}
+	if l.stepLabel(2) != ShutdownStep || l.stepLabel(1) != "1" {
+		t.Error("labels")
+	}
+	lim := scenario.Abort{MaxP99Ms: 100, MaxErrorRate: 0.1}
+	ops := map[string]*OpReport{
+		"publish": {OK: 10, P99Ms: 150},
+		"deliver": {OK: 1, Errors: 9, P99Ms: 50},
+		"connect": {OK: 8, Errors: 2, P99Ms: 10},
+		"auth":    {OK: 0, Throttled: 50, Pending: 3},
+	}
+	got := judge(lim, ops)
+	if !strings.Contains(got, "publish p99 150.0 ms") || !strings.Contains(got, "connect error rate 20.00%") {
+		t.Errorf("judge = %q", got)
+	}
+	if strings.Contains(got, "deliver") || strings.Contains(got, "auth") {
+		t.Errorf("deliver errors, throttles or pending were judged: %q", got)
+	}
+}
