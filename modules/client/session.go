@@ -286,11 +286,15 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 	if stop.Err() != nil {
 		return End{Reason: EndStopped}
 	}
-	opCtx, cancelOps := context.WithCancel(grace)
+	// Operations end only through the hook below, after the sink knows the
+	// grace is over, so what they record is marked unfinished.
+	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(grace))
 	defer cancelOps()
 	var graceEnded atomic.Bool
+	hooked := make(chan struct{})
 	c.sink.stopped.Store(false)
 	unhook := context.AfterFunc(grace, func() {
+		defer close(hooked)
 		// From here on anything still in flight settles as unfinished.
 		graceEnded.Store(true)
 		c.sink.stopped.Store(true)
@@ -300,7 +304,9 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 	defer unhalt()
 	s := &session{stop: stop.Done(), stopCtx: stop, halt: halt, unhalt: unhalt, opCtx: opCtx, inflight: newTracker()}
 	defer func() {
-		unhook()
+		if !unhook() {
+			<-hooked // the grace ended: let the hook finish marking it
+		}
 		if graceEnded.Load() && end.Reason != EndExited {
 			end = End{Reason: EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
 		}
