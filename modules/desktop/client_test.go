@@ -342,3 +342,24 @@ func TestEndToEndAReplacementPastItsDeadlineIsRetriedByTheNextTick(t *testing.T)
 		}
 	}
 }
+
+// Buzz, like the embedded relay by default, refuses more than 128 explicit
+// channels in one REQ: the app's 2048-channel live-only REQ is refused (an
+// error in the report, not a silent gap), and a 128 scope is accepted.
+func TestEndToEndLiveOnlyScopeAgainstA128ChannelCap(t *testing.T) {
+	e := newE2E(t, 130)
+	p := e.params(ModeCurrent)
+	e.run(p)
+	want := coldStartOps(3, 13)
+	want[OpLiveEOSE+" error"] = 1
+	want[OpUnread] = 2 // 130 channels: two chunks of at most 128
+	e.want(e.settle(want), want)
+	e.stop()
+
+	e2 := newE2E(t, 130)
+	p.LiveOnlyScope = 128
+	e2.run(p)
+	want = coldStartOps(5, 13) // profiles, membership, presence, live(128), live(2)
+	want[OpUnread] = 2
+	e2.want(e2.settle(want), want)
+}

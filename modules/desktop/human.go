@@ -35,6 +35,9 @@ type HumanConfig struct {
 	Users float64
 	// CoMemberLimit bounds the co-members; 0 = DefaultCoMemberLimit.
 	CoMemberLimit int
+	// LiveOnlyScope is Params.LiveOnlyScope (0: the app's 2048; 128 for a
+	// relay that caps explicit #h values per REQ).
+	LiveOnlyScope int
 	// PubKey maps a global index to its pubkey; nil derives it
 	// (Scenario.Keys). A process running many clients should pass a cache:
 	// deriving costs a scalar multiplication per co-member.
@@ -88,6 +91,7 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	}
 	p.Channels = cfg.Channels
 	p.RenewalPhase = RenewalPhase(sc.RunID, hc.Global)
+	p.LiveOnlyScope = hc.LiveOnlyScope
 	cfg.Params = p
 	return cfg, nil
 }

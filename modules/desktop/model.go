@@ -225,7 +225,7 @@ func NewModel(p Params) (*Model, error) {
 	}
 	p.defaults()
 	m := &Model{p: p, reads: NewReadQueue(p.MaxReads), subs: map[string]*subRec{}}
-	for _, r := range PlanRoutes(p.Mode, len(p.Channels), p.Presence) {
+	for _, r := range PlanRoutes(p.Mode, len(p.Channels), p.Presence, p.LiveOnlyScope) {
 		m.routes = append(m.routes, routeState{Route: r})
 	}
 	return m, nil

@@ -25,17 +25,19 @@ func TestPlanRoutes(t *testing.T) {
 		mode     Mode
 		n        int
 		presence bool
+		scope    int
 		want     string
 	}{
-		{"up to 10 channels legacy is one replaying batch", ModeLegacy, 5, true, "profiles membership presence batch(5)"},
-		{"up to 10 channels current is one replaying batch", ModeCurrent, 10, true, "profiles membership presence batch(10)"},
-		{"legacy over 10 is one batch per 10", ModeLegacy, 25, true, "profiles membership presence batch(10) batch(10) batch(5)"},
-		{"current over 10 is live-only plus replays of 10", ModeCurrent, 25, true, "profiles membership presence live(25) replay(10) replay(10) replay(5)"},
-		{"current live-only covers 2048 channels each", ModeCurrent, 4100, false, "profiles membership live(2048) live(2048) live(4) " + strings.TrimSpace(strings.Repeat("replay(10) ", 410))},
-		{"no co-member sends no presence", ModeCurrent, 0, false, "profiles membership"},
+		{"up to 10 channels legacy is one replaying batch", ModeLegacy, 5, true, 0, "profiles membership presence batch(5)"},
+		{"up to 10 channels current is one replaying batch", ModeCurrent, 10, true, 0, "profiles membership presence batch(10)"},
+		{"legacy over 10 is one batch per 10", ModeLegacy, 25, true, 0, "profiles membership presence batch(10) batch(10) batch(5)"},
+		{"current over 10 is live-only plus replays of 10", ModeCurrent, 25, true, 0, "profiles membership presence live(25) replay(10) replay(10) replay(5)"},
+		{"current live-only covers 2048 channels each", ModeCurrent, 4100, false, 0, "profiles membership live(2048) live(2048) live(4) " + strings.TrimSpace(strings.Repeat("replay(10) ", 410))},
+		{"no co-member sends no presence", ModeCurrent, 0, false, 0, "profiles membership"},
+		{"a 128-channel live-only scope for capped relays", ModeCurrent, 300, false, 128, "profiles membership live(128) live(128) live(44) " + strings.TrimSpace(strings.Repeat("replay(10) ", 30))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := kinds(PlanRoutes(c.mode, c.n, c.presence)); got != c.want {
+			if got := kinds(PlanRoutes(c.mode, c.n, c.presence, c.scope)); got != c.want {
 				t.Errorf("got  %s\nwant %s", got, c.want)
 			}
 		})

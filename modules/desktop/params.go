@@ -80,6 +80,12 @@ type Params struct {
 	// over the period. 0 means 1.
 	RenewalPhase float64
 
+	// LiveOnlyScope is the channels per current-mode live-only REQ; 0 is
+	// the app's 2048. Buzz (and the embedded relay by default) refuse more
+	// than 128 explicit #h values in one REQ: set 128 against such a relay
+	// when members have more than 128 channels.
+	LiveOnlyScope int
+
 	MaxSetup    int           // REQs awaiting EOSE at once
 	EOSETimeout time.Duration // per REQ
 	ProbeWindow time.Duration // silence probe answer window
@@ -113,6 +119,8 @@ func (p *Params) validate() error {
 		return fmt.Errorf("desktop: renewal %v must not be negative", p.Renewal)
 	case p.Windows < 0 || p.Threads < 0:
 		return fmt.Errorf("desktop: windows %d and threads %d must not be negative", p.Windows, p.Threads)
+	case p.LiveOnlyScope < 0:
+		return fmt.Errorf("desktop: live-only scope %d must not be negative", p.LiveOnlyScope)
 	case p.RenewalPhase < 0 || p.RenewalPhase > 1:
 		return fmt.Errorf("desktop: renewal phase %v is outside (0, 1]", p.RenewalPhase)
 	}
@@ -143,7 +151,7 @@ func (p *Params) defaults() {
 	}
 }
 
-// WindowChannels is how many windows are open: Windows, at most one per channel.
+// windowCount is how many windows are open: Windows, at most one per channel.
 func (p *Params) windowCount() int { return min(p.Windows, len(p.Channels)) }
 
 func (p *Params) threadCount() int {

@@ -51,9 +51,12 @@ type Route struct {
 // (when there is a co-member), then the channel routes batched per mode:
 //   - up to 10 channels: one replaying batch, in both modes;
 //   - legacy with more: one replaying batch per 10 channels;
-//   - current with more: a live-only subscription per 2048 channels, then
-//     replays of 10 channels closed at EOSE.
-func PlanRoutes(mode Mode, channels int, presence bool) []Route {
+//   - current with more: a live-only subscription per liveScope channels
+//     (0: LiveOnlyScope, 2048), then replays of 10 channels closed at EOSE.
+func PlanRoutes(mode Mode, channels int, presence bool, liveScope int) []Route {
+	if liveScope <= 0 {
+		liveScope = LiveOnlyScope
+	}
 	rs := []Route{{Kind: RouteProfiles}, {Kind: RouteMembership}}
 	if presence {
 		rs = append(rs, Route{Kind: RoutePresence})
@@ -67,7 +70,7 @@ func PlanRoutes(mode Mode, channels int, presence bool) []Route {
 		}
 		return rs
 	}
-	for _, g := range chunks(channels, LiveOnlyScope) {
+	for _, g := range chunks(channels, liveScope) {
 		rs = append(rs, Route{Kind: RouteLive, Channels: g})
 	}
 	for _, g := range chunks(channels, BatchSize) {
