@@ -79,13 +79,19 @@ type run struct {
 // the embedded relay.
 func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*localrelay.Config)) *run {
 	t.Helper()
-	dir := t.TempDir()
 	src, err := os.ReadFile(filepath.Join("..", "scenarios", scriptName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(dir, scriptName)
-	if err := os.WriteFile(script, src, 0o600); err != nil {
+	return runInline(t, t.TempDir(), string(src), tomlName, toml, mutate, nil)
+}
+
+// runInline runs script (saved as script.js in dir, next to toml) through
+// the runner in-process, with a fresh k6/x/buzz on the embedded relay.
+func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*localrelay.Config), onRelay func(*localrelay.Relay)) *run {
+	t.Helper()
+	script := filepath.Join(dir, "script.js")
+	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, tomlName), []byte(toml), 0o600); err != nil {
@@ -94,7 +100,7 @@ func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*l
 	reportPath := filepath.Join(dir, "report.json")
 	reg := enginejs.NewRegistry()
 	mod := extension.New(extension.Options{Registry: reg, LookupEnv: func(string) (string, bool) { return "", false },
-		Relay: mutate})
+		Relay: mutate, OnRelay: onRelay})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
 		t.Fatal(err)
 	}
@@ -247,5 +253,48 @@ func TestThrottledPublishesAreNotErrors(t *testing.T) {
 	if r.res.ExitCode != 0 {
 		r.dump(t)
 		t.Errorf("exit %d: throttles alone must not fail the run (abort_reason %q)", r.res.ExitCode, r.report.AbortReason)
+	}
+}
+
+// graceScript is the smoke script with a 1 s shutdown grace, so a request
+// the relay holds longer is cancelled at the stop.
+const graceScript = `import buzz from "k6/x/buzz";
+const sc = buzz.load("./grace.toml");
+export const options = sc.options({ scenarios: { agents: { gracefulStop: "1s" }, humans: { gracefulStop: "1s" } } });
+export function setup() { return sc.setup(); }
+export function human() { sc.human(); }
+export function agent() { sc.agent(); }
+export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
+`
+
+func TestCancelledAtStopFailsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	toml := strings.Replace(tinySmoke, "max_p99_ms = 3000", "max_p99_ms = 60000", 1)
+	r := runInline(t, dir, graceScript, "grace.toml", toml, func(c *localrelay.Config) {}, func(rl *localrelay.Relay) {
+		// After the seed: every HTTP answer takes 5 s, longer than the grace.
+		time.AfterFunc(2500*time.Millisecond, func() { rl.Faults().SetHTTPLatency(5 * time.Second) })
+	})
+	if r.res.ExitCode != engine.ExitThresholdsFailed {
+		r.dump(t)
+		t.Fatalf("exit %d, want 99", r.res.ExitCode)
+	}
+	sd := r.report.Shutdown
+	if !strings.Contains(sd.AbortReason, "cancelled") {
+		r.dump(t)
+		t.Errorf("shutdown abort_reason %q does not name the cancelled clients", sd.AbortReason)
+	}
+	q := sd.Ops["http_query"]
+	if q == nil || q.Errors == 0 || len(q.ErrorSamples) == 0 || !strings.Contains(q.ErrorSamples[0], "unfinished at stop") {
+		t.Errorf("shutdown http_query %+v: want unfinished-at-stop errors", q)
+	}
+	found := false
+	for _, e := range r.report.ClientExits {
+		found = found || (e.Kind == "agent" && e.Reason == "cancelled" && e.Count > 0)
+	}
+	if !found {
+		t.Errorf("client exits %+v lack a cancelled agent", r.report.ClientExits)
+	}
+	if r.report.OK || r.report.AbortReason == "" {
+		t.Error("the report does not say why the run failed")
 	}
 }
