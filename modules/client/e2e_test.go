@@ -564,6 +564,15 @@ func TestConnectFailureIsFailedSessionWithBackoff(t *testing.T) {
 	if end := c.Session(stop, nil); end.Reason != EndStopped || sink.errs(relay.OpConnect) != 1 {
 		t.Fatalf("end %v with %d connect errors, want stopped without a dial", end, sink.errs(relay.OpConnect))
 	}
+	// A relay's retry hint is a floor on the next wait, used once.
+	b := backoffState{cfg: Backoff{Base: time.Millisecond, Max: time.Millisecond}.withDefaults(), failures: 1, atLeast: 80 * time.Millisecond}
+	t0 := time.Now()
+	if !b.wait(context.Background(), NewRand("x", 1)) || time.Since(t0) < 80*time.Millisecond {
+		t.Errorf("waited %v, want at least the 80ms retry hint", time.Since(t0))
+	}
+	if b.atLeast != 0 {
+		t.Error("the retry hint was not consumed")
+	}
 	if d := (Backoff{}).Delay(3); d != 2*time.Second {
 		t.Errorf("default backoff ceiling after 3 failures %v, want 2s", d)
 	}

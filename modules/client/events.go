@@ -50,8 +50,11 @@ func SentAt(ev *nostr.Event) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// recordDeliver records the publish→delivery latency of a timed event that
-// arrived live at `at`. Events without a send time record nothing.
+// RecordDeliver records the publish→delivery latency (deliver) of a timed
+// event that arrived live at `at`, as every subscriber does. Events without
+// a send time record nothing.
+func RecordDeliver(sink relay.Sink, ev *nostr.Event, at time.Time) { recordDeliver(sink, ev, at) }
+
 func recordDeliver(sink relay.Sink, ev *nostr.Event, at time.Time) {
 	sent, ok := SentAt(ev)
 	if !ok {

@@ -325,6 +325,11 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 	switch end.Reason {
 	case EndFailed:
 		c.bo.failed()
+		// A throttled connect names how long to wait: wait at least that.
+		var oe *relay.OpError
+		if errors.As(end.Err, &oe) && oe.Result.RetryAfter > 0 {
+			c.bo.atLeast = oe.Result.RetryAfter
+		}
 	case EndSession, EndStopped:
 		c.bo.reset()
 	}
@@ -504,17 +509,23 @@ func (b Backoff) Delay(failures int) time.Duration {
 type backoffState struct {
 	cfg      Backoff
 	failures int
+	atLeast  time.Duration // the relay's retry hint for the next attempt
 }
 
 func (b *backoffState) failed() { b.failures++ }
-func (b *backoffState) reset()  { b.failures = 0 }
+func (b *backoffState) reset()  { b.failures, b.atLeast = 0, 0 }
 
-// wait sleeps the jittered backoff; false when stop came first.
+// wait sleeps the jittered backoff (at least the relay's retry hint);
+// false when stop came first.
 func (b *backoffState) wait(stop context.Context, rng *rand.Rand) bool {
 	ceil := b.cfg.Delay(b.failures)
-	if ceil <= 0 {
+	if ceil <= 0 && b.atLeast <= 0 {
 		return true
 	}
-	d := time.Duration(rng.Int64N(int64(ceil)) + 1)
+	d := b.atLeast
+	if ceil > 0 {
+		d = max(d, time.Duration(rng.Int64N(int64(ceil))+1))
+	}
+	b.atLeast = 0
 	return sleepCtx(stop, d)
 }
