@@ -166,6 +166,7 @@ type subRec struct {
 	sent     bool
 	sentAt   time.Time
 	settled  bool
+	live     bool // reached its EOSE in time: a live subscription since
 }
 
 // routeState is a route with what the model knows about it. Continuity
@@ -304,7 +305,7 @@ func (m *Model) Step(ev Event) []Action {
 		m.subFailed(e.Sub, e.At)
 	case SubClosed:
 		at = e.At
-		if rec := m.subs[e.Sub]; rec != nil && rec.settled && rec.route >= 0 &&
+		if rec := m.subs[e.Sub]; rec != nil && rec.live && rec.route >= 0 &&
 			m.routes[rec.route].sub == e.Sub && m.state == stateConnected {
 			// A relay CLOSED on a live route ends the session, as for
 			// the basic human.
@@ -508,6 +509,7 @@ func (m *Model) eose(e EOSE) {
 		return
 	}
 	m.settle(rec)
+	rec.live = true
 	switch rec.role {
 	case roleProbe:
 		m.emit(CloseSub{ID: e.Sub})

@@ -725,3 +725,33 @@ func TestStaleConnectionEventsAreIgnored(t *testing.T) {
 		t.Errorf("a stale disconnect acted: %q", s.log)
 	}
 }
+
+func TestARelayCLOSEDOnALiveRouteEndsTheSession(t *testing.T) {
+	s := newSim(t, params(ModeCurrent, 5))
+	s.start()
+	s.connected()
+	ids := s.sentIDs()
+	s.eoseAll(nil)
+	s.settle(nil)
+	s.mark()
+	s.do(SubClosed{Sub: ids[3], At: s.now}) // the channel batch, live since its EOSE
+	if !slices.Contains(s.log, "disconnect") {
+		t.Errorf("CLOSED on a live route kept the session: %q", s.log)
+	}
+}
+
+func TestARelayCLOSEDBeforeEOSEIsAMissedRouteNotAFailedSession(t *testing.T) {
+	s := newSim(t, params(ModeCurrent, 5))
+	s.start()
+	s.connected()
+	batch := s.sentIDs()[3]
+	s.mark()
+	delete(s.sent, batch)
+	s.do(SubFailed{Sub: batch, At: s.now}) // the relay's CLOSED settles the EOSE wait as an error...
+	s.do(SubClosed{Sub: batch, At: s.now}) // ...and then reports the CLOSED itself
+	if slices.Contains(s.log, "disconnect") {
+		t.Errorf("a refused REQ failed the session: %q", s.log)
+	}
+	// the route is cut and recovered
+	s.wantReads("window[0]", "notices[0]", "window[1]", "notices[1]", "window[2]", "notices[2]", "thread[0]")
+}
