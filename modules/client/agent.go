@@ -68,7 +68,8 @@ type turn struct {
 	msg     *nostr.Event // the message the turn answers (nil: the channel is empty)
 	root    string       // its thread's root ("" for a top-level message)
 	replies int          // replies the thread read returned
-	reacts  []string     // reactions found for removal
+	unreact int          // which of the two reactions is being removed
+	reacts  []string     // reactions found for its removal
 	// Socket side, during the work phase (guarded by agentState.mu).
 	work                  atomic.Bool
 	nextTyping, nextFrame time.Time
@@ -88,8 +89,8 @@ const (
 	phReact2                      // http_events: second reaction
 	phWork                        // typing and frames on the socket, tool-call reads
 	phReply                       // http_events: the timed reply
-	phReactQuery                  // http_query: the agent's reactions on the message
-	phDelete                      // http_events: one kind:5 per reaction found
+	phReactQuery                  // http_query: the agent's reactions on the message (once per reaction)
+	phDelete                      // http_events: one kind:5 per reaction found with that emoji
 	phDone
 )
 
@@ -427,9 +428,8 @@ func (c *Client) turnStep(s *session, t *turn) {
 	case phReact1, phReact2:
 		// Each turn uses its own pair of emoji, so a message answered again
 		// does not repeat a reaction.
-		k := 2*(t.n-1) + int(t.phase-phReact1)
 		c.httpEvent(s, nostr.KindReaction, [][]string{{"e", t.msg.ID}, {"p", t.msg.PubKey}},
-			reactionContents[k%len(reactionContents)], relay.OpHTTPEvents)
+			t.emoji(int(t.phase-phReact1)), relay.OpHTTPEvents)
 		t.phase++
 		if t.phase == phWork {
 			c.beginWork(t)
@@ -468,28 +468,46 @@ func (c *Client) turnStep(s *session, t *turn) {
 			t.phase = phDone
 		}
 	case phReactQuery:
+		// A harness removes a reaction by finding its own reactions on the
+		// message and deleting the ones with that emoji.
 		evs, _ := c.http.Query(ctx, []relay.Filter{{Kinds: []int{nostr.KindReaction}, Authors: []string{me},
 			Tags: map[string][]string{"e": {t.msg.ID}}}}, relay.CallOptions{})
 		t.reacts = t.reacts[:0]
+		emoji := t.emoji(t.unreact)
 		for i := range evs {
-			if evs[i].Kind == nostr.KindReaction && evs[i].PubKey == me {
+			if evs[i].Kind == nostr.KindReaction && evs[i].PubKey == me && evs[i].Content == emoji {
 				t.reacts = append(t.reacts, evs[i].ID)
 			}
 		}
 		t.phase = phDelete
 		if len(t.reacts) == 0 {
-			t.phase = phDone
+			t.nextUnreact()
 		}
 	case phDelete:
 		id := t.reacts[0]
 		t.reacts = t.reacts[1:]
 		c.httpEvent(s, nostr.KindDeletion, [][]string{{"e", id}}, "", relay.OpHTTPEvents)
 		if len(t.reacts) == 0 {
-			t.phase = phDone
+			t.nextUnreact()
 		}
 	}
 	if t.phase == phDone {
 		c.finishTurn(t)
+	}
+}
+
+// emoji is the content of the turn's reaction i (0 or 1). Each turn uses
+// its own pair, so a message answered again does not repeat a reaction.
+func (t *turn) emoji(i int) string {
+	return reactionContents[(2*(t.n-1)+i)%len(reactionContents)]
+}
+
+// nextUnreact moves on to removing the second reaction, or ends the turn.
+func (t *turn) nextUnreact() {
+	t.unreact++
+	t.phase = phReactQuery
+	if t.unreact >= 2 {
+		t.phase = phDone
 	}
 }
 

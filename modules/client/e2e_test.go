@@ -222,7 +222,7 @@ func TestAgentTurnRequestSequence(t *testing.T) {
 			want := map[string]int{
 				relay.OpConnect: 1, relay.OpAuth: 1,
 				relay.OpSubscribeEOSE: 1,         // one mention REQ for its one channel
-				relay.OpHTTPQuery:     1 + 3 + 1, // newest message, 3 tool-call reads, reactions lookup
+				relay.OpHTTPQuery:     1 + 3 + 2, // newest message, 3 tool-call reads, a lookup per reaction removed
 				OpTurnContext:         tc.turnContext,
 				relay.OpHTTPEvents:    2 + 1 + 2, // two reactions, the reply, two deletions
 			}
@@ -297,7 +297,7 @@ func TestAgentTurnContinuesAfterReconnect(t *testing.T) {
 		t.Errorf("connect ok %d, want a reconnect", n)
 	}
 	// The turn was neither restarted nor repeated: one turn's requests.
-	for op, n := range map[string]int{relay.OpHTTPQuery: 5, OpTurnContext: 6, relay.OpHTTPEvents: 5} {
+	for op, n := range map[string]int{relay.OpHTTPQuery: 6, OpTurnContext: 6, relay.OpHTTPEvents: 5} {
 		if got := sink.ok(op); got != n {
 			t.Errorf("%s ok: %d, want %d", op, got, n)
 		}
