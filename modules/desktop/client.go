@@ -158,6 +158,16 @@ func (c *Client) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		c.wg.Wait()
+		// a connection that came up as the client stopped is not left open
+		c.mu.Lock()
+		box := c.box
+		c.box = nil
+		c.mu.Unlock()
+		for _, ev := range box {
+			if cn, ok := ev.(connected); ok {
+				cn.conn.Close()
+			}
+		}
 	}()
 	c.exec(runCtx, c.model.Step(Start{At: time.Now()}))
 	timer := time.NewTimer(time.Hour)
