@@ -300,6 +300,16 @@ func (c *Client) agentHTTP(s *session) {
 			a.nextEvent = now.Add(expDuration(c.rng, float64(time.Hour)/sa.EventsPerHour))
 		}
 		a.drawNextTurn(c, now)
+	} else {
+		// Resuming after a reconnect: what fell due while no session ran is
+		// redrawn from now rather than sent in a burst (a turn under way
+		// continues as it was).
+		if a.nextEvent.Before(now) {
+			a.nextEvent = now.Add(expDuration(c.rng, float64(time.Hour)/sa.EventsPerHour))
+		}
+		if a.turn == nil && a.nextTurn.Before(now) {
+			a.drawNextTurn(c, now)
+		}
 	}
 	for s.halt.Err() == nil {
 		a.mu.Lock()

@@ -597,3 +597,68 @@ func TestNewRefusesWhatItCannotRun(t *testing.T) {
 		t.Errorf("Run error %v is not an unexpected exit", err)
 	}
 }
+
+func TestWideActivityShareAgainstRelay(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		share float64
+		wide  bool // where every message and typing indicator must land
+	}{
+		{"share 1 sends everything into the wide channel", 1, true},
+		{"share 0 sends everything into the own channel", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startRelay(t, nil)
+			u := r.URLs()
+			sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+				sc.Population.Humans = 1
+				sc.Shape.ChannelsPerCommunity, sc.Shape.WideChannels = 2, 1
+				sc.Population.WideMemberFraction = 1
+				share := tc.share
+				sc.Population.WideActivityShare = &share
+				sc.Human = scenario.Human{PresenceIntervalSecs: 3600, TypingPerHour: 36000, MessagesPerHour: 36000}
+			})
+			sd := newSeeder(t, sc, sc.OwnerKeys(0))
+			sd.channels()
+			var mu sync.Mutex
+			landed := map[string][2]int{} // channel id → typing, messages
+			for _, ch := range sc.Channels() {
+				id := sc.ChannelID(ch)
+				if _, _, err := sd.conn.SubscribeEOSE(context.Background(), []relay.Filter{
+					{Kinds: []int{nostr.KindTyping, nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true}},
+					relay.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) {
+						mu.Lock()
+						n := landed[id]
+						if ev.Kind == nostr.KindTyping {
+							n[0]++
+						} else {
+							n[1]++
+						}
+						landed[id] = n
+						mu.Unlock()
+					}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wideID := sc.ChannelID(scenario.Channel{Community: 0, Index: 0})
+			total := func() (n int) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, c := range landed {
+					n += c[0] + c[1]
+				}
+				return n
+			}
+			sink := &collect{}
+			runUntil(t, sc, map[int]relay.Sink{0: sink}, "20 typing indicators and messages", func() bool { return total() >= 20 })
+			sink.noErrors(t)
+			mu.Lock()
+			defer mu.Unlock()
+			for id, n := range landed {
+				if (id == wideID) != tc.wide && n[0]+n[1] > 0 {
+					t.Errorf("channel %s (wide %v) got %d typing and %d messages", id, id == wideID, n[0], n[1])
+				}
+			}
+		})
+	}
+}
