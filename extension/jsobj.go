@@ -20,6 +20,19 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 	_ = o.Set("runId", l.base.RunID)
 	_ = o.Set("file", l.base.File)
 	set("options", func(c sobek.FunctionCall) sobek.Value { return in.jsOptions(l, c.Argument(0)) })
+	set("thresholds", func(c sobek.FunctionCall) sobek.Value {
+		ops, err := in.fromJS(c.Argument(0))
+		list, ok := strs(ops)
+		if err != nil || !ok {
+			in.throw(errors.New("thresholds(ops, delayAbortEval): ops must be an array of op names"))
+		}
+		delay := ""
+		if d := c.Argument(1); !sobek.IsUndefined(d) && !sobek.IsNull(d) {
+			delay = d.String()
+		}
+		return in.toJS(OpThresholds(l.base, list, delay))
+	})
+	set("limits", func(sobek.FunctionCall) sobek.Value { return in.toJS(Limits(l.base.Abort)) })
 	set("steps", func(sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) })
 	set("setup", func(sobek.FunctionCall) sobek.Value { return in.jsSetup(l) })
 	set("teardown", func(sobek.FunctionCall) sobek.Value {

@@ -172,3 +172,26 @@ func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, e
 	}
 	return out, nil
 }
+
+// OpThresholds are whole-run thresholds by the scenario's abort limits for
+// the given ops: p99 of buzz_op_duration at most max_p99_ms, and (except
+// deliver) buzz_op_failed at most max_error_rate, with abortOnFail after
+// delayAbortEval (so a paced scenario on an arrival-rate executor, which has
+// no stages to judge, still stops on a breach).
+func OpThresholds(sc *scenario.Scenario, ops []string, delayAbortEval string) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	for _, op := range ops {
+		for _, r := range sc.Abort.Rules() {
+			if !r.PerOp || !r.Covers(op) {
+				continue
+			}
+			spec := map[string]any{"threshold": r.Threshold(), "abortOnFail": true}
+			if delayAbortEval != "" {
+				spec["delayAbortEval"] = delayAbortEval
+			}
+			key := fmt.Sprintf("%s{op:%s}", r.Metric, op)
+			out[key] = append(out[key], spec)
+		}
+	}
+	return out
+}

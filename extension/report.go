@@ -59,6 +59,12 @@ type ExitReport struct {
 	Count  int64  `json:"count"`
 }
 
+// Limits are the scenario's [abort] limits.
+type Limits struct {
+	MaxP99Ms     float64 `json:"max_p99_ms"`
+	MaxErrorRate float64 `json:"max_error_rate"`
+}
+
 // Report is the buzz-loadgen-style JSON report of one scenario file.
 type Report struct {
 	RunID            string               `json:"run_id"`
@@ -66,7 +72,7 @@ type Report struct {
 	Shard            string               `json:"shard,omitempty"`
 	OK               bool                 `json:"ok"`
 	AbortReason      string               `json:"abort_reason,omitempty"`
-	Limits           scenario.Abort       `json:"limits"`
+	Limits           Limits               `json:"limits"`
 	Setup            map[string]*OpReport `json:"setup,omitempty"`
 	Steps            []StepReport         `json:"steps"`
 	Shutdown         ShutdownReport       `json:"shutdown"`
@@ -144,7 +150,7 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	a := l.agg
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: l.base.Abort, ThresholdsFailed: failedThresholds}
+	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: Limits(l.base.Abort), ThresholdsFailed: failedThresholds}
 	if l.shard.Count > 1 {
 		r.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
 	}

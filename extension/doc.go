@@ -1,0 +1,123 @@
+// Package extension is the `k6/x/buzz` JS module: it turns JS calls into Go
+// calls on modules/ (scenario, seed, client, relay, localrelay) and every
+// relay operation into samples. It is exactly the surface an xk6 extension
+// would register; cmd/buzzload/run.go registers it per run:
+//
+//	reg.Register(extension.ImportPath, extension.New(extension.Options{Registry: reg}))
+//
+// # JS API
+//
+//	import buzz from "k6/x/buzz";
+//	const sc = buzz.load("./local-smoke.toml", { shard: __ENV.BUZZ_SHARD }); // init code
+//	export const options = sc.options({ ...overrides });
+//	export function setup() { return sc.setup(); }
+//	export function human() { sc.human(); }      // also agent(), hotAuthor(); run() picks by scenario name
+//	export function teardown() { sc.teardown(); }
+//	export function handleSummary(data) { return sc.report(data, { json: "buzz-report.json" }); }
+//
+// buzz.load(path, {shard}) parses a scenario file (modules/scenario; path
+// relative to the script, read like open()) once per run and shard; every
+// VU shares it. Validation errors name the file, key and line. shard "i/n"
+// runs the clients whose global index g has g % n == i (buzz-loadgen's
+// --shard): run the same script n times with -e BUZZ_SHARD=i/n.
+//
+// sc.options(overrides) returns k6 options: one ramping-vus scenario per
+// population with clients (humans, agents, hot_authors; exec human, agent,
+// hotAuthor), startVUs 0, two stages per ramp step (scenario.Stages: stage
+// 2i is step i's ramp, 2i+1 its hold), gracefulStop and gracefulRampDown 15 s
+// (the shutdown grace); the abort rules as thresholds (BuildOptions); a
+// summaryTrendStats with p(99); setupTimeout 10m for large seeds. Overrides
+// replace top-level keys; `scenarios` and `thresholds` merge by name (null
+// removes one). sc.thresholds(ops, delayAbortEval) gives whole-run
+// thresholds by the same limits for custom (paced) scenarios; sc.limits()
+// and sc.steps() expose the limits and the step plan.
+//
+// sc.setup() seeds the scenario with modules/seed (idempotent: a rerun adds
+// nothing) and returns a small summary object (setup data). sc.teardown()
+// stops the embedded relay (it does not delete communities: that is
+// `buzzload teardown`). sc.report(data, {json}) in handleSummary prints the
+// per-step, per-operation report and writes it as JSON (default
+// buzz-report.json; "" for none); it stops the embedded relay as well.
+//
+// Low-level API, for custom and paced scripts (each call records samples
+// under the op name the script gives, default the buzz-loadgen name):
+//
+//	sc.client(kind, i) | sc.client(g)   → {global, kind, index, community, pubkey, channels}
+//	sc.channelId(community, index)      → the channel's h-tag value
+//	sc.hotRoot()                        → the seeded hot-thread root's id (after setup)
+//	const s = sc.connect(kind, i)       → authenticated socket of that client ({ok, error} on failure)
+//	s.publish({kind, content, tags, timed}, {op, timeout_ms})  → {ok, outcome, error, duration_ms, id}
+//	s.subscribeUntilEose(filters, {op, timeout_ms})            → {ok, events, ...}; the REQ is closed at EOSE
+//	s.close()                                                  (also closed when the iteration ends)
+//	const h = sc.http(kind, i)          → NIP-98 signed HTTP as that client
+//	h.query(filters, {op}) → {ok, events}, h.events(event, {op}) → {ok, id, accepted}, h.count(filters, {op}) → {ok, count}
+//
+// timed: true adds the send-time tag, so live subscribers record deliver.
+//
+// # Clients and VUs
+//
+// One iteration runs one client session (connect, work until the session
+// ends, the stop or a failure); the next iteration reconnects after the
+// client's backoff. The k-th VU to start in a population scenario in this
+// process takes local slot k; with an execution segment the slot is
+// GlobalIndex(k) of the segment's stripe (read from test.options), so
+// instances never share a client; the slot indexes Scenario.Clients(kind,
+// peak users, shard), the clients in the order the ramp adds them. Ramps
+// never lower users, so a VU keeps its client for the run. Use either
+// shards or execution segments, not both.
+//
+// The stop is the end of the last hold (the scenario's start from
+// k6/execution's scenario.startTime plus Scenario.Duration()); the grace is
+// the iteration's context, which the runner cancels at the end of
+// gracefulStop (15 s), or at once when the run is aborted. At the stop a
+// client starts nothing new; operations under way run to their own
+// deadlines; what the grace cuts short is recorded as "unfinished at stop"
+// errors and the client as a cancelled exit.
+//
+// # Metrics (docs/architecture.md)
+//
+// buzz_op_duration (Trend, ms; successes only), buzz_op_failed (Rate: 1 per
+// error, 0 per success; throttled and pending are not in it),
+// buzz_op_throttled (Counter: HTTP 429 and "rate-limited: quota exceeded"),
+// buzz_op_pending (Gauge: operations of a step still in flight at its end,
+// emitted as they settle), all tagged op, step and the VU's tags (scenario,
+// ...); buzz_clients (Gauge, kind: clients in a session) and
+// buzz_client_exits (Counter, kind, reason: cancelled or exited). The step
+// of a sample is the ramp step its settlement falls in, by the clock from the
+// scenario's start; after the last hold it is "shutdown"; the seed's
+// operations are step "setup".
+//
+// # Abort rules and exit codes
+//
+// The abort limits become thresholds (abortOnFail, exit 99). Each population
+// scenario's ramp stages are judged as windows (window 'stage'): p99 of
+// every op it emits at most max_p99_ms, the error rate of every op but
+// deliver at most max_error_rate, no client exit. The runner judges a window
+// per stage, so a step's ramp and its hold are judged separately, each at
+// its end: never laxer than buzz-loadgen's one judgement over ramp and hold
+// at the end of the hold (a breach over the whole step is a breach in at
+// least one of its halves), but a short spike in a ramp can stop a run
+// buzz-loadgen would have let continue. The report judges each step over
+// ramp and hold as buzz-loadgen does. What settles after the last hold is
+// judged over the whole run by the same limits
+// (buzz_op_duration{op:X,step:shutdown}, ...), and buzz_client_exits
+// count<=0 over the whole run makes a client cancelled at the end of the
+// grace fail the run with exit 99 (a threshold, not test.fail()).
+//
+// # Embedded relay
+//
+// A scenario that names no relay runs against modules/localrelay, started
+// lazily on first use (once per run, on 127.0.0.1 with a free port, Buzz's
+// defaults plus any BUZZ_* variable of `buzzload relay`) and stopped by
+// sc.teardown()/sc.report() or Module.Close. The run's copy of the scenario
+// gets the relay's URLs, connect_addr at its listen address and the host
+// template c{n}.<run_id>.localhost (EmbeddedHostTemplate), so each community
+// is its own host, provisioned by the seed through the operator API as on a
+// real deployment.
+//
+// # Not yet
+//
+// Desktop humans (desktop.fraction) are left out of options() with a warning:
+// modules/desktop's driver is not wired in yet, and modules/client refuses
+// desktop indices, so they cannot run as basic humans either.
+package extension

@@ -1,0 +1,38 @@
+// Large-deployment shape in miniature (local-wide.toml): private channels with
+// wide channels, uneven membership (tiers), agents working in turns and the
+// hot thread; three steps (220 s), then a per-operation report.
+// With no [target] in the TOML the embedded relay serves the run. Its desktop
+// humans are left out (and reported so) until the desktop client is wired in.
+//
+//   buzzload run scenarios/local-wide.js
+//   buzzload run -e BUZZ_SHARD=0/2 scenarios/local-wide.js   # one of two shards
+//   buzzload run -e BUZZ_REPORT=out.json scenarios/local-wide.js
+import buzz from "k6/x/buzz";
+
+const sc = buzz.load("./local-wide.toml", { shard: __ENV.BUZZ_SHARD });
+
+export const options = sc.options();
+
+export function setup() {
+  return sc.setup();
+}
+
+export function human() {
+  sc.human();
+}
+
+export function agent() {
+  sc.agent();
+}
+
+export function hotAuthor() {
+  sc.hotAuthor();
+}
+
+export function teardown() {
+  sc.teardown();
+}
+
+export function handleSummary(data) {
+  return sc.report(data, { json: __ENV.BUZZ_REPORT || "buzz-report.json" });
+}
