@@ -45,6 +45,14 @@ type RunConfig struct {
 	Outputs       []string
 	Quiet         bool
 	Verbose       bool
+	// StartAt, when set, holds the run after VU init until that moment, so
+	// the instances of a distributed run start together (our stand-in for
+	// k6-operator's paused start).
+	StartAt time.Time
+	// GroupBy adds grouped sinks over every metric, one per list of tag
+	// keys (e.g. {"op"}), to the final snapshot: `run --result` keeps
+	// per-operation data for `buzzload compare` this way.
+	GroupBy [][]string
 
 	Stdout, Stderr       io.Writer
 	StdoutTTY, StderrTTY bool

@@ -41,6 +41,27 @@ type Result struct {
 	Summary *metrics.Snapshot
 	// Thresholds are the final threshold results.
 	Thresholds []thresholds.Status
+	// Info is what a result file (engine/result, `run --result`) records
+	// besides the metrics; nil when the script never loaded.
+	Info *RunInfo
+}
+
+// RunInfo describes a finished run so that `buzzload merge` can check that
+// instances ran the same test and re-judge thresholds on merged data.
+type RunInfo struct {
+	// Options are the resolved options; MergedOptions is the consolidated
+	// options JSON as test.options shows it (scenarios included).
+	Options       Resolved
+	MergedOptions json.RawMessage
+	// Segment is this instance's execution segment and Sequence the filled
+	// sequence it was striped with, both as exact fractions.
+	Segment, Sequence string
+	// Start and End bound the test run (setup and teardown included).
+	Start, End time.Time
+	// StageVerdicts are the windowed thresholds' per-stage results.
+	StageVerdicts []thresholds.StageVerdict
+	// SetupData is setup()'s JSON result (nil when none).
+	SetupData json.RawMessage
 }
 
 // runner is one `buzzload run`.
@@ -64,6 +85,7 @@ type runner struct {
 	runStart  time.Time
 	runEnd    time.Time
 	setupData []byte
+	merged    json.RawMessage // consolidated options, for RunInfo
 	testWide  metrics.TagSet
 
 	// cancelRun stops the execution (abort, abortOnFail, signal).
@@ -140,6 +162,12 @@ func (r *runner) run(ctx context.Context) Result {
 			return r.result()
 		}
 	}
+	for _, by := range r.cfg.GroupBy {
+		if err := r.coll.AddGroup("", by...); err != nil {
+			r.fail(ExitGeneric, err)
+			return r.result()
+		}
+	}
 
 	// A signal before or during init ends the run with 105 at once.
 	if err := r.load(ctx); err != nil {
@@ -209,7 +237,20 @@ func (r *runner) run(ctx context.Context) Result {
 	r.summarize(context.WithoutCancel(ctx))
 	res := r.result()
 	res.Summary = r.coll.Snapshot(r.runEnd.Sub(r.runStart))
+	res.Info = r.runInfo()
 	return res
+}
+
+// runInfo is the description RunInfo gives of this run.
+func (r *runner) runInfo() *RunInfo {
+	info := &RunInfo{Options: r.opts, MergedOptions: r.merged, Start: r.runStart, End: r.runEnd, SetupData: r.setupData}
+	if r.tuple != nil {
+		info.Segment, info.Sequence = r.tuple.Segment().String(), r.tuple.Sequence().String()
+	}
+	if r.ev != nil {
+		info.StageVerdicts = r.ev.StageVerdicts()
+	}
+	return info
 }
 
 // printBanner writes k6's execution description to stdout (not with -q).
@@ -351,6 +392,7 @@ func (r *runner) load(ctx context.Context) error {
 		return &OptionsError{Err: err}
 	}
 	b.SetMergedOptions(merged)
+	r.merged = merged
 	b.SetThrow(r.opts.Throw)
 	b.SetSystemTags(js.NewSystemTags(r.opts.SystemTags))
 	return nil
@@ -404,6 +446,13 @@ func (r *runner) execute(ctx, runCtx context.Context) {
 		r.failFromCause(runCtx, err)
 		return
 	}
+	if !r.cfg.StartAt.IsZero() {
+		if err := r.waitForStart(runCtx); err != nil {
+			r.runStart = r.now()
+			r.failFromCause(runCtx, err)
+			return
+		}
+	}
 	r.runStart = r.now()
 	if r.thr != nil {
 		ev, err := thresholds.NewEvaluator(r.thr, r.coll, thresholds.Options{RunStart: r.runStart, Now: r.now})
@@ -448,6 +497,24 @@ func (r *runner) execute(ctx, runCtx context.Context) {
 		if err := r.bundle.RunTeardown(context.WithoutCancel(ctx), r.opts.TeardownTimeout, r.setupData); err != nil {
 			r.fail(ExitCode(err), err)
 		}
+	}
+}
+
+// waitForStart holds the run until cfg.StartAt (--start-at).
+func (r *runner) waitForStart(ctx context.Context) error {
+	wait := r.cfg.StartAt.Sub(r.now())
+	if wait <= 0 {
+		r.log.Log(js.LevelWarn, fmt.Sprintf("--start-at %s is already %s past; starting now", r.cfg.StartAt.Format(time.RFC3339Nano), (-wait).Round(time.Millisecond)))
+		return nil
+	}
+	r.log.Log(js.LevelInfo, fmt.Sprintf("VUs initialised; waiting %s until %s to start", wait.Round(time.Millisecond), r.cfg.StartAt.Format(time.RFC3339Nano)))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ type runFlags struct {
 	duration                                           time.Duration
 	stages, env, outs, tags                            []string
 	summaryExport, summaryMode, trendStats, timeUnit   string
-	segment, sequence, systemTags, config              string
+	segment, sequence, systemTags, config, startAt     string
 	noSummary, noThresholds, quiet, verbose            bool
 	noSetup, noTeardown, includeSystemEnv, throw, help bool
 }
@@ -87,6 +88,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVar(&f.includeSystemEnv, "include-system-env-vars", true, "pass the system environment to the script's __ENV")
 	fs.BoolVarP(&f.throw, "throw", "w", false, "throw on metric errors instead of warning")
 	fs.StringVarP(&f.config, "config", "c", "", "JSON config file")
+	fs.StringVar(&f.startAt, "start-at", "", "after VU init, wait until this time (RFC 3339 or Unix seconds) to start, so distributed instances start together")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	return f
 }
@@ -307,6 +309,13 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		cfg.Outputs = splitList(*e.Out)
 	}
 	cfg.Quiet, cfg.Verbose = f.quiet, f.verbose
+	if changed("start-at") {
+		t, err := parseStartAt(f.startAt)
+		if err != nil {
+			return cfg, optErr("--start-at: %w", err)
+		}
+		cfg.StartAt = t
+	}
 
 	includeSystem := pickBool("include-system-env-vars", f.includeSystemEnv, e.IncludeSystemEnvVars)
 	scriptEnv, err := engine.ScriptEnv(env.Env, includeSystem, f.env)
@@ -381,6 +390,19 @@ func envOptions(e runEnv) (engine.Options, error) {
 		*d.dst = &v
 	}
 	return o, nil
+}
+
+// parseStartAt reads an RFC 3339 time or Unix seconds (decimals allowed).
+func parseStartAt(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 && f < 1e11 {
+		sec := int64(f)
+		return time.Unix(sec, int64((f-float64(sec))*1e9)), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-01-02T15:04:05Z) nor Unix seconds", s)
 }
 
 func splitList(s string) []string {

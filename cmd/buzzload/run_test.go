@@ -239,3 +239,45 @@ func TestEnvLayerOrder(t *testing.T) {
 		t.Fatal("-u's default must count as unset")
 	}
 }
+
+func TestStartAtHoldsTheRunUntilThen(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "s.js")
+	src := `export function setup() { console.log("setup at=" + Date.now()); }
+export default function () {}`
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(400 * time.Millisecond)
+	code, _, errs := runCLI(t, "run", "-q", "--start-at", at.Format(time.RFC3339Nano), script)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	i := strings.Index(errs, "setup at=")
+	if i < 0 {
+		t.Fatalf("no setup line:\n%s", errs)
+	}
+	ms, err := strconv.ParseInt(strings.TrimRight(strings.Fields(errs[i+len("setup at="):])[0], `"`), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms < at.UnixMilli() {
+		t.Fatalf("setup ran at %d, before --start-at %d", ms, at.UnixMilli())
+	}
+	if !strings.Contains(errs, "waiting") {
+		t.Fatalf("no waiting notice:\n%s", errs)
+	}
+}
+
+func TestParseStartAt(t *testing.T) {
+	if got, err := parseStartAt("1800000000.5"); err != nil || got.UnixMilli() != 1800000000500 {
+		t.Fatalf("unix seconds: %v %v", got, err)
+	}
+	if got, err := parseStartAt("2026-01-02T15:04:05Z"); err != nil || got.Unix() != 1767366245 {
+		t.Fatalf("rfc3339: %v %v", got, err)
+	}
+	for _, bad := range []string{"", "soon", "-5", "2026-01-02"} {
+		if _, err := parseStartAt(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
