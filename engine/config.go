@@ -30,6 +30,9 @@ type RunConfig struct {
 	Helpers fs.FS
 	// ScriptEnv is __ENV: the system env when included, plus -e values.
 	ScriptEnv map[string]string
+	// ProcessEnv is the process environment (K6_CSV_*, NO_COLOR), whatever
+	// the script sees.
+	ProcessEnv map[string]string
 
 	// ConfigFile is the JSON config (-c/--config), the lowest layer after
 	// the defaults; ConfigFileName names it in errors.

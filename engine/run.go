@@ -179,7 +179,7 @@ func (r *runner) run(ctx context.Context) Result {
 		return r.result()
 	}
 	for _, arg := range r.cfg.Outputs {
-		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ScriptEnv, SystemTags: r.opts.SystemTags})
+		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags})
 		if err == nil {
 			err = o.Start()
 		}

@@ -19,7 +19,10 @@ func (r *runner) summaryOptions() summary.Options {
 	if mode == "legacy" || mode == "disabled" {
 		mode = "compact"
 	}
-	_, noColor := lookupEnv(r.cfg.ScriptEnv, "NO_COLOR")
+	_, noColor := lookupEnv(r.cfg.ProcessEnv, "NO_COLOR")
+	if _, k6 := lookupEnv(r.cfg.ProcessEnv, "K6_NO_COLOR"); k6 {
+		noColor = true
+	}
 	return summary.Options{
 		Mode: mode, TrendStats: r.opts.SummaryTrendStats, TimeUnit: r.opts.SummaryTimeUnit,
 		Color: r.cfg.StdoutTTY && !noColor, NoColor: noColor,

@@ -323,6 +323,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		return cfg, optErr("%w", err)
 	}
 	cfg.ScriptEnv = scriptEnv
+	cfg.ProcessEnv, _ = engine.ScriptEnv(env.Env, true, nil)
 
 	if path := pickStr("config", f.config, e.Config); path != "" {
 		b, err := os.ReadFile(path)
