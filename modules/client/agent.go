@@ -45,6 +45,8 @@ type agentState struct {
 	maxTurns int
 	// turnDone, when set, gets each finished turn's number (tests).
 	turnDone chan int
+	// sent is the socket goroutine's recent ids.
+	sent recentIDs
 }
 
 func newAgentState(c *Client, owner string) *agentState {
@@ -179,6 +181,9 @@ func (c *Client) publishAsync(s *session, conn *relay.Conn, kind int, tags [][]s
 	if err != nil {
 		c.sink.Record(relay.Result{Op: relay.OpPublish, Start: now, Outcome: relay.OutcomeError, Error: "sign: " + err.Error()})
 		return
+	}
+	if !c.agent.sent.add(ev.ID) {
+		return // the same indicator already went out this second
 	}
 	s.inflight.add()
 	_ = conn.PublishAsync(ev, relay.PublishOptions{}, func(relay.Result) { s.inflight.done() })

@@ -144,3 +144,25 @@ func messageContent(g int, seq uint64) string {
 // to one message never repeats (a repeat is "duplicate: reaction already
 // exists", an error).
 var reactionContents = []string{"+", "👍", "❤️", "🎉", "👀", "🔥", "😄", "🙏"}
+
+// recentIDs remembers the last few event ids a client sent on its socket.
+// Typing indicators and presence have no varying content, so two sent in
+// the same second are the same event (same id): the second is not sent, as
+// an app would not repeat an indicator within a second (and the relay
+// would refuse it as a duplicate in flight).
+type recentIDs struct {
+	ids  [8]string
+	next int
+}
+
+// add records id and reports whether it is new.
+func (r *recentIDs) add(id string) bool {
+	for _, x := range r.ids {
+		if x == id {
+			return false
+		}
+	}
+	r.ids[r.next] = id
+	r.next = (r.next + 1) % len(r.ids)
+	return true
+}

@@ -45,6 +45,7 @@ type Activity struct {
 	reactN    int
 	roots     map[int][]string // per channel index: seeded roots found (nil entry: not looked up)
 	seq       uint64
+	sent      recentIDs // Run's goroutine only
 }
 
 type seenMsg struct {
@@ -157,6 +158,9 @@ func (a *Activity) do(halt, ops context.Context, conn *relay.Conn, ev Event) {
 	if err != nil {
 		a.sink.Record(relay.Result{Op: relay.OpPublish, Start: now, Outcome: relay.OutcomeError, Error: "sign: " + err.Error()})
 		return
+	}
+	if !a.sent.add(e.ID) {
+		return // the same indicator already went out this second
 	}
 	a.inflight.add()
 	// A write error ends the connection, which ends the session; the

@@ -221,3 +221,16 @@ func TestRunScheduleStopsOnContext(t *testing.T) {
 		t.Fatal("RunSchedule did not return after cancel")
 	}
 }
+
+func TestRecentIDsSkipsRepeatsOnly(t *testing.T) {
+	var r recentIDs
+	if !r.add("a") || !r.add("b") || r.add("a") {
+		t.Fatal("a repeat within the window must be refused, new ids accepted")
+	}
+	for i := 0; i < 8; i++ {
+		r.add(string(rune('c' + i)))
+	}
+	if !r.add("a") {
+		t.Fatal("an id older than the window is new again")
+	}
+}
