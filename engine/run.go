@@ -202,6 +202,9 @@ func (r *runner) run(ctx context.Context) Result {
 	r.cancelRun = cancelRun
 	defer cancelRun(nil)
 
+	// The pool exists before anything reads it (gauges, k6/execution).
+	r.pool = executor.NewPool(r.newVU, r.tuple, r.plan.MaxVUs)
+
 	// vus / vus_max every second from the start of VU init.
 	gaugeCtx, stopGauges := context.WithCancel(runCtx)
 	var gaugeWG sync.WaitGroup
@@ -439,7 +442,6 @@ func (r *runner) mergedOptionsJSON(exec executor.ExecutionOptions) (json.RawMess
 
 // execute initialises the VUs, runs setup, the scenarios and teardown.
 func (r *runner) execute(ctx, runCtx context.Context) {
-	r.pool = executor.NewPool(r.newVU, r.tuple, r.plan.MaxVUs)
 	if err := r.pool.Init(runCtx, r.plan.MaxPlannedVUs, runtime.GOMAXPROCS(0)); err != nil {
 		// k6 still runs handleSummary after a VU's init failed (errata 6).
 		r.runStart = r.now()
