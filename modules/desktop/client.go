@@ -41,6 +41,9 @@ type Config struct {
 	// arrival time (for delivery latency); it runs on the reader goroutine
 	// and must not block.
 	OnEvent func(ev *nostr.Event, at time.Time, live bool)
+	// Drain, when set, is awaited at the stop (with the grace) before the
+	// connection closes: the place for publishes made on it to settle.
+	Drain func(grace context.Context)
 	// OnSession sees each new authenticated connection (nil when it ends),
 	// so the shared activity schedule can publish through it. It runs on
 	// the client's goroutine and must not block.
@@ -68,6 +71,10 @@ type Client struct {
 
 	subs map[string]*relay.Sub // run goroutine only
 	wg   sync.WaitGroup
+
+	// set by Run before anything starts: reads and EOSE waits end at the
+	// stop; connects under way end with the grace.
+	runCtx, connCtx context.Context
 }
 
 // New validates cfg and builds the client. It does not connect: Run does.
@@ -146,18 +153,32 @@ type connected struct {
 
 func (connected) event() {}
 
-// Run runs the client until ctx ends. A stop abandons pending EOSE waits
-// and reads without recording them; Run returns once every goroutine it
-// started has finished. It returns nil after a stop.
-func (c *Client) Run(ctx context.Context) error {
-	// The stop mark goes up the moment ctx ends, before any operation can
+// Run runs the client until stop ends, then shuts down:
+//   - pending EOSE waits and desktop reads are abandoned and not recorded
+//     (the subscriptions are closed, the reads cancelled);
+//   - a connect under way finishes within its own timeout, as long as grace
+//     lasts (nil: no limit), and is then closed;
+//   - Config.Drain, when set, is awaited (with grace) before the connection
+//     closes, so publishes made on it can settle.
+//
+// Run returns once every goroutine it started has finished; its error is
+// always nil today (the signature leaves room for a client that cannot run).
+func (c *Client) Run(stop, grace context.Context) error {
+	if grace == nil {
+		grace = context.WithoutCancel(stop)
+	}
+	// The stop mark goes up the moment stop ends, before any operation can
 	// record itself as cut short.
-	stopWatch := context.AfterFunc(ctx, func() { c.sink.stopping.Store(true) })
+	stopWatch := context.AfterFunc(stop, func() { c.sink.stopping.Store(true) })
 	defer stopWatch()
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancel(stop)
+	connCtx, cancelConn := context.WithCancel(context.WithoutCancel(grace))
+	unhook := context.AfterFunc(grace, cancelConn)
 	defer func() {
 		cancel()
 		c.wg.Wait()
+		unhook()
+		cancelConn()
 		// a connection that came up as the client stopped is not left open
 		c.mu.Lock()
 		box := c.box
@@ -169,7 +190,8 @@ func (c *Client) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	c.exec(runCtx, c.model.Step(Start{At: time.Now()}))
+	c.runCtx, c.connCtx = runCtx, connCtx
+	c.exec(c.model.Step(Start{At: time.Now()}))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -180,9 +202,10 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		timer.Reset(d)
 		select {
-		case <-ctx.Done():
+		case <-stop.Done():
 			c.sink.stopping.Store(true)
-			c.exec(runCtx, c.model.Step(Stop{At: time.Now()}))
+			c.model.Step(Stop{At: time.Now()})
+			c.shutdown(grace)
 			return nil
 		case <-c.wake:
 		case <-timer.C:
@@ -198,16 +221,43 @@ func (c *Client) Run(ctx context.Context) error {
 				c.adopt(cn)
 				ev = cn.Connected
 			}
-			c.exec(runCtx, c.model.Step(ev))
+			c.exec(c.model.Step(ev))
 		}
 		if now := time.Now(); !now.Before(c.model.NextWake()) {
 			var last time.Time
 			if conn := c.Conn(); conn != nil {
 				last = conn.LastFrameAt()
 			}
-			c.exec(runCtx, c.model.Step(Wake{At: now, LastFrame: last}))
+			c.exec(c.model.Step(Wake{At: now, LastFrame: last}))
 		}
 	}
+}
+
+// shutdown abandons the subscriptions, lets Drain run, then closes the
+// connection.
+func (c *Client) shutdown(grace context.Context) {
+	for id, s := range c.subs {
+		s.Close() // an EOSE wait closed before its EOSE is not recorded
+		delete(c.subs, id)
+	}
+	if c.cfg.Drain != nil {
+		c.cfg.Drain(grace)
+	}
+	c.disconnect()
+}
+
+func (c *Client) disconnect() {
+	c.mu.Lock()
+	conn := c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+		if c.cfg.OnSession != nil {
+			c.cfg.OnSession(nil)
+		}
+	}
+	clear(c.subs)
 }
 
 // adopt makes a new connection current if the model still wants it.
@@ -228,24 +278,14 @@ func (c *Client) adopt(cn connected) {
 	}
 }
 
-func (c *Client) exec(ctx context.Context, acts []Action) {
+func (c *Client) exec(acts []Action) {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case Connect:
 			c.wg.Add(1)
-			go c.connect(ctx, a)
+			go c.connect(a)
 		case Disconnect:
-			c.mu.Lock()
-			conn := c.conn
-			c.conn = nil
-			c.mu.Unlock()
-			if conn != nil {
-				conn.Close()
-				if c.cfg.OnSession != nil {
-					c.cfg.OnSession(nil)
-				}
-			}
-			clear(c.subs)
+			c.disconnect()
 		case OpenSub:
 			c.open(a.Spec)
 		case CloseSub:
@@ -255,7 +295,7 @@ func (c *Client) exec(ctx context.Context, acts []Action) {
 			}
 		case StartRead:
 			c.wg.Add(1)
-			go c.read(ctx, a.Read)
+			go c.read(a.Read)
 		}
 	}
 }
@@ -264,8 +304,12 @@ type nip11Doc struct {
 	Self string `json:"self"`
 }
 
-func (c *Client) connect(ctx context.Context, a Connect) {
+// connect reads NIP-11 (a desktop read: abandoned at the stop) and then
+// connects; a connect that has started runs to its own timeout within the
+// grace, but none starts after the stop.
+func (c *Client) connect(a Connect) {
 	defer c.wg.Done()
+	ctx := c.runCtx
 	if c.cfg.BeforeConnect != nil {
 		if err := c.cfg.BeforeConnect(ctx); err != nil {
 			c.post(ConnectFailed{At: time.Now(), Epoch: a.Epoch})
@@ -280,8 +324,11 @@ func (c *Client) connect(ctx context.Context, a Connect) {
 			c.mu.Unlock()
 		}
 	}
+	if ctx.Err() != nil {
+		return
+	}
 	epoch := a.Epoch
-	conn, err := relay.Connect(ctx, relay.Config{
+	conn, err := relay.Connect(c.connCtx, relay.Config{
 		Target: c.cfg.Target, Keys: c.cfg.Keys, Sink: c.sink, Header: c.cfg.Header,
 		ConnectTimeout: c.cfg.ConnectTimeout, EOSETimeout: c.cfg.Params.EOSETimeout,
 		OnDisconnect: func(err error) {
@@ -337,8 +384,9 @@ func (c *Client) open(sp SubSpec) {
 	c.subs[id] = s
 }
 
-func (c *Client) read(ctx context.Context, r Read) {
+func (c *Client) read(r Read) {
 	defer c.wg.Done()
+	ctx := c.runCtx
 	ok, snapOK := c.runRead(ctx, r)
 	if ctx.Err() != nil {
 		return // abandoned by the stop

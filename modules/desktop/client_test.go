@@ -95,7 +95,7 @@ func (e *e2e) run(p Params) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.done = make(chan error, 1)
-	go func() { e.done <- c.Run(ctx) }()
+	go func() { e.done <- c.Run(ctx, nil) }()
 	e.t.Cleanup(e.stop)
 }
 

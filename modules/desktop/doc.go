@@ -19,10 +19,12 @@
 //	h, err := desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sink,
 //		Transport: pool, BeforeConnect: connectLimiter})
 //	...
-//	err = h.Run(stop, grace) // returns when stop ends
+//	end := h.Session(stop, grace) // one call spans every connection; returns when stop ends
+//	// end.Unexpected() as for modules/client: EndCancelled when the grace ran out
 //
-// ConfigFor gives the Client's Config for the same index when only the
-// desktop traffic is wanted (desktop.New(cfg) then Client.Run(ctx)).
+// (h.Run(stop, grace) is the same with an error.) ConfigFor gives the
+// Client's Config for the same index when only the desktop traffic is
+// wanted: desktop.New(cfg), then Client.Run(stop, grace).
 //
 // Rules the model follows (buzz-LOADGEN.md "Desktop clients", the desktop
 // PR, desktop-requests.md), with the decisions taken where they leave room:

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/client"
@@ -111,7 +114,7 @@ type Human struct {
 	cfg    Config
 	client *Client
 	act    *client.Activity
-	sink   relay.Sink
+	sink   *graceSink
 }
 
 // NewHuman prepares desktop human hc.Global.
@@ -124,22 +127,48 @@ func NewHuman(hc HumanConfig) (*Human, error) {
 	if rng == nil {
 		rng = client.NewRand(hc.Scenario.RunID, hc.Global)
 	}
-	h := &Human{cfg: cfg, sink: hc.Sink}
-	h.act = client.NewActivity(hc.Scenario, hc.Global, cfg.Keys, rng, hc.Sink)
+	h := &Human{cfg: cfg, sink: &graceSink{inner: hc.Sink}}
+	h.act = client.NewActivity(hc.Scenario, hc.Global, cfg.Keys, rng, h.sink)
 	return h, nil
 }
 
 // PubKey is the human's public key.
 func (h *Human) PubKey() string { return h.cfg.Keys.PubKey() }
 
-// Run runs the human until stop ends. The desktop client's pending EOSE
-// waits and reads are abandoned at the stop without being recorded; the
-// activity's publishes under way settle within grace (nil: their own
-// deadlines).
+// Run runs the human until stop ends (see Session for the shutdown); its
+// error says why it could not run or was cancelled at the end of the grace.
 func (h *Human) Run(stop, grace context.Context) error {
-	if grace == nil {
-		grace = context.Background()
+	end := h.Session(stop, grace)
+	if end.Reason == client.EndStopped {
+		return nil
 	}
+	return fmt.Errorf("desktop human: %s: %w", end.Reason, end.Err)
+}
+
+// Session runs the human until stop ends: one call spans all its
+// connections (the desktop client reconnects, renews and ticks on its own).
+// At the stop, pending EOSE waits and desktop reads are abandoned without
+// being recorded, a connect under way finishes within its timeout, and the
+// activity's publishes settle on the open socket within grace (nil: their
+// own deadlines). If grace ends first, what is still in flight is recorded
+// as an "unfinished at stop" error and the end is client.EndCancelled, an
+// unexpected exit like the basic human's.
+func (h *Human) Session(stop, grace context.Context) (end client.End) {
+	defer func() {
+		if p := recover(); p != nil {
+			end = client.End{Reason: client.EndExited, Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	if stop.Err() != nil {
+		return client.End{Reason: client.EndStopped}
+	}
+	if grace == nil {
+		grace = context.WithoutCancel(stop)
+	}
+	sink := h.sink
+	sink.ended.Store(false)
+	unhook := context.AfterFunc(grace, func() { sink.ended.Store(true) })
+	defer unhook()
 	var (
 		mu      sync.Mutex
 		halt    context.CancelFunc
@@ -153,11 +182,13 @@ func (h *Human) Run(stop, grace context.Context) error {
 		}
 		mu.Unlock()
 	}
+	act := h.act
 	cfg := h.cfg
+	cfg.Sink = sink
 	cfg.OnEvent = func(ev *nostr.Event, at time.Time, live bool) {
-		h.act.Observe(ev)
+		act.Observe(ev)
 		if live {
-			recordDeliver(h.sink, ev, at)
+			recordDeliver(sink, ev, at)
 		}
 	}
 	var c *Client
@@ -173,21 +204,48 @@ func (h *Human) Run(stop, grace context.Context) error {
 		running.Add(1)
 		go func() {
 			defer running.Done()
-			if h.act.Run(ctx, ctx, conn) && ctx.Err() == nil {
+			if act.Run(ctx, ctx, conn) && ctx.Err() == nil {
 				c.EndSession() // the schedule's session end: an ordinary reconnect
 			}
 		}()
 	}
+	cfg.Drain = func(grace context.Context) {
+		endSession()
+		running.Wait()
+		act.Settle(grace)
+	}
 	var err error
 	if c, err = New(cfg); err != nil {
-		return err
+		return client.End{Reason: client.EndExited, Err: err}
 	}
 	h.client = c
-	err = c.Run(stop)
+	c.Run(stop, grace)
 	endSession()
 	running.Wait()
-	h.act.Settle(grace)
-	return err
+	if sink.ended.Load() {
+		return client.End{Reason: client.EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
+	}
+	return client.End{Reason: client.EndStopped}
+}
+
+// graceSink marks what the end of the grace cut short (pending, or failed
+// by the cancellation) as an "unfinished at stop" error, as modules/client
+// does; desktop EOSE waits and reads are dropped at the stop before they
+// get here.
+type graceSink struct {
+	inner relay.Sink
+	ended atomic.Bool
+}
+
+func (s *graceSink) Record(r relay.Result) {
+	if s.inner == nil {
+		return
+	}
+	if s.ended.Load() && (r.Outcome == relay.OutcomePending || r.Outcome == relay.OutcomeError) && !strings.HasPrefix(r.Error, "unfinished at stop") {
+		r.Outcome = relay.OutcomeError
+		r.Error = "unfinished at stop: " + r.Error
+	}
+	s.inner.Record(r)
 }
 
 // recordDeliver records publish→delivery of a timed message that arrived
