@@ -571,3 +571,20 @@ func TestRateLimits(t *testing.T) {
 
 var _ = json.Marshal
 var _ = http.StatusOK
+
+// §1.1 item 8: beyond MaxConnections new sockets are dropped without a message.
+func TestMaxConnections(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.MaxConnections = 1 })
+	first := authed(t, r, key("alice"))
+	c, _, err := tryDial(r, "")
+	if err == nil {
+		c.t = t
+		if f, err := c.tryRead(2 * time.Second); err == nil {
+			t.Fatalf("second socket got %s", frameString(f))
+		}
+	}
+	first.send("CLOSE", "x")
+	if f := first.read(); str(f[0]) != "CLOSED" {
+		t.Fatal("first socket disturbed")
+	}
+}
