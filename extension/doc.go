@@ -11,7 +11,7 @@
 //	const sc = buzz.load("./local-smoke.toml", { shard: __ENV.BUZZ_SHARD }); // init code
 //	export const options = sc.options({ ...overrides });
 //	export function setup() { return sc.setup(); }
-//	export function human() { sc.human(); }      // also agent(), hotAuthor(); run() picks by scenario name
+//	export function human() { sc.human(); }      // also desktop(), agent(), hotAuthor(); run() picks by scenario name
 //	export function teardown() { sc.teardown(); }
 //	export function handleSummary(data) { return sc.report(data, { json: "buzz-report.json" }); }
 //
@@ -22,8 +22,8 @@
 // --shard): run the same script n times with -e BUZZ_SHARD=i/n.
 //
 // sc.options(overrides) returns k6 options: one ramping-vus scenario per
-// population with clients (humans, agents, hot_authors; exec human, agent,
-// hotAuthor), startVUs 0, two stages per ramp step (scenario.Stages: stage
+// population with clients (humans, desktop, agents, hot_authors; exec human,
+// desktop, agent, hotAuthor), startVUs 0, two stages per ramp step (scenario.Stages: stage
 // 2i is step i's ramp, 2i+1 its hold), gracefulStop and gracefulRampDown 15 s
 // (the shutdown grace); the abort rules as thresholds (BuildOptions); a
 // summaryTrendStats with p(99); setupTimeout 10m for large seeds. Overrides
@@ -58,7 +58,9 @@
 //
 // One iteration runs one client session (connect, work until the session
 // ends, the stop or a failure); the next iteration reconnects after the
-// client's backoff. The k-th VU to start in a population scenario in this
+// client's backoff. A desktop human (modules/desktop.Human: the app's
+// subscriptions and reads plus the shared activity) reconnects by itself, so
+// its one iteration lasts the run. The k-th VU to start in a population scenario in this
 // process takes local slot k; with an execution segment the slot is
 // GlobalIndex(k) of the segment's stripe (read from test.options), so
 // instances never share a client; the slot indexes Scenario.Clients(kind,
@@ -114,10 +116,4 @@
 // template c{n}.<run_id>.localhost (EmbeddedHostTemplate), so each community
 // is its own host, provisioned by the seed through the operator API as on a
 // real deployment.
-//
-// # Not yet
-//
-// Desktop humans (desktop.fraction) are left out of options() with a warning:
-// modules/desktop's driver is not wired in yet, and modules/client refuses
-// desktop indices, so they cannot run as basic humans either.
 package extension

@@ -298,3 +298,29 @@ func TestCancelledAtStopFailsTheRun(t *testing.T) {
 		t.Error("the report does not say why the run failed")
 	}
 }
+
+func TestDesktopHumansRun(t *testing.T) {
+	toml := strings.Replace(tinySmoke, "[[ramp]]", "[desktop]\nfraction = 0.5\ntick_secs = 1\nbackstop_secs = 2\n\n[[ramp]]", 1)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil)
+	if r.res.ExitCode != 0 || !r.report.OK {
+		r.dump(t)
+		t.Fatalf("exit %d, abort_reason %q", r.res.ExitCode, r.report.AbortReason)
+	}
+	if r.report.Steps[1].Clients["desktop"] == 0 {
+		t.Fatalf("no desktop humans planned: %v", r.report.Steps[1].Clients)
+	}
+	ok := map[string]int64{}
+	for _, s := range r.report.Steps {
+		for op, o := range s.Ops {
+			ok[op] += o.OK
+		}
+	}
+	for _, op := range []string{"desktop_nip11", "desktop_metadata", "desktop_window"} {
+		if ok[op] == 0 {
+			t.Errorf("no successful %s: %v", op, ok)
+		}
+	}
+	if ok["desktop_live_eose"]+ok["desktop_replay_eose"] == 0 {
+		t.Errorf("no desktop channel subscription reached EOSE: %v", ok)
+	}
+}

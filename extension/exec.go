@@ -10,6 +10,7 @@ import (
 	"github.com/buzzload/buzzload/engine/js/modules"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/desktop"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -60,6 +61,7 @@ type slot struct {
 	kind   scenario.Kind
 	global int
 	cl     *client.Client
+	desk   *desktop.Human
 	sink   *opSink
 	exited bool
 	began  bool
@@ -71,11 +73,6 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	st := in.vu.State()
 	if st == nil || st.Phase != modules.PhaseIteration {
 		return fmt.Errorf("%s() runs clients only in VU code (an exec function of a scenario)", p.Exec)
-	}
-	if p.Kind == scenario.KindDesktop {
-		// modules/desktop has no session driver wired here yet: desktop
-		// humans are not run (see the package doc).
-		return errors.New("desktop(): desktop clients are not available in this build; options() leaves the desktop population out")
 	}
 	key := slotKey{l, st.Scenario}
 	sl := in.slots[key]
@@ -98,7 +95,12 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	live := l.agg.clientDelta(p.Kind, 1, !sl.began)
 	sl.began = true
 	in.pushClients(l, sl, live)
-	end := sl.cl.Session(stop, grace)
+	var end client.End
+	if sl.desk != nil {
+		end = runDesktop(sl, stop, grace, stopAt)
+	} else {
+		end = sl.cl.Session(stop, grace)
+	}
 	live = l.agg.clientDelta(p.Kind, -1, false)
 	in.pushClients(l, sl, live)
 	if end.Unexpected() {
@@ -157,12 +159,40 @@ func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, 
 		return nil, err
 	}
 	sink := newOpSink(l, in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	if p.Kind == scenario.KindDesktop {
+		h, err := desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sink, Transport: pool,
+			BeforeConnect: l.pacer().wait, PubKey: l.pubKey})
+		if err != nil {
+			return nil, err
+		}
+		return &slot{kind: p.Kind, global: g, desk: h, sink: sink}, nil
+	}
 	cl, err := client.New(client.Config{Scenario: sc, Global: g, Sink: sink, Transport: pool,
 		BeforeConnect: l.pacer().wait})
 	if err != nil {
 		return nil, err
 	}
 	return &slot{kind: p.Kind, global: g, cl: cl, sink: sink}, nil
+}
+
+// runDesktop runs a desktop human for the rest of the run in one iteration
+// (its client reconnects by itself). What the grace cuts short is recorded
+// as "unfinished at stop" and the client counted as cancelled; a Run that
+// fails before the stop is an exit.
+func runDesktop(sl *slot, stop, grace context.Context, stopAt time.Time) client.End {
+	unhook := context.AfterFunc(grace, func() { sl.sink.graceEnded.Store(true) })
+	defer unhook()
+	sl.sink.graceEnded.Store(false)
+	err := sl.desk.Run(stop, grace)
+	switch {
+	case grace.Err() != nil:
+		return client.End{Reason: client.EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
+	case err != nil:
+		return client.End{Reason: client.EndExited, Err: err}
+	case time.Now().Before(stopAt):
+		return client.End{Reason: client.EndExited, Err: errors.New("the desktop client stopped before the end of the run")}
+	}
+	return client.End{Reason: client.EndStopped}
 }
 
 func waitUntil(ctx context.Context, at time.Time) {

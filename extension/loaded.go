@@ -70,6 +70,22 @@ type loaded struct {
 
 	pacerOnce sync.Once
 	pace      *pacer
+
+	pubKeys sync.Map // global index → pubkey, for desktop co-members
+}
+
+// pubKey is client g's pubkey, derived once per run.
+func (l *loaded) pubKey(g int) string {
+	if v, ok := l.pubKeys.Load(g); ok {
+		return v.(string)
+	}
+	k := l.base.Keys(g)
+	if k == nil {
+		return ""
+	}
+	pk := k.PubKey()
+	l.pubKeys.Store(g, pk)
+	return pk
 }
 
 // pacer is the process-wide connect pacing of this scenario:

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/desktop"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -17,8 +18,10 @@ func OpsOf(k scenario.Kind) []string {
 	common := []string{relay.OpConnect, relay.OpAuth, relay.OpPublish, relay.OpSubscribeEOSE, client.OpDeliver,
 		relay.OpBadFrame, relay.OpNotice}
 	switch k {
-	case scenario.KindHuman, scenario.KindDesktop:
+	case scenario.KindHuman:
 		return append(common, client.OpHistory, relay.OpCount)
+	case scenario.KindDesktop:
+		return append(append(common, relay.OpHTTPQuery), desktop.Ops...)
 	case scenario.KindAgent:
 		return append(common, relay.OpHTTPQuery, relay.OpHTTPEvents, client.OpTurnContext)
 	case scenario.KindHotAuthor:
@@ -53,10 +56,6 @@ type K6Options struct {
 	SetupTimeout      string                     `json:"setupTimeout"`
 }
 
-// desktopAvailable says whether the desktop population can run (see the
-// package doc: not yet).
-const desktopAvailable = false
-
 // BuildOptions turns a scenario into k6 options: one ramping-vus scenario
 // per population with clients in this shard (startVUs 0, two stages per
 // ramp step, gracefulStop and gracefulRampDown 15 s), and the abort rules as
@@ -73,17 +72,13 @@ const desktopAvailable = false
 func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []string) {
 	o := &K6Options{Scenarios: map[string]ScenarioOptions{}, Thresholds: map[string][]ThresholdSpec{},
 		SummaryTrendStats: []string{"avg", "min", "med", "max", "p(95)", "p(99)"}, SetupTimeout: "10m"}
-	var warnings []string
+	warnings := sc.Warnings()
 	rules := sc.Abort.Rules()
 	peak := sc.CountsAt(sc.PeakUsers(), shard)
 	shutdownOps := map[string]bool{}
 	grace := GracefulStop.String()
 	for _, p := range Populations {
 		if peak[p.Kind] == 0 {
-			continue
-		}
-		if p.Kind == scenario.KindDesktop && !desktopAvailable {
-			warnings = append(warnings, fmt.Sprintf("%s: %d desktop humans are not run (the desktop client is not wired into k6/x/buzz yet)", sc.File, peak[p.Kind]))
 			continue
 		}
 		o.Scenarios[p.Name] = ScenarioOptions{Executor: "ramping-vus", StartVUs: 0, Stages: sc.Stages(p.Kind, shard),

@@ -39,10 +39,7 @@ func parse(t *testing.T, src string) *scenario.Scenario {
 
 func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
 	sc := parse(t, optsTOML)
-	o, warns := BuildOptions(sc, scenario.Shard{})
-	if len(warns) != 0 {
-		t.Errorf("warnings %v", warns)
-	}
+	o, _ := BuildOptions(sc, scenario.Shard{})
 	h, ok := o.Scenarios["humans"]
 	if !ok || h.Executor != "ramping-vus" || h.Exec != "human" || h.GracefulStop != "15s" || h.GracefulRampDown != "15s" || h.StartVUs != 0 {
 		t.Fatalf("humans scenario %+v", h)
@@ -122,14 +119,23 @@ func TestBuildOptionsShardSplitsClients(t *testing.T) {
 	}
 }
 
-func TestBuildOptionsDesktopLeftOutWithWarning(t *testing.T) {
+func TestBuildOptionsDesktopPopulation(t *testing.T) {
 	sc := parse(t, strings.Replace(optsTOML, "[hot_thread]", "[desktop]\nfraction = 0.5\n[hot_thread]", 1))
-	o, warns := BuildOptions(sc, scenario.Shard{})
-	if _, ok := o.Scenarios["desktop"]; ok {
-		t.Error("desktop scenario present although the driver is not wired")
+	o, _ := BuildOptions(sc, scenario.Shard{})
+	d, ok := o.Scenarios["desktop"]
+	if !ok || d.Exec != "desktop" {
+		t.Fatalf("desktop scenario %+v", d)
 	}
-	if len(warns) != 1 || !strings.Contains(warns[0], "desktop humans are not run") {
-		t.Errorf("warnings %v", warns)
+	h := o.Scenarios["humans"]
+	if got := d.Stages[3].Target + h.Stages[3].Target; got != 20 {
+		t.Errorf("desktop + basic humans at the peak = %d, want 20", got)
+	}
+	found := false
+	for _, s := range o.Thresholds["buzz_op_duration{op:desktop_window}"] {
+		found = found || s.Scenario == "desktop"
+	}
+	if !found {
+		t.Errorf("no desktop_window p99 threshold for the desktop scenario")
 	}
 }
 

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/js/modules"
@@ -23,6 +24,11 @@ type opSink struct {
 
 	mu   sync.Mutex
 	tags map[tagKey]metrics.TagSet
+
+	// graceEnded turns operations cut short after the grace into
+	// "unfinished at stop" errors (desktop humans; modules/client marks its
+	// own).
+	graceEnded atomic.Bool
 }
 
 type tagKey struct {
@@ -50,6 +56,10 @@ func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
 func (s *opSink) Record(r relay.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
+	}
+	if r.Outcome == relay.OutcomePending && s.graceEnded.Load() {
+		r.Outcome = relay.OutcomeError
+		r.Error = "unfinished at stop: " + r.Error
 	}
 	end := r.Start.Add(r.Duration)
 	if r.Start.IsZero() {

@@ -19,6 +19,10 @@ export function human() {
   sc.human();
 }
 
+export function desktop() {
+  sc.desktop();
+}
+
 export function agent() {
   sc.agent();
 }

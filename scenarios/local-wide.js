@@ -1,8 +1,8 @@
 // Large-deployment shape in miniature (local-wide.toml): private channels with
 // wide channels, uneven membership (tiers), agents working in turns and the
 // hot thread; three steps (220 s), then a per-operation report.
-// With no [target] in the TOML the embedded relay serves the run. Its desktop
-// humans are left out (and reported so) until the desktop client is wired in.
+// A quarter of the humans run the desktop-app model (current mode). With no
+// [target] in the TOML the embedded relay serves the run.
 //
 //   buzzload run scenarios/local-wide.js
 //   buzzload run -e BUZZ_SHARD=0/2 scenarios/local-wide.js   # one of two shards
@@ -19,6 +19,10 @@ export function setup() {
 
 export function human() {
   sc.human();
+}
+
+export function desktop() {
+  sc.desktop();
 }
 
 export function agent() {
