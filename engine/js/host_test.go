@@ -528,3 +528,26 @@ export default function () {
 		t.Fatalf("out = %q (the builder runs in the first init only)", got)
 	}
 }
+
+func TestRandomSeedAndSleep(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": `
+import { randomSeed, sleep } from "k6";
+export default function () {
+  randomSeed(42); const a = Math.random();
+  randomSeed(42); const b = Math.random();
+  globalThis.same = a === b;
+  sleep(30);
+}`})
+	b := h.bundle(t, "main.js")
+	vu := h.vu(t, b, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res := vu.RunIteration(ctx, Iteration{Stage: -1})
+	if res.Full || time.Since(start) > 5*time.Second {
+		t.Fatalf("sleep must end with the context: %+v after %s", res, time.Since(start))
+	}
+	if s := vu.rt.Get("same"); s == nil || !s.ToBoolean() {
+		t.Fatal("randomSeed did not make Math.random repeatable")
+	}
+}
