@@ -2,11 +2,217 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/result"
+	"github.com/buzzload/buzzload/engine/summary"
+	"github.com/buzzload/buzzload/engine/thresholds"
 )
 
-// mergeCmd is not built yet; its owner replaces this file.
-func mergeCmd(_ context.Context, _ []string, env cliEnv) int {
-	fmt.Fprintln(env.Stderr, "buzzload merge: not implemented yet")
-	return 2
+// Exit codes of merge and compare besides 0 and 99 (thresholds failed on
+// the merged data).
+const (
+	exitBadInput = 1 // unreadable, foreign or mismatched result files
+	exitUsage    = 2
+)
+
+// mergeCmd is `buzzload merge result1.json result2.json ...`: the results of
+// the instances of a distributed run (one --execution-segment each) merged
+// into the run a single instance would have made, with the thresholds judged
+// again on the merged data.
+func mergeCmd(_ context.Context, args []string, env cliEnv) int {
+	stdout, stderr := orDiscard(env.Stdout), orDiscard(env.Stderr)
+	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		export, mode, trendStats, timeUnit, out string
+		noThresholds, noSummary, help           bool
+	)
+	fs.StringVar(&export, "summary-export", "", "write the merged end-of-test summary JSON (k6's old format) to this file")
+	fs.StringVar(&mode, "summary-mode", "", "summary mode: compact, full or disabled (default: as the instances ran)")
+	fs.BoolVar(&noSummary, "no-summary", false, "print no summary (same as --summary-mode=disabled)")
+	fs.StringVar(&trendStats, "summary-trend-stats", "", "trend stats in the summary (default: the instances' summaryTrendStats)")
+	fs.StringVar(&timeUnit, "summary-time-unit", "", "fixed time unit in the summary: s, ms or us")
+	fs.BoolVar(&noThresholds, "no-thresholds", false, "do not judge thresholds on the merged data")
+	fs.StringVarP(&out, "output", "o", "", "write the merged result file (segment 0:1) here, e.g. for buzzload compare")
+	fs.BoolVarP(&help, "help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+		return exitUsage
+	}
+	if help {
+		fmt.Fprintln(stdout, "usage: buzzload merge [flags] result1.json result2.json ...")
+		fmt.Fprintln(stdout, "\nMerges the --result files of the instances of one distributed run, re-judges the")
+		fmt.Fprintln(stdout, "thresholds on the merged data and prints the summary. Exit 0, 99 when a threshold")
+		fmt.Fprintln(stdout, "fails on the merged data, 1 on bad or mismatched result files, 2 on bad flags.")
+		fmt.Fprintln(stdout)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return 0
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "buzzload merge: want one or more result files (see buzzload merge --help)")
+		return exitUsage
+	}
+	if noSummary {
+		if mode != "" && mode != "disabled" {
+			fmt.Fprintf(stderr, "buzzload merge: --no-summary and --summary-mode=%s contradict each other\n", mode)
+			return exitUsage
+		}
+		mode = "disabled"
+	}
+	switch mode {
+	case "", "compact", "full", "disabled":
+	default:
+		fmt.Fprintf(stderr, "buzzload merge: --summary-mode %q: want compact, full or disabled\n", mode)
+		return exitUsage
+	}
+
+	ins := make([]result.Input, 0, fs.NArg())
+	for _, p := range fs.Args() {
+		f, err := result.Read(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+			return exitBadInput
+		}
+		ins = append(ins, result.Input{Name: p, File: f})
+	}
+	merged, warns, err := result.Merge(ins)
+	for _, w := range warns {
+		fmt.Fprintf(stderr, "buzzload merge: warning: %s\n", w)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+		return exitBadInput
+	}
+	if noThresholds {
+		merged.Options.Thresholds = nil
+		merged.Thresholds = nil
+		merged.StageVerdicts = nil
+	}
+	set, err := result.ThresholdSet(merged)
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload merge: thresholds: %v\n", err)
+		return exitBadInput
+	}
+	statuses := result.Evaluate(set, merged)
+
+	opts := summary.Options{
+		Mode:       mode,
+		TrendStats: merged.Options.SummaryTrendStats,
+		TimeUnit:   merged.Options.SummaryTimeUnit,
+	}
+	if opts.Mode == "" {
+		opts.Mode = "compact"
+		if merged.Options.SummaryMode == "full" {
+			opts.Mode = "full"
+		}
+	}
+	if opts.Mode == "full" && merged.Options.SummaryMode != "full" {
+		fmt.Fprintln(stderr, "buzzload merge: --summary-mode=full needs every instance to have run with --summary-mode=full (its per-scenario and per-group sinks are made while the run goes)")
+		return exitUsage
+	}
+	if trendStats != "" {
+		opts.TrendStats = splitList(trendStats)
+	}
+	if timeUnit != "" {
+		opts.TimeUnit = timeUnit
+	}
+	_, noColor := lookupFrom(env.Env)("NO_COLOR")
+	opts.IsStdOutTTY, opts.IsStdErrTTY = isTerminal(stdout), isTerminal(stderr)
+	opts.Color, opts.NoColor = opts.IsStdOutTTY && !noColor, noColor
+	printMode := opts.Mode
+	if printMode == "disabled" {
+		opts.Mode = "compact" // still needed for --summary-export
+	}
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+		return exitUsage
+	}
+
+	fmt.Fprintf(stderr, "buzzload merge: %d results of %s (sequence %s): %s\n", len(ins), merged.Run.Script,
+		merged.Run.ExecutionSegmentSequence, strings.Join(merged.Run.Merged, ", "))
+	in := summary.Input{Snapshot: merged.Metrics, Thresholds: statuses, Options: opts}
+	if printMode != "disabled" {
+		text, err := summary.Text(in)
+		if err != nil {
+			fmt.Fprintf(stderr, "buzzload merge: summary: %v\n", err)
+			return engine.ExitGeneric
+		}
+		fmt.Fprint(stdout, text)
+	}
+	code := engine.ExitOK
+	if export != "" {
+		in.SetupData = merged.SetupData
+		b, err := summary.Export(in)
+		if err == nil {
+			err = os.WriteFile(export, b, 0o666)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "buzzload merge: --summary-export: %v\n", err)
+			code = engine.ExitGeneric
+		}
+	}
+	if out != "" {
+		if err := result.Write(out, merged); err != nil {
+			fmt.Fprintf(stderr, "buzzload merge: --output: %v\n", err)
+			code = engine.ExitGeneric
+		}
+	}
+	reportStageVerdicts(stderr, merged.StageVerdicts)
+	if failed := failedKeys(statuses); len(failed) > 0 {
+		fmt.Fprintf(stderr, "buzzload merge: thresholds on metrics '%s' have been crossed on the merged data\n", strings.Join(failed, "', '"))
+		return engine.ExitThresholdsFailed
+	}
+	return code
+}
+
+// reportStageVerdicts names the stages a windowed threshold failed on the
+// merged data, and how the verdict was reached.
+func reportStageVerdicts(w io.Writer, vs []result.StageVerdict) {
+	for _, v := range vs {
+		if v.OK {
+			continue
+		}
+		how := "re-judged on the combined value"
+		if v.Exact != nil && !*v.Exact {
+			how = "conservative: failed on " + strings.Join(v.FailedOn, ", ")
+		}
+		name := ""
+		if v.StageName != "" {
+			name = " (" + v.StageName + ")"
+		}
+		fmt.Fprintf(w, "buzzload merge: stage threshold '%s' on %s failed in scenario %s stage %d%s: value %g over %d samples (%s)\n",
+			v.Source, v.Key, v.Scenario, v.Stage, name, v.Value, v.Samples, how)
+	}
+}
+
+// failedKeys are the metric keys of failed thresholds, first-seen order.
+func failedKeys(sts []thresholds.Status) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, s := range sts {
+		if !s.OK && !seen[s.Key] {
+			seen[s.Key] = true
+			keys = append(keys, s.Key)
+		}
+	}
+	return keys
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }

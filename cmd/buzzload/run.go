@@ -56,6 +56,7 @@ type runFlags struct {
 	stages, env, outs, tags                            []string
 	summaryExport, summaryMode, trendStats, timeUnit   string
 	segment, sequence, systemTags, config, startAt     string
+	result                                             string
 	noSummary, noThresholds, quiet, verbose            bool
 	noSetup, noTeardown, includeSystemEnv, throw, help bool
 }
@@ -88,6 +89,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVar(&f.includeSystemEnv, "include-system-env-vars", true, "pass the system environment to the script's __ENV")
 	fs.BoolVarP(&f.throw, "throw", "w", false, "throw on metric errors instead of warning")
 	fs.StringVarP(&f.config, "config", "c", "", "JSON config file")
+	fs.StringVar(&f.result, "result", "", "write this instance's result file (metrics, thresholds, segment) at the end, for buzzload merge and compare")
 	fs.StringVar(&f.startAt, "start-at", "", "after VU init, wait until this time (RFC 3339 or Unix seconds) to start, so distributed instances start together")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	return f
@@ -167,6 +169,15 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		}()
 	}
 	res := engine.Run(runCtx, cfg)
+	if f.result != "" {
+		// Written also when thresholds failed: merge judges them again.
+		if err := writeRunResult(f.result, cfg, res); err != nil {
+			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+			if res.ExitCode == engine.ExitOK {
+				return engine.ExitGeneric
+			}
+		}
+	}
 	return res.ExitCode
 }
 
@@ -309,6 +320,9 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		cfg.Outputs = splitList(*e.Out)
 	}
 	cfg.Quiet, cfg.Verbose = f.quiet, f.verbose
+	if f.result != "" {
+		cfg.GroupBy = resultGroupBy
+	}
 	if changed("start-at") {
 		t, err := parseStartAt(f.startAt)
 		if err != nil {
