@@ -143,3 +143,22 @@ func TestSlowConsumerIsDropped(t *testing.T) {
 	// The publisher is unaffected.
 	pub.mustPublish(ev(t, alice, 9, "still here", []string{"h", ch}))
 }
+
+// A replay larger than the send buffer is delivered whole: the buffer
+// bounds live fan-out, not replies to the client's own REQ.
+func TestReplayLargerThanSendBuffer(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.SendBuffer = 2 })
+	alice := key("alice")
+	c := authed(t, r, alice)
+	ch := c.createChannel("t", "open")
+	for i := 0; i < 30; i++ {
+		c.send("EVENT", ev(t, alice, 9, strings.Repeat("m", i+1), []string{"h", ch}))
+	}
+	for i := 0; i < 30; i++ {
+		c.expect("OK")
+	}
+	evs, reason := c.req("r", map[string]any{"kinds": []int{9}, "#h": []string{ch}}, map[string]any{"kinds": []int{39000, 39002}, "#h": []string{ch}})
+	if reason != "" || len(evs) != 32 {
+		t.Fatalf("replay: %d events, closed %q", len(evs), reason)
+	}
+}

@@ -238,10 +238,12 @@ func (k *conn) abort() {
 }
 
 // enqueue queues a reply to the client's own request. Replies are not
-// dropped: they are bounded by what the client asks for. A client that lets
-// replies pile past four times the send buffer is disconnected.
+// dropped: they are bounded by what the client asks for (one REQ may replay
+// MaxFilters×MaxHistoricalLimit events). A client that lets more than that
+// plus four send buffers pile up is disconnected.
 func (k *conn) enqueue(b []byte) {
-	if !k.queue.push(outFrame{data: b}, 4*k.r.cfg.SendBuffer) {
+	limit := 4*k.r.cfg.SendBuffer + k.r.cfg.MaxFilters*k.r.cfg.MaxHistoricalLimit
+	if !k.queue.push(outFrame{data: b}, limit) {
 		k.r.logf("localrelay: dropping slow consumer %s", k.pubkeyIfAuthed())
 		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}

@@ -64,8 +64,9 @@
 //   - Slow consumers: a live delivery is dropped when SendBuffer (1000)
 //     frames already wait; SlowClientGrace (15) consecutive drops drop the
 //     TCP connection (no close frame: it would queue behind the backlog).
-//     Replies to the client's own requests are never dropped; past
-//     4×SendBuffer waiting frames the connection is dropped the same way.
+//     Replies to the client's own requests (replays included) are never
+//     dropped; past 4×SendBuffer + MaxFilters×MaxHistoricalLimit waiting
+//     frames the connection is dropped the same way.
 //   - The AUTH deadline closes with 1008 "auth-required: authentication
 //     timed out". Beyond MaxConnections a new socket is closed at once.
 //   - An oversized frame gets NOTICE "error: frame too large (N bytes, limit
