@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +64,6 @@ type Client struct {
 
 	mu      sync.Mutex // guards box, relayPK, roots, conn
 	box     []Event
-	conns   []*relay.Conn // carried alongside Connected events, by epoch
 	relayPK string
 	roots   map[int][]string // seeded thread roots per channel index
 	conn    *relay.Conn
@@ -110,15 +110,17 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// stopSink drops what a stop abandons: once the client is stopping, an
-// operation cut short (pending) is not recorded.
+// stopSink drops what a stop abandons: once the client is stopping, a
+// desktop EOSE wait or read cut short (pending) is not recorded. Other
+// operations on the socket (connect, auth, the activity's publishes) are
+// the caller's to judge.
 type stopSink struct {
 	inner    relay.Sink
 	stopping atomic.Bool
 }
 
 func (s *stopSink) Record(r relay.Result) {
-	if s.inner == nil || (s.stopping.Load() && r.Outcome == relay.OutcomePending) {
+	if s.inner == nil || (s.stopping.Load() && r.Outcome == relay.OutcomePending && strings.HasPrefix(r.Op, "desktop_")) {
 		return
 	}
 	s.inner.Record(r)

@@ -228,3 +228,34 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 		}
 	})
 }
+
+func TestStopAndGraceSinks(t *testing.T) {
+	inner := &relay.CollectSink{}
+	grace := &graceSink{inner: inner}
+	stop := &stopSink{inner: grace}
+	rec := func(op string, o relay.Outcome) { stop.Record(relay.Result{Op: op, Outcome: o, Error: "cut"}) }
+
+	stop.stopping.Store(true)
+	rec(OpLiveEOSE, relay.OutcomePending) // an abandoned EOSE wait: dropped
+	rec(OpWindow, relay.OutcomePending)   // an abandoned read: dropped
+	rec(OpWindow, relay.OutcomeOK)        // a read that finished: kept
+	rec("publish", relay.OutcomePending)  // a publish cut short: the caller's
+	if got := len(inner.Results()); got != 2 {
+		t.Fatalf("%d recorded, want 2: %v", got, inner.Results())
+	}
+	grace.ended.Store(true)
+	rec("publish", relay.OutcomePending)
+	rec("connect", relay.OutcomeError)
+	rec("publish", relay.OutcomeThrottled)
+	if n := inner.Count("publish", relay.OutcomeError) + inner.Count("connect", relay.OutcomeError); n != 2 {
+		t.Errorf("%d unfinished errors, want 2", n)
+	}
+	for _, r := range inner.Results()[2:4] {
+		if r.Error != "unfinished at stop: cut" {
+			t.Errorf("error %q", r.Error)
+		}
+	}
+	if inner.Count("publish", relay.OutcomeThrottled) != 1 {
+		t.Error("a throttle after the grace is still a throttle")
+	}
+}
