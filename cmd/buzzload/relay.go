@@ -137,6 +137,7 @@ func relayConfig(args []string, env cliEnv) (localrelay.Config, *pflag.FlagSet, 
 	dur(&cfg.PingInterval, "ping-interval", "BUZZ_PING_INTERVAL", "WebSocket ping interval (3 missed pongs close)")
 	dur(&cfg.WriteTimeout, "write-timeout", "BUZZ_WRITE_TIMEOUT", "deadline for one WebSocket write")
 	dur(&cfg.ReplayWindow, "nip98-replay-window", "BUZZ_NIP98_REPLAY_WINDOW", "how long a NIP-98 event id is refused after use")
+	integer(&cfg.MaxEventsPerCommunity, "max-events-per-community", "BUZZ_MAX_EVENTS_PER_COMMUNITY", "stored events kept per community, oldest evicted first (0: no cap)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest HTTP request body [BUZZ_MAX_BODY_BYTES]")
 	boolean(&cfg.RateLimit, "rate-limit", "BUZZ_RATE_LIMIT", "enforce rate limits (false switches every limit off)")
 	integer(&cfg.HumanMessagesPerMin, "human-messages-per-min", "BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN", "stored messages per minute, humans")

@@ -104,7 +104,7 @@ func TestRelayHelpDocumentsFlagsAndEnvironment(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"--listen", "[BUZZ_LISTEN]", "--rate-limit", "[BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN]",
-		"[BUZZ_SEND_BUFFER]", "BUZZ_OPERATOR_SECRET", "--legacy-rate-limit-notice", "[BUZZ_V1_ENABLED]"} {
+		"[BUZZ_SEND_BUFFER]", "BUZZ_OPERATOR_SECRET", "--legacy-rate-limit-notice", "[BUZZ_V1_ENABLED]", "[BUZZ_MAX_EVENTS_PER_COMMUNITY]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q", want)
 		}

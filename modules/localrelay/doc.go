@@ -107,8 +107,9 @@
 //     deletion walks the stages every 20 ms and purges the community's data
 //     at postgres_purged; the host stays reserved for ever (provisioning it
 //     again is 409). Archiving closes the community's sockets (4000
-//     "community archived"). /operator/communities/transfer and
-//     /operator/listener/pubkeys are not implemented (404).
+//     "community archived"). No operator listeners are configured, so
+//     /operator/listener/pubkeys always answers 403 "actor not authorized:
+//     not a configured operator listener".
 //   - Fault injection is reachable only through Relay.Faults(); no route
 //     exposes it.
 package localrelay

@@ -68,6 +68,11 @@ func (r *Relay) serveOperator(w http.ResponseWriter, req *http.Request) {
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
+	if req.URL.Path == "/operator/listener/pubkeys" {
+		// This relay configures no operator listeners.
+		writeJSONError(w, http.StatusForbidden, "actor not authorized: not a configured operator listener")
+		return
+	}
 	if !r.operators[ev.PubKey] {
 		writeJSONError(w, http.StatusForbidden, "actor not authorized: not a relay operator")
 		return
@@ -90,6 +95,8 @@ func (r *Relay) serveOperator(w http.ResponseWriter, req *http.Request) {
 		r.opArchive(w, body, false)
 	case "POST /operator/communities/delete":
 		r.opDelete(w, body)
+	case "POST /operator/communities/transfer":
+		r.opTransfer(w, body)
 	default:
 		writeJSONError(w, http.StatusNotFound, "not found")
 	}
@@ -355,5 +362,48 @@ func (r *Relay) runDeletion(c *community, d *deletionRequest) {
 			c.reads.Store(nil)
 		}
 		r.mu.Unlock()
+	}
+}
+
+// opTransfer moves ownership (digest §3.9); the previous owner is demoted.
+func (r *Relay) opTransfer(w http.ResponseWriter, body []byte) {
+	var in struct {
+		CommunityID string `json:"community_id"`
+		NewOwner    string `json:"new_owner_pubkey"`
+		Expected    string `json:"expected_owner_pubkey"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid transfer JSON: "+err.Error())
+		return
+	}
+	if !validPubKey(in.NewOwner) || !validPubKey(in.Expected) {
+		writeJSONError(w, http.StatusBadRequest, "invalid owner pubkey")
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var c *community
+	for _, x := range r.comms {
+		if strings.EqualFold(x.id, in.CommunityID) {
+			c = x
+		}
+	}
+	switch {
+	case c == nil || c.owner == "":
+		writeJSONError(w, http.StatusNotFound, "community has no owner to transfer from")
+	case c.owner != in.Expected:
+		writeJSONError(w, http.StatusConflict, "owner_conflict: the community is owned by another key")
+	case c.deletion != nil:
+		opError{http.StatusConflict, "a deletion is pending for this community", "deletion_lifecycle_conflict"}.write(w)
+	case c.archivedAt != 0:
+		writeJSONError(w, http.StatusConflict, "community must be active to transfer ownership")
+	case c.owner == in.NewOwner:
+		writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "new_owner_pubkey": in.NewOwner, "status": "already_owner"})
+	case r.ownedLocked(in.NewOwner) >= r.cfg.MaxCommunitiesPerOwner:
+		opError{http.StatusConflict, "limit_reached: the new owner already has the maximum number of communities", "limit_reached"}.write(w)
+	default:
+		prev := c.owner
+		c.owner = in.NewOwner
+		writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "new_owner_pubkey": in.NewOwner, "status": "transferred", "previous_owner": prev})
 	}
 }

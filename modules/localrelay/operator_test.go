@@ -150,6 +150,20 @@ func TestOperatorUnarchive(t *testing.T) {
 	}
 	c := dialHost(t, r, host)
 	c.auth(owner, nil)
+
+	// Transfer: the expected owner must match; then the new owner owns it.
+	newOwner := key("new-owner")
+	tr := map[string]any{"community_id": field(t, resp, "community_id"), "new_owner_pubkey": newOwner.PubKey(), "expected_owner_pubkey": newOwner.PubKey()}
+	if resp := opCall(t, r, op, "POST", "/operator/communities/transfer", tr); resp.status != 409 {
+		t.Fatalf("transfer with the wrong expected owner: %d %s", resp.status, resp.body)
+	}
+	tr["expected_owner_pubkey"] = owner.PubKey()
+	if resp := opCall(t, r, op, "POST", "/operator/communities/transfer", tr); resp.status != 200 || field(t, resp, "status") != "transferred" {
+		t.Fatalf("transfer: %d %s", resp.status, resp.body)
+	}
+	if resp := opCall(t, r, op, "POST", "/operator/communities/archive", map[string]any{"host": host, "owner_pubkey": owner.PubKey()}); resp.status != 404 {
+		t.Fatalf("the previous owner can still archive: %d %s", resp.status, resp.body)
+	}
 }
 
 // Configuration: an operator secret generated at start-up is written 0600.
