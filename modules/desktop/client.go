@@ -348,7 +348,8 @@ func (c *Client) connect(a Connect) {
 
 func (c *Client) open(sp SubSpec) {
 	conn := c.Conn()
-	if conn == nil {
+	if conn == nil { // cannot happen while the model is connected; never leave a setup slot taken
+		c.post(SubFailed{Sub: sp.ID, At: time.Now()})
 		return
 	}
 	timeout := c.model.p.EOSETimeout
@@ -370,7 +371,7 @@ func (c *Client) open(sp SubSpec) {
 		OnEOSE: func(r relay.Result) {
 			switch r.Outcome {
 			case relay.OutcomeOK:
-				c.post(EOSE{Sub: id, At: r.Start.Add(r.Duration), Count: int(replayed.Load())})
+				c.post(EOSE{Sub: id, At: r.Start.Add(r.Duration), Count: int(replayed.Load()), OnTime: true})
 			case relay.OutcomePending: // our Close, or the connection's end
 			default:
 				c.post(SubFailed{Sub: id, At: r.Start.Add(r.Duration)})
