@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -34,9 +35,10 @@ type conn struct {
 	expected  string // the relay URL the AUTH relay tag must name
 
 	authed     atomic.Bool
-	pubkey     string // written once before authed is set
-	agentOwner string // NIP-OA owner, "" for humans
-	authFailed bool   // reader goroutine only
+	pubkey     string           // written once before authed is set
+	pub        *btcec.PublicKey // pubkey parsed, for signature checks
+	agentOwner string           // NIP-OA owner, "" for humans
+	authFailed bool             // reader goroutine only
 
 	subs map[string]*subscription // reader goroutine only
 }
@@ -415,6 +417,7 @@ func (k *conn) handleAuth(msg []json.RawMessage) {
 		return
 	}
 	k.pubkey = ev.PubKey
+	k.pub, _ = nostr.ParsePubKey(ev.PubKey)
 	k.agentOwner = owner
 	k.authed.Store(true)
 	if owner != "" {
@@ -452,7 +455,7 @@ func (k *conn) handleEvent(msg []json.RawMessage) {
 		k.throttledEvent(ev.ID, reason)
 		return
 	}
-	res := k.r.ingest(k.c, ev, ingestAuth{pubkey: k.pubkey, agentOwner: k.agentOwner, ws: true})
+	res := k.r.ingest(k.c, ev, ingestAuth{pubkey: k.pubkey, pub: k.pub, agentOwner: k.agentOwner, ws: true})
 	if res.throttled {
 		k.throttledEvent(ev.ID, res.message)
 		return

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/btcsuite/btcd/btcec/v2"
+
 	"github.com/buzzload/buzzload/modules/localrelay/store"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
@@ -17,6 +19,7 @@ import (
 // ingestAuth is who submits an event and through which door.
 type ingestAuth struct {
 	pubkey     string
+	pub        *btcec.PublicKey // pubkey parsed once per connection (nil: parse per event)
 	agentOwner string
 	ws         bool
 }
@@ -62,10 +65,14 @@ func (r *Relay) ingest(c *community, ev *nostr.Event, auth ingestAuth) ingestRes
 		return reject("restricted: unknown event kind")
 	}
 	if r.cfg.VerifySignatures {
-		if err := ev.Verify(); err != nil {
-			if errors.Is(err, nostr.ErrBadID) {
-				return reject("invalid: event id does not match its content")
-			}
+		var pub *btcec.PublicKey
+		if ev.PubKey == auth.pubkey {
+			pub = auth.pub
+		}
+		switch verifyWithKey(ev, pub) {
+		case verifyBadID:
+			return reject("invalid: event id does not match its content")
+		case verifyBadSig:
 			return reject("invalid: signature verification failed")
 		}
 	}

@@ -588,3 +588,36 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatal("first socket disturbed")
 	}
 }
+
+// §1.2: the relay checks the id hash and the Schnorr signature, unless
+// verification is switched off for a capacity run.
+func TestSignatureVerification(t *testing.T) {
+	for _, verify := range []bool{true, false} {
+		r := startRelay(t, func(c *Config) { c.VerifySignatures = verify })
+		alice := key("alice")
+		c := authed(t, r, alice)
+		badID := ev(t, alice, 0, `{"name":"a"}`)
+		badID.Content = `{"name":"b"}`
+		badSig := ev(t, alice, 0, `{"name":"c"}`)
+		badSig.Sig = strings.Repeat("1", 128)
+		for _, tc := range []struct {
+			e    *nostr.Event
+			want string
+		}{{badID, "invalid: event id does not match its content"}, {badSig, "invalid: signature verification failed"}} {
+			ok, reason := c.publish(tc.e)
+			if verify && (ok || reason != tc.want) {
+				t.Errorf("verify on: %v %q, want %q", ok, reason, tc.want)
+			}
+			if !verify && !ok {
+				t.Errorf("verify off: refused %q", reason)
+			}
+		}
+		// Another key's event (a gift wrap) is verified without the cached key.
+		bob := key("bob")
+		gw := ev(t, bob, 1059, "sealed", []string{"p", alice.PubKey()})
+		gw.Sig = strings.Repeat("2", 128)
+		if ok, reason := c.publish(gw); verify && (ok || reason != "invalid: signature verification failed") {
+			t.Errorf("gift wrap with a bad signature: %v %q", ok, reason)
+		}
+	}
+}
