@@ -60,7 +60,9 @@
 //     unread chunks (the app runs the repair after the read-state read).
 //     Its outcome reports the snapshot and the repair apart.
 //   - Backoff after a failed connect or session: 500 ms doubling to 30 s;
-//     a session that lasted 60 s restarts it from 500 ms.
+//     a session that lasted 60 s restarts it from 500 ms. A desktop human
+//     draws each delay from the upper half of that (its own seeded stream),
+//     so clients dropped together do not reconnect together.
 //
 // Wire shapes (desktop-requests.md; "proposed" there, decided here):
 //

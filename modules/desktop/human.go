@@ -95,6 +95,8 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	p.Channels = cfg.Channels
 	p.RenewalPhase = RenewalPhase(sc.RunID, hc.Global)
 	p.LiveOnlyScope = hc.LiveOnlyScope
+	s1, s2 := client.SeedFor(sc.RunID, hc.Global)
+	p.Jitter = rand.New(rand.NewPCG(s1^0x6465736b746f70, s2)).Float64 // its own stream: the model runs on its own goroutine
 	cfg.Params = p
 	return cfg, nil
 }

@@ -379,13 +379,18 @@ func (m *Model) waitAndReconnect(at time.Time) {
 	m.reconnectAt = at.Add(m.backoff())
 }
 
-// backoff is BackoffBase doubled per consecutive failure, capped.
+// backoff is BackoffBase doubled per consecutive failure, capped, and with
+// Jitter drawn from the upper half of that.
 func (m *Model) backoff() time.Duration {
 	d := m.p.BackoffBase
 	for i := 1; i < m.attempts && d < m.p.BackoffMax; i++ {
 		d *= 2
 	}
-	return min(d, m.p.BackoffMax)
+	d = min(d, m.p.BackoffMax)
+	if m.p.Jitter != nil {
+		d = d/2 + time.Duration(m.p.Jitter()*float64(d/2))
+	}
+	return d
 }
 
 func (m *Model) dropConnection() {

@@ -693,6 +693,28 @@ func TestConnectsAndFailedSessionsBackOff(t *testing.T) {
 	}
 }
 
+func TestJitteredBackoffStaysInTheUpperHalfOfItsCeiling(t *testing.T) {
+	p := params(ModeCurrent, 5)
+	draws := []float64{0, 0.5, 0.999}
+	p.Jitter = func() float64 { d := draws[0]; draws = append(draws[1:], d); return d }
+	s := newSim(t, p)
+	s.start()
+	var got []time.Duration
+	for i := 0; i < 3; i++ {
+		s.do(ConnectFailed{At: s.now, Epoch: s.epoch})
+		got = append(got, s.m.reconnectAt.Sub(s.now))
+		s.now = s.m.reconnectAt
+		s.do(Wake{At: s.now})
+	}
+	// ceilings 500 ms, 1 s, 2 s
+	want := []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 1999 * time.Millisecond}
+	for i := range want {
+		if d := got[i] - want[i]; d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("delay %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
 func TestStopIgnoresEverythingAfter(t *testing.T) {
 	s := newSim(t, params(ModeCurrent, 5))
 	s.start()

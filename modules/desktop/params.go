@@ -92,6 +92,10 @@ type Params struct {
 	MaxReads    int           // HTTP reads in flight
 	BackoffBase time.Duration // first reconnect delay after a failure
 	BackoffMax  time.Duration // reconnect delay cap
+	// Jitter, when set, returns a uniform draw in [0, 1): each reconnect
+	// delay is then drawn from [½, 1) of its ceiling, so clients dropped
+	// together do not all come back together. Nil: the ceiling exactly.
+	Jitter func() float64
 }
 
 // ParamsFrom resolves the scenario's [desktop] keys. Channels, Presence and
