@@ -77,18 +77,18 @@ type run struct {
 // runScenario runs the shipped script scriptName (from scenarios/) against
 // toml saved under tomlName next to it, in-process through the runner, on
 // the embedded relay.
-func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*localrelay.Config)) *run {
+func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*localrelay.Config), env map[string]string) *run {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "scenarios", scriptName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runInline(t, t.TempDir(), string(src), tomlName, toml, mutate, nil)
+	return runInline(t, t.TempDir(), string(src), tomlName, toml, mutate, nil, env)
 }
 
 // runInline runs script (saved as script.js in dir, next to toml) through
 // the runner in-process, with a fresh k6/x/buzz on the embedded relay.
-func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*localrelay.Config), onRelay func(*localrelay.Relay)) *run {
+func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*localrelay.Config), onRelay func(*localrelay.Relay), env map[string]string) *run {
 	t.Helper()
 	script := filepath.Join(dir, "script.js")
 	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
@@ -109,7 +109,7 @@ func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*local
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
-		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: map[string]string{"BUZZ_REPORT": reportPath}})
+		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: scriptEnv(reportPath, env)})
 	r := &run{res: res, stdout: out.String(), stderr: errb.String(), mod: mod}
 	raw, err := os.ReadFile(reportPath)
 	if err != nil {
@@ -134,7 +134,7 @@ func (r *run) dump(t *testing.T) {
 }
 
 func TestSmokeScriptOnEmbeddedRelay(t *testing.T) {
-	r := runScenario(t, "local-smoke.js", "local-smoke.toml", tinySmoke, nil)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", tinySmoke, nil, nil)
 	if r.res.ExitCode != 0 || !r.report.OK {
 		r.dump(t)
 		t.Fatalf("exit %d, report ok=%v abort_reason=%q", r.res.ExitCode, r.report.OK, r.report.AbortReason)
@@ -208,7 +208,7 @@ func TestSmokeScriptOnEmbeddedRelay(t *testing.T) {
 
 func TestAbortOnTinyP99NamesStepAndOp(t *testing.T) {
 	toml := strings.Replace(tinySmoke, "max_p99_ms = 3000", "max_p99_ms = 0.001", 1)
-	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil, nil)
 	if r.res.ExitCode != engine.ExitThresholdsFailed {
 		r.dump(t)
 		t.Fatalf("exit %d, want 99", r.res.ExitCode)
@@ -235,7 +235,7 @@ func TestThrottledPublishesAreNotErrors(t *testing.T) {
 	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, func(c *localrelay.Config) {
 		c.RateLimit = true
 		c.HumanMessagesPerMin = 2
-	})
+	}, nil)
 	var throttled, errs int64
 	for _, s := range r.report.Steps {
 		if o := s.Ops["publish"]; o != nil {
@@ -273,7 +273,7 @@ func TestCancelledAtStopFailsTheRun(t *testing.T) {
 	r := runInline(t, dir, graceScript, "grace.toml", toml, func(c *localrelay.Config) {}, func(rl *localrelay.Relay) {
 		// After the seed: every HTTP answer takes 5 s, longer than the grace.
 		time.AfterFunc(2500*time.Millisecond, func() { rl.Faults().SetHTTPLatency(5 * time.Second) })
-	})
+	}, nil)
 	if r.res.ExitCode != engine.ExitThresholdsFailed {
 		r.dump(t)
 		t.Fatalf("exit %d, want 99", r.res.ExitCode)
@@ -301,7 +301,7 @@ func TestCancelledAtStopFailsTheRun(t *testing.T) {
 
 func TestDesktopHumansRun(t *testing.T) {
 	toml := strings.Replace(tinySmoke, "[[ramp]]", "[desktop]\nfraction = 0.5\ntick_secs = 1\nbackstop_secs = 2\n\n[[ramp]]", 1)
-	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil, nil)
 	if r.res.ExitCode != 0 || !r.report.OK {
 		r.dump(t)
 		t.Fatalf("exit %d, abort_reason %q", r.res.ExitCode, r.report.AbortReason)
@@ -322,5 +322,59 @@ func TestDesktopHumansRun(t *testing.T) {
 	}
 	if ok["desktop_live_eose"]+ok["desktop_replay_eose"] == 0 {
 		t.Errorf("no desktop channel subscription reached EOSE: %v", ok)
+	}
+}
+
+func scriptEnv(report string, extra map[string]string) map[string]string {
+	env := map[string]string{"BUZZ_REPORT": report}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+const tinyPaced = `run_id = "tiny-paced"
+[shape]
+communities = 1
+channels_per_community = 2
+history_messages_per_channel = 2
+thread_roots_per_channel = 0
+[population]
+humans = 3
+agents = 0
+channels_per_member = 2
+[human]
+history_limit = 2
+typing_per_hour = 0
+messages_per_hour = 0
+reactions_per_hour = 0
+[hot_thread]
+seed_replies = 3
+authors = 2
+[[ramp]]
+users = 1
+ramp_secs = 1
+hold_secs = 4
+`
+
+// The paced script drives the low-level API: timed hot replies through
+// sc.http().events on constant-arrival-rate, reads through query, and the
+// humans record delivery of those replies.
+func TestPacedHotThreadScript(t *testing.T) {
+	r := runScenario(t, "hot-thread-paced.js", "hot-thread-paced.toml", tinyPaced, nil,
+		map[string]string{"DURATION": "5s", "RATE": "4", "READS": "2"})
+	if r.res.ExitCode != 0 || !r.report.OK {
+		r.dump(t)
+		t.Fatalf("exit %d, abort_reason %q", r.res.ExitCode, r.report.AbortReason)
+	}
+	ops := r.report.Steps[0].Ops
+	for _, op := range []string{"hot_reply", "thread_fetch", "deliver"} {
+		if ops[op] == nil || ops[op].OK == 0 {
+			r.dump(t)
+			t.Errorf("no successful %s in step 0: %+v", op, ops[op])
+		}
+	}
+	if ops["hot_reply"] != nil && ops["hot_reply"].Count < 10 {
+		t.Errorf("only %d hot replies at 4/s for 5 s", ops["hot_reply"].Count)
 	}
 }

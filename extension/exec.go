@@ -90,8 +90,12 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 		waitUntil(grace, stopAt)
 		return nil
 	}
-	stop, cancel := context.WithDeadline(grace, stopAt)
+	// The stop is a cancellation, not a deadline: an operation cut short by
+	// it must read as abandoned (context.Canceled), not as its own timeout.
+	stop, cancel := context.WithCancel(grace)
 	defer cancel()
+	timer := time.AfterFunc(time.Until(stopAt), cancel)
+	defer timer.Stop()
 	live := l.agg.clientDelta(p.Kind, 1, !sl.began)
 	sl.began = true
 	in.pushClients(l, sl, live)

@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
 
@@ -31,6 +32,14 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 			delay = d.String()
 		}
 		return in.toJS(OpThresholds(l.base, list, delay))
+	})
+	set("peak", func(sobek.FunctionCall) sobek.Value {
+		c := l.base.CountsAt(l.base.PeakUsers(), l.shard)
+		out := map[string]int{}
+		for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
+			out[k.String()] = c[k]
+		}
+		return in.toJS(out)
 	})
 	set("limits", func(sobek.FunctionCall) sobek.Value { return in.toJS(Limits(l.base.Abort)) })
 	set("steps", func(sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) })

@@ -6,13 +6,17 @@
 //
 //   buzzload run scenarios/hot-thread-paced.js
 //   buzzload run -e RATE=20 -e READS=2 scenarios/hot-thread-paced.js
+//
+// DURATION (default 60s) should match the TOML's ramp, whose steps tag the
+// samples.
 import buzz from "k6/x/buzz";
 import exec from "k6/execution";
 
 const sc = buzz.load("./hot-thread-paced.toml");
 const RATE = Number(__ENV.RATE || 5); // replies per second
 const READS = Number(__ENV.READS || 1); // thread reads per second
-const AUTHORS = 5; // hot_thread.authors in the TOML
+const DURATION = __ENV.DURATION || "60s";
+const AUTHORS = sc.peak().hot_author; // hot-thread authors at the largest step
 
 // The humans' ramping-vus scenario and its abort thresholds come from the
 // scenario file; the paced scenarios run beside it for the same minute.
@@ -26,7 +30,7 @@ export const options = {
       executor: "constant-arrival-rate",
       rate: RATE,
       timeUnit: "1s",
-      duration: "60s",
+      duration: DURATION,
       preAllocatedVUs: 5,
       maxVUs: 50,
       gracefulStop: "15s",
@@ -36,7 +40,7 @@ export const options = {
       executor: "constant-arrival-rate",
       rate: READS,
       timeUnit: "1s",
-      duration: "60s",
+      duration: DURATION,
       preAllocatedVUs: 2,
       maxVUs: 10,
       gracefulStop: "15s",
