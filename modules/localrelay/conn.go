@@ -40,7 +40,8 @@ type conn struct {
 	agentOwner string           // NIP-OA owner, "" for humans
 	authFailed bool             // reader goroutine only
 
-	subs map[string]*subscription // reader goroutine only
+	subs      map[string]*subscription // reader goroutine only
+	authTimer *time.Timer              // the AUTH deadline, stopped once authenticated
 }
 
 // outFrame is one queued text frame: data, or for a live event the
@@ -117,7 +118,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	writerDone := make(chan struct{})
 	go func() { k.writeLoop(); close(writerDone) }()
 	k.enqueue(appendAuthFrame(nil, k.challenge))
-	authTimer := time.AfterFunc(r.cfg.AuthTimeout, func() {
+	k.authTimer = time.AfterFunc(r.cfg.AuthTimeout, func() {
 		if !k.authed.Load() {
 			k.closeWith(websocket.ClosePolicyViolation, "auth-required: authentication timed out")
 		}
@@ -125,7 +126,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 
 	k.readLoop(idle)
 
-	authTimer.Stop()
+	k.authTimer.Stop()
 	k.closeWith(websocket.CloseNormalClosure, "")
 	<-writerDone
 	ws.Close()
@@ -420,6 +421,7 @@ func (k *conn) handleAuth(msg []json.RawMessage) {
 	k.pub, _ = nostr.ParsePubKey(ev.PubKey)
 	k.agentOwner = owner
 	k.authed.Store(true)
+	k.authTimer.Stop()
 	if owner != "" {
 		k.c.agentOwner.Store(ev.PubKey, owner)
 	}
