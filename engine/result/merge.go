@@ -318,7 +318,7 @@ func Evaluate(set *thresholds.Set, f *File) []thresholds.Status {
 		st := thresholds.Status{Threshold: t, Evaluated: true, OK: true}
 		if t.Window != "" {
 			for _, v := range f.StageVerdicts {
-				if v.Key != t.Key || v.Source != t.Source {
+				if v.Key != t.Key || v.Source != t.Source || (t.Scenario != "" && v.Scenario != t.Scenario) {
 					continue
 				}
 				if st.OK {
@@ -404,6 +404,7 @@ func mergeVerdicts(set *thresholds.Set, ins []Input) []StageVerdict {
 		m := parts[0].v
 		m.FailedOn = nil
 		m.Samples = 0
+		unknown := false // counters and gauges report -1 samples
 		for _, p := range parts {
 			if p.v.Start.Before(m.Start) || m.Start.IsZero() {
 				m.Start = p.v.Start
@@ -411,16 +412,22 @@ func mergeVerdicts(set *thresholds.Set, ins []Input) []StageVerdict {
 			if p.v.End.After(m.End) {
 				m.End = p.v.End
 			}
-			m.Samples += p.v.Samples
+			if p.v.Samples < 0 {
+				unknown = true
+			}
+			m.Samples += max(p.v.Samples, 0)
 			if !p.v.OK {
 				m.FailedOn = append(m.FailedOn, p.name)
 			}
+		}
+		if unknown {
+			m.Samples = -1
 		}
 		vals := make([]StageVerdict, len(parts))
 		for i, p := range parts {
 			vals[i] = p.v
 		}
-		t := findThreshold(set, k.key, k.source)
+		t := findThreshold(set, k.key, k.source, k.scenario)
 		v, has, exact := combine(t, vals)
 		m.Value, m.HasValue = v, has
 		if exact {
@@ -434,12 +441,12 @@ func mergeVerdicts(set *thresholds.Set, ins []Input) []StageVerdict {
 	return out
 }
 
-func findThreshold(set *thresholds.Set, key, source string) *thresholds.Threshold {
+func findThreshold(set *thresholds.Set, key, source, scenario string) *thresholds.Threshold {
 	if set == nil {
 		return nil
 	}
 	for _, t := range set.Thresholds {
-		if t.Key == key && t.Source == source {
+		if t.Key == key && t.Source == source && t.Window != "" && (t.Scenario == "" || t.Scenario == scenario) {
 			return t
 		}
 	}

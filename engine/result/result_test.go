@@ -224,9 +224,10 @@ func TestMergeStageVerdicts(t *testing.T) {
 	v := func(key, src string, ok bool, val float64, n int64) StageVerdict {
 		return StageVerdict{Key: key, Source: src, Scenario: "s", Stage: 0, OK: ok, Value: val, HasValue: true, Samples: n}
 	}
-	a.StageVerdicts = []StageVerdict{v("fail", "rate<0.25", true, 0.1, 10), v("reqs", "count<15", true, 10, 10), v("lat", "p(99)<15", true, 9.9, 10)}
+	// Counters report -1 samples (not counted), as the runner does.
+	a.StageVerdicts = []StageVerdict{v("fail", "rate<0.25", true, 0.1, 10), v("reqs", "count<15", true, 10, -1), v("lat", "p(99)<15", true, 9.9, 10)}
 	// b's rate 0.3 fails alone; merged (1+3)/20 = 0.2 passes.
-	b.StageVerdicts = []StageVerdict{v("fail", "rate<0.25", false, 0.3, 10), v("reqs", "count<15", true, 10, 10), v("lat", "p(99)<15", false, 19.9, 10)}
+	b.StageVerdicts = []StageVerdict{v("fail", "rate<0.25", false, 0.3, 10), v("reqs", "count<15", true, 10, -1), v("lat", "p(99)<15", false, 19.9, 10)}
 	m, _, err := Merge(inputs(a, b))
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +239,7 @@ func TestMergeStageVerdicts(t *testing.T) {
 	if sv := byKey["fail"]; !sv.OK || sv.Value != 0.2 || sv.Samples != 20 || !*sv.Exact {
 		t.Errorf("rate stage verdict: %+v", sv)
 	}
-	if sv := byKey["reqs"]; sv.OK || sv.Value != 20 || !*sv.Exact {
+	if sv := byKey["reqs"]; sv.OK || sv.Value != 20 || !*sv.Exact || sv.Samples != -1 {
 		t.Errorf("count stage verdict (passes per instance, fails merged): %+v", sv)
 	}
 	if sv := byKey["lat"]; sv.OK || sv.Value != 19.9 || *sv.Exact || len(sv.FailedOn) != 1 || sv.FailedOn[0] != "1/2:1" {
@@ -284,5 +285,26 @@ func TestEvaluateMatchesRunnerSemantics(t *testing.T) {
 	f.Options.Thresholds["nope"] = json.RawMessage(`["count>0"]`)
 	if _, err := ThresholdSet(f); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown metric: %v", err)
+	}
+}
+
+func TestWindowedThresholdsPerScenario(t *testing.T) {
+	// The same expression declared once per scenario (as the Buzz module
+	// does) is judged on its own scenario's stages only.
+	f := file(t, "0:1", "0,1", snap(t, 1, 1, 0), map[string]json.RawMessage{
+		"reqs": json.RawMessage(`[{"threshold":"count<=5","window":"stage","scenario":"a"},{"threshold":"count<=5","window":"stage","scenario":"b"}]`),
+	})
+	f.StageVerdicts = []StageVerdict{
+		{Key: "reqs", Source: "count<=5", Scenario: "a", Stage: 0, OK: false, Value: 9, HasValue: true, Samples: -1},
+		{Key: "reqs", Source: "count<=5", Scenario: "b", Stage: 0, OK: true, Value: 2, HasValue: true, Samples: -1},
+	}
+	set, err := ThresholdSet(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range Evaluate(set, f) {
+		if want := st.Scenario == "b"; st.OK != want || (st.Scenario == "a" && st.Value != 9) {
+			t.Errorf("scenario %s: ok %v value %g", st.Scenario, st.OK, st.Value)
+		}
 	}
 }
