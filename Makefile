@@ -4,6 +4,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 SCENARIO ?= scenarios/local-smoke.js
+REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
 .PHONY: all build test test-go node-deps bench lint run clean
@@ -31,8 +32,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# The smoke scenario on the embedded relay (no target in its TOML): seed, a
+# 45 s two-step ramp, then the per-step, per-operation report on stdout and
+# as JSON in $(REPORT). Exit 0 when every step held its limits, 99 when not.
 run: build
-	./bin/buzzload run $(SCENARIO)
+	./bin/buzzload run -e BUZZ_REPORT=$(REPORT) $(SCENARIO)
 
 clean:
 	rm -rf bin bench.txt

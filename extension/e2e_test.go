@@ -378,3 +378,34 @@ func TestPacedHotThreadScript(t *testing.T) {
 		t.Errorf("only %d hot replies at 4/s for 5 s", ops["hot_reply"].Count)
 	}
 }
+
+// The low-level example (examples/custom-lowlevel.js with its TOML) runs:
+// connect, subscribeUntilEose, publish and an HTTP query, each under the
+// script's own op names, and the checks pass.
+func TestCustomLowLevelExample(t *testing.T) {
+	toml, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runInline(t, t.TempDir(), string(src), "custom-lowlevel.toml", string(toml), nil, nil,
+		map[string]string{"DURATION": "3s"})
+	if r.res.ExitCode != 0 || !r.report.OK {
+		r.dump(t)
+		t.Fatalf("exit %d, abort_reason %q", r.res.ExitCode, r.report.AbortReason)
+	}
+	ops := r.report.Steps[0].Ops
+	for _, op := range []string{"connect", "auth", "greet_read", "greet_post", "greet_check"} {
+		if ops[op] == nil || ops[op].OK == 0 {
+			t.Errorf("no successful %s: %+v", op, ops[op])
+		}
+	}
+	if c := r.res.Summary.Metric("checks"); c == nil {
+		t.Fatal("no checks metric")
+	} else if rs, ok := c.Sink.(interface{ Fails() int64 }); !ok || rs.Fails() != 0 {
+		t.Errorf("checks failed: %+v", c.Sink)
+	}
+}
