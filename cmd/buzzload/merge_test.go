@@ -221,3 +221,79 @@ func TestMergeRefusesBadSets(t *testing.T) {
 		t.Errorf("single whole result: exit %d: %s", code, stderr)
 	}
 }
+
+// stageScript has windowed thresholds over two short stages. Run as two
+// halves, VU 1 (first half) fails every check and records slow work, VU 2
+// passes and records fast work.
+const stageScript = `
+import exec from 'k6/execution';
+import { check, sleep } from 'k6';
+import { Trend } from 'k6/metrics';
+const work = new Trend('work_time', true);
+export const options = {
+  scenarios: { s: { executor: 'ramping-vus', startVUs: 2, gracefulRampDown: '0s',
+    stages: [{ duration: '400ms', target: 2 }, { duration: '400ms', target: 2 }] } },
+  thresholds: {
+    checks: [{ threshold: 'rate>0.2', window: 'stage', scenario: 's' }],
+    work_time: [{ threshold: 'p(99)<50', window: 'stage', scenario: 's' }],
+  },
+};
+export default function () {
+  const id = exec.vu.idInTest;
+  check(id, { 'vu 2': (v) => v === 2 });
+  work.add(id === 1 ? 100 : 1);
+  sleep(0.05);
+}
+`
+
+func TestMergeStageThresholds(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "stages.js")
+	if err := os.WriteFile(script, []byte(stageScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for i, seg := range []string{"0:1/2", "1/2:1"} {
+		p := filepath.Join(dir, "half"+string(rune('1'+i))+".json")
+		code, _, stderr := runCLI(t, "run", "-q", "--execution-segment", seg, "--execution-segment-sequence", "0,1/2,1",
+			"--tag", "instance_id=h"+string(rune('1'+i)), "--result", p, script)
+		// The first half fails both of its stage thresholds on its own.
+		if want := []int{99, 0}[i]; code != want {
+			t.Fatalf("half %s: exit %d, want %d: %s", seg, code, want, stderr)
+		}
+		parts = append(parts, p)
+	}
+	merged := filepath.Join(dir, "merged.json")
+	code, _, stderr := runCLI(t, append([]string{"merge", "--no-summary", "-o", merged}, parts...)...)
+	if code != 99 {
+		t.Fatalf("merge exit %d, want 99 (p99 stage verdict is conservative): %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "stage threshold 'p(99)<50' on work_time failed in scenario s stage 0") ||
+		!strings.Contains(stderr, "conservative: failed on h1") || strings.Contains(stderr, "'rate>0.2'") {
+		t.Errorf("stage verdicts on stderr:\n%s", stderr)
+	}
+	m := readResult(t, merged)
+	stages := map[int]bool{}
+	for _, v := range m.StageVerdicts {
+		stages[v.Stage] = true
+		switch v.Key {
+		case "checks":
+			// Exact: passes and totals of both halves, about half passing.
+			if !v.OK || !*v.Exact || v.Value <= 0.2 || v.Value >= 0.8 || v.Samples < 4 {
+				t.Errorf("checks stage %d: %+v", v.Stage, v)
+			}
+		case "work_time":
+			if v.OK || *v.Exact || v.Value != 100 {
+				t.Errorf("work_time stage %d: %+v", v.Stage, v)
+			}
+		}
+	}
+	if !stages[0] || !stages[1] {
+		t.Errorf("stage verdicts %+v", m.StageVerdicts)
+	}
+	for _, th := range m.Thresholds {
+		if th.Key == "checks" && !th.OK || th.Key == "work_time" && th.OK {
+			t.Errorf("merged status %+v", th)
+		}
+	}
+}
