@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/result"
 )
 
 // opsScript records buzz_op_* samples the way the Buzz module does (op tag,
@@ -155,6 +158,19 @@ func TestCompareTableAndReports(t *testing.T) {
 		if code != bad.code || !strings.Contains(stderr, bad.want) {
 			t.Errorf("%v: exit %d %q", bad.args, code, stderr)
 		}
+	}
+	// A result of a script that is not a Buzz run has nothing to compare.
+	plain := filepath.Join(dir, "plain.json")
+	f, err := result.Read(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Metrics = &metrics.Snapshot{}
+	if err := result.Write(plain, f); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "compare", plain, cur); code != exitBadInput || !strings.Contains(stderr, "plain.json") || !strings.Contains(stderr, "not a run of the Buzz module") {
+		t.Errorf("no buzz ops: exit %d %q", code, stderr)
 	}
 	other := filepath.Join(dir, "other.json")
 	_ = os.WriteFile(other, []byte(`{"hello":1}`), 0o644)
