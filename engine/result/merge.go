@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/segment"
@@ -539,12 +538,4 @@ func worst(t *thresholds.Threshold, vs []StageVerdict) (v float64, has, exact bo
 		}
 	}
 	return v, has, false
-}
-
-// Duration is the merged run's wall time, for messages.
-func (f *File) Duration() time.Duration {
-	if f.Run.Start.IsZero() || f.Run.End.Before(f.Run.Start) {
-		return 0
-	}
-	return f.Run.End.Sub(f.Run.Start)
 }
