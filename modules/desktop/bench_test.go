@@ -1,8 +1,12 @@
 package desktop
 
 import (
+	"context"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/relay"
 )
 
 // The model's cost per client: a cold start (plan, 7 REQs, 15 reads) and a
@@ -40,4 +44,40 @@ func BenchmarkModelQuietTick(b *testing.B) {
 		m.Step(Wake{At: at, LastFrame: at})
 		m.lastReplaced, m.lastRoster, m.lastFullRepair = at, at, at // stay under the backstop
 	}
+}
+
+// BenchmarkConnectedDesktopClientMemory reports the heap a connected,
+// subscribed, caught-up desktop client holds (5 channels, current mode,
+// a shared HTTP pool). The embedded relay runs in the same process, so its
+// side of each connection is counted too: an upper bound on the client's.
+func BenchmarkConnectedDesktopClientMemory(b *testing.B) {
+	const n = 50
+	e := newE2EB(b, 5)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var cancels []context.CancelFunc
+	pool, err := relay.NewTransport(relay.TransportOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		p := Params{Mode: ModeCurrent, Windows: 3, Threads: 1, Tick: time.Hour, Backstop: time.Hour}
+		c, err := New(Config{Params: p, Target: e.target, Keys: e.keys, Channels: e.chans, Sink: relay.NopSink{}, Transport: pool})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
+		go c.Run(ctx, nil)
+	}
+	time.Sleep(2 * time.Second) // connected and caught up
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	for _, c := range cancels {
+		c()
+	}
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heapB/client")
 }

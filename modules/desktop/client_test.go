@@ -18,7 +18,7 @@ import (
 // second or two.
 
 type e2e struct {
-	t      *testing.T
+	t      testing.TB
 	relay  *localrelay.Relay
 	target relay.Target
 	keys   *nostr.Keys
@@ -29,7 +29,7 @@ type e2e struct {
 	done   chan error
 }
 
-func startLocalRelay(t *testing.T) *localrelay.Relay {
+func startLocalRelay(t testing.TB) *localrelay.Relay {
 	t.Helper()
 	cfg := localrelay.DefaultConfig()
 	cfg.RateLimit = false
@@ -46,7 +46,9 @@ func startLocalRelay(t *testing.T) *localrelay.Relay {
 
 // newE2E starts a relay and creates nch open channels owned by the viewer,
 // with a thread (root and one reply) in the first.
-func newE2E(t *testing.T, nch int) *e2e {
+func newE2E(t *testing.T, nch int) *e2e { return newE2EB(t, nch) }
+
+func newE2EB(t testing.TB, nch int) *e2e {
 	t.Helper()
 	r := startLocalRelay(t)
 	u := r.URLs()
