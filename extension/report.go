@@ -282,11 +282,11 @@ func (r *Report) Text() string {
 func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
 
 func writeOps(b *strings.Builder, ops map[string]*OpReport) {
-	fmt.Fprintf(b, "    %-16s %8s %9s %9s %9s %9s %7s %7s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend")
+	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend")
 	var errs []string
 	for _, name := range sortedOpNames(ops) {
 		o := ops[name]
-		fmt.Fprintf(b, "    %-16s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
+		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
 			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending)
 		for _, e := range o.ErrorSamples {
 			errs = append(errs, name+": "+e)
