@@ -69,6 +69,7 @@ type Bundle struct {
 
 	mergedOptions atomic.Pointer[json.RawMessage]
 	throw         atomic.Bool
+	envKeys       []string // sorted keys of cfg.Env, shared by every __ENV
 	shared        sharedArrays
 	sys           atomic.Pointer[SystemTags]
 	vus           sync.Map // *sobek.Runtime -> *VU
@@ -86,7 +87,7 @@ func NewBundle(ctx context.Context, cfg Config) (*Bundle, error) {
 	if cfg.Collector == nil {
 		cfg.Collector = metrics.NewCollector(metrics.NewRegistry(), metrics.CollectorOptions{})
 	}
-	b := &Bundle{cfg: cfg, control: cfg.Control}
+	b := &Bundle{cfg: cfg, control: cfg.Control, envKeys: sortedKeys(cfg.Env)}
 	if b.control == nil {
 		b.control = &StandaloneControl{}
 	}

@@ -185,7 +185,7 @@ func (v *VU) setGlobals() error {
 		}
 		return rt.ToValue(v.state.Iteration)
 	}), nil, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
-	set("__ENV", v.envObject(v.env))
+	set("__ENV", v.envObject(v.env, v.b.envKeys))
 	set("open", v.open)
 	set("require", func(call sobek.FunctionCall) sobek.Value {
 		return v.require(v.activeModule(), call.Argument(0).String())
@@ -215,12 +215,8 @@ func (v *VU) importMeta(o *sobek.Object, m sobek.ModuleRecord) {
 	})
 }
 
-func (v *VU) envObject(env map[string]string) *sobek.Object {
-	o := v.rt.NewObject()
-	for k, val := range env {
-		_ = o.Set(k, val)
-	}
-	return o
+func (v *VU) envObject(env map[string]string, keys []string) *sobek.Object {
+	return v.rt.NewDynamicObject(&envView{rt: v.rt, base: env, keys: keys})
 }
 
 // init evaluates the main module in this runtime.
@@ -499,7 +495,7 @@ func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map
 	v.exec = exec
 	v.execFn = nil
 	v.iterInScenario = 0
-	merged := v.b.cfg.Env
+	merged, keys := v.b.cfg.Env, v.b.envKeys
 	if len(env) > 0 {
 		merged = make(map[string]string, len(v.b.cfg.Env)+len(env))
 		for k, val := range v.b.cfg.Env {
@@ -508,9 +504,10 @@ func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map
 		for k, val := range env {
 			merged[k] = val
 		}
+		keys = sortedKeys(merged)
 	}
 	v.env = merged
-	_ = v.rt.GlobalObject().Set("__ENV", v.envObject(merged))
+	_ = v.rt.GlobalObject().Set("__ENV", v.envObject(merged, keys))
 	t := modules.NewTagMap(tags)
 	sys := v.b.systemTags()
 	if sc != nil && sys.Scenario {
