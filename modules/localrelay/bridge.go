@@ -19,12 +19,13 @@ type httpCaller struct {
 	authID string // the NIP-98 event id ("" for the dev fallback)
 }
 
-// publicHTTPBase is scheme://host as clients address this community.
-func (r *Relay) publicHTTPBase(c *community) string {
+// publicHTTPBase is scheme://host as the client addressed the request:
+// Buzz builds the expected NIP-98 u from the normalised request Host.
+func (r *Relay) publicHTTPBase(req *http.Request) string {
 	if r.cfg.PublicScheme == "wss" {
-		return "https://" + c.host
+		return "https://" + nostr.NormalizeHost(req.Host)
 	}
-	return "http://" + c.host
+	return "http://" + nostr.NormalizeHost(req.Host)
 }
 
 // readBody reads at most MaxBodyBytes.
@@ -58,7 +59,7 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
 		return httpCaller{}, false
 	}
-	u := r.publicHTTPBase(c) + req.URL.EscapedPath()
+	u := r.publicHTTPBase(req) + req.URL.EscapedPath()
 	if req.URL.RawQuery != "" {
 		u += "?" + req.URL.RawQuery
 	}

@@ -160,7 +160,7 @@ func (r *Relay) authV1(req *http.Request, c *community, body []byte) (httpCaller
 	if err != nil {
 		return httpCaller{}, false
 	}
-	u := r.publicHTTPBase(c) + req.URL.EscapedPath()
+	u := r.publicHTTPBase(req) + req.URL.EscapedPath()
 	if req.URL.RawQuery != "" {
 		u += "?" + req.URL.RawQuery
 	}

@@ -101,7 +101,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		queue:     newSendQueue(),
 		done:      make(chan struct{}),
 		challenge: randomHex(32),
-		expected:  r.cfg.PublicScheme + "://" + c.host,
+		expected:  r.cfg.PublicScheme + "://" + nostr.NormalizeHost(req.Host),
 		subs:      map[string]*subscription{},
 	}
 	c.addConn(k)

@@ -18,7 +18,10 @@
 // One http.Server serves every community; the normalised Host header picks
 // the community (digest §3.1). The deployment community is the listen
 // address as clients dial it (Config.DeploymentHost overrides); more are
-// mapped by Config.Communities or the operator API. Archived and deleted
+// mapped by Config.Communities or the operator API. A loopback deployment
+// community also answers on localhost:<port> (an alias, as Buzz's
+// community_host_aliases). The expected NIP-42 relay URL and NIP-98 u are
+// built from the request's normalised Host. Archived and deleted
 // communities answer like unmapped hosts (404).
 //
 // # Structure

@@ -158,9 +158,17 @@ func (r *Relay) Start(ctx context.Context) error {
 	if r.opOrigin == "" {
 		r.opOrigin = r.httpURL
 	}
-	if _, err := r.createCommunity(r.deployHost, "", true); err != nil {
+	dep, err := r.createCommunity(r.deployHost, "", true)
+	if err != nil {
 		ln.Close()
 		return err
+	}
+	if r.cfg.DeploymentHost == "" && (addr.IP.IsLoopback() || addr.IP.IsUnspecified()) {
+		// Like Buzz's community_host_aliases: localhost:<port> reaches the
+		// deployment community too (hosts are otherwise distinct by name).
+		r.mu.Lock()
+		r.comms[nostr.NormalizeHost(net.JoinHostPort("localhost", fmt.Sprint(addr.Port)))] = dep
+		r.mu.Unlock()
 	}
 	for _, h := range r.cfg.Communities {
 		if _, err := r.createCommunity(nostr.NormalizeHost(h), "", false); err != nil {

@@ -621,3 +621,23 @@ func TestSignatureVerification(t *testing.T) {
 		}
 	}
 }
+
+// §1.5, §3.2: the expected relay and u URLs come from the request's Host;
+// localhost:<port> is an alias of a loopback deployment community.
+func TestLocalhostAlias(t *testing.T) {
+	r := startRelay(t, nil)
+	port := r.Addr()[strings.LastIndex(r.Addr(), ":")+1:]
+	host := "localhost:" + port
+	c := dialHost(t, r, host)
+	alice := key("alice")
+	c.auth(alice, nil) // relay tag ws://localhost:<port>
+	ch := c.createChannel("x", "open")
+	body := toJSON(t, []any{map[string]any{"kinds": []int{9007}, "#h": []string{ch}}})
+	auth := nip98(t, alice, "POST", "http://"+host+"/query", body, true, time.Now())
+	resp := doHTTP(t, r, "POST", host, "/query", body, map[string]string{"Authorization": auth})
+	var evs []json.RawMessage
+	resp.json(t, &evs)
+	if resp.status != 200 || len(evs) != 1 {
+		t.Fatalf("query through the alias: %d %s", resp.status, resp.body)
+	}
+}
