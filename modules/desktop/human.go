@@ -101,6 +101,25 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	return cfg, nil
 }
 
+// PubKeys returns a memoised, concurrency-safe global index → pubkey map
+// of sc's clients, for HumanConfig.PubKey: one per process (or per loaded
+// scenario) saves every desktop human re-deriving its co-members' keys.
+func PubKeys(sc *scenario.Scenario) func(g int) string {
+	var cache sync.Map // int → string
+	return func(g int) string {
+		if v, ok := cache.Load(g); ok {
+			return v.(string)
+		}
+		k := sc.Keys(g)
+		if k == nil {
+			return ""
+		}
+		pk := k.PubKey()
+		cache.Store(g, pk)
+		return pk
+	}
+}
+
 // RenewalPhase is client g's first-renewal phase in (0, 1]: deterministic
 // per run and client, spread evenly over a population.
 func RenewalPhase(runID string, g int) float64 {

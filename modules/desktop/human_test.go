@@ -110,6 +110,23 @@ func TestConfigForResolvesTheScenariosDesktopHuman(t *testing.T) {
 	}
 }
 
+func TestPubKeysMemoisesTheScenariosKeys(t *testing.T) {
+	sc := deskScenario(t, "127.0.0.1:1", "current")
+	pk := PubKeys(sc)
+	g := sc.GlobalIndex(scenario.KindDesktop, 2)
+	if pk(g) != sc.Keys(g).PubKey() || pk(g) != pk(g) {
+		t.Error("pubkey")
+	}
+	if pk(-1) != "" {
+		t.Error("a non-client has a key")
+	}
+	a, _ := ConfigFor(HumanConfig{Scenario: sc, Global: g})
+	b, _ := ConfigFor(HumanConfig{Scenario: sc, Global: g, PubKey: pk})
+	if !slices.Equal(a.CoMembers, b.CoMembers) {
+		t.Error("a cache changes the co-members")
+	}
+}
+
 func TestRenewalPhasesSpreadOverThePeriod(t *testing.T) {
 	var buckets [10]int
 	for g := 0; g < 10000; g++ {
