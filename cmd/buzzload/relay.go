@@ -120,6 +120,7 @@ func relayConfig(args []string, env cliEnv) (localrelay.Config, *pflag.FlagSet, 
 	str(&cfg.OperatorOrigin, "operator-origin", "BUZZ_OPERATOR_ORIGIN", "origin operator NIP-98 u tags must name (default: the HTTP URL)")
 	integer(&cfg.MaxCommunitiesPerOwner, "max-communities-per-owner", "BUZZ_MAX_COMMUNITIES_PER_OWNER", "communities one owner may hold")
 	boolean(&cfg.VerifySignatures, "verify-signatures", "BUZZ_VERIFY_SIGNATURES", "verify event ids and signatures (turn off only for capacity runs)")
+	boolean(&cfg.RequireChannelMembership, "require-channel-membership", "BUZZ_REQUIRE_CHANNEL_MEMBERSHIP", "open channels are writable by members only (join or add)")
 	boolean(&cfg.AllowDevPubkey, "allow-dev-pubkey", "BUZZ_ALLOW_DEV_PUBKEY", "accept X-Pubkey without NIP-98 on the bridge routes (dev only)")
 	integer(&cfg.MaxFrameBytes, "max-frame-bytes", "BUZZ_MAX_FRAME_BYTES", "largest WebSocket frame")
 	integer(&cfg.MaxContentBytes, "max-content-bytes", "BUZZ_MAX_CONTENT_BYTES", "largest event content")

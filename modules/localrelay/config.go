@@ -47,6 +47,10 @@ type Config struct {
 	// VerifySignatures checks ids and Schnorr signatures of every EVENT.
 	// Turn off only for capacity runs of the generator itself.
 	VerifySignatures bool `envconfig:"BUZZ_VERIFY_SIGNATURES"`
+	// RequireChannelMembership makes open channels writable by members only
+	// (a join or an add), as private ones always are. Reading is unchanged.
+	// Off by default: Buzz lets anyone in the community write to an open channel.
+	RequireChannelMembership bool `envconfig:"BUZZ_REQUIRE_CHANNEL_MEMBERSHIP"`
 	// AllowDevPubkey accepts `X-Pubkey: <hex>` without Authorization on the
 	// bridge routes (Buzz's BUZZ_REQUIRE_AUTH_TOKEN=false). Off by default.
 	AllowDevPubkey bool `envconfig:"BUZZ_ALLOW_DEV_PUBKEY"`

@@ -50,6 +50,8 @@
 //     can be read and written by anyone in the community, private ones by
 //     members only. Writing to an unknown channel is "restricted: not a
 //     channel member"; reading one is allowed and empty.
+//     Config.RequireChannelMembership makes open channels writable by
+//     members only, for scenarios that must join or add everyone.
 //   - A subscription with several #h values gets fan-out for all of them
 //     (newer relays), capped at Config.MaxChannelsPerREQ (128) distinct
 //     values per REQ: CLOSED "restricted: too many explicit channels".

@@ -171,7 +171,7 @@ func (c *community) writeAccess(chID, pubkey string) string {
 	if ch.deleted {
 		return "restricted: not a channel member"
 	}
-	if _, member := ch.members[pubkey]; !member && ch.visibility != "open" {
+	if _, member := ch.members[pubkey]; !member && (ch.visibility != "open" || c.relay.cfg.RequireChannelMembership) {
 		return "restricted: not a channel member"
 	}
 	if ch.archived {

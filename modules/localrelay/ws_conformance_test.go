@@ -641,3 +641,20 @@ func TestLocalhostAlias(t *testing.T) {
 		t.Fatalf("query through the alias: %d %s", resp.status, resp.body)
 	}
 }
+
+// Config.RequireChannelMembership: open channels need a join or an add to write.
+func TestRequireChannelMembership(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.RequireChannelMembership = true })
+	alice, bob := key("alice"), key("bob")
+	a := authed(t, r, alice)
+	ch := a.createChannel("open", "open")
+	b := authed(t, r, bob)
+	if ok, reason := b.publish(ev(t, bob, 9, "hi", []string{"h", ch})); ok || reason != "restricted: not a channel member" {
+		t.Fatalf("non-member write: %v %q", ok, reason)
+	}
+	if _, reason := b.req("s", map[string]any{"#h": []string{ch}}); reason != "" {
+		t.Fatalf("reading an open channel: %q", reason)
+	}
+	b.mustPublish(ev(t, bob, 9021, "", []string{"h", ch}))
+	b.mustPublish(ev(t, bob, 9, "hi", []string{"h", ch}))
+}
