@@ -762,6 +762,8 @@ func TestARelayCLOSEDOnALiveRouteEndsTheSession(t *testing.T) {
 	}
 }
 
+// Mutant "any settled route's CLOSED ends the session" (rec.settled for
+// rec.live) turns a refused REQ into a reconnect and fails this test.
 func TestARelayCLOSEDBeforeEOSEIsAMissedRouteNotAFailedSession(t *testing.T) {
 	s := newSim(t, params(ModeCurrent, 5))
 	s.start()
