@@ -14,39 +14,84 @@ import (
 // operation and step.
 const maxErrorSamples = 3
 
-// opAgg is one operation's outcomes within one step.
+// opAgg is one operation's outcomes within one cell.
 type opAgg struct {
 	trend                          metrics.Sink // successes, ms
 	ok, errors, throttled, pending int64
 	errorTexts                     []string
 }
 
-func (a *opAgg) addError(text string) {
-	a.errors++
-	if text == "" || len(a.errorTexts) >= maxErrorSamples {
+func newOpAgg() *opAgg { return &opAgg{trend: metrics.NewSink(metrics.Trend)} }
+
+func (o *opAgg) addError(text string) {
+	o.errors++
+	o.addText(text)
+}
+
+func (o *opAgg) addText(text string) {
+	if text == "" || len(o.errorTexts) >= maxErrorSamples {
 		return
 	}
-	for _, t := range a.errorTexts {
+	for _, t := range o.errorTexts {
 		if t == text {
 			return
 		}
 	}
-	a.errorTexts = append(a.errorTexts, text)
+	o.errorTexts = append(o.errorTexts, text)
+}
+
+func (o *opAgg) add(r relay.Result, at time.Time) {
+	switch r.Outcome {
+	case relay.OutcomeOK:
+		o.ok++
+		o.trend.Add(ms(r.Duration), at)
+	case relay.OutcomeError:
+		o.addError(r.Error)
+	case relay.OutcomeThrottled:
+		o.throttled++
+	case relay.OutcomePending:
+		o.pending++
+	}
+}
+
+// merge adds b's numbers to o.
+func (o *opAgg) merge(b *opAgg) {
+	o.ok += b.ok
+	o.errors += b.errors
+	o.throttled += b.throttled
+	o.pending += b.pending
+	_ = o.trend.Merge(b.trend) // both are Trend sinks: cannot fail
+	for _, t := range b.errorTexts {
+		o.addText(t)
+	}
 }
 
 type exitKey struct {
 	kind, reason string
 }
 
-// aggregator keeps the report's numbers: every operation by step (the
-// shutdown is the step after the last), the seed's operations and the
-// clients' exits. It is fed by every sink of the loaded scenario.
+// cellKey names one aggregation cell: a ramp stage (2i is step i's ramp,
+// 2i+1 its hold; 2·len(plan) is the shutdown), the population that recorded
+// it (customKind for the low-level API) and the operation.
+type cellKey struct {
+	stage, kind int
+	op          string
+}
+
+// customKind is the population index of low-level operations.
+const customKind = int(scenario.NumKinds)
+
+// aggregator keeps the report's numbers: every operation by stage and
+// population (a step merges its two stages and every population), the
+// seed's operations and the clients' exits. Every sink of the loaded
+// scenario feeds it.
 type aggregator struct {
 	sc   *scenario.Scenario
 	plan []scenario.StepPlan
 
 	mu          sync.Mutex
-	steps       []map[string]*opAgg // len(plan)+1: the last is the shutdown
+	cells       map[cellKey]*opAgg
+	pendingEnd  map[cellKey]int64 // in flight at the end of a stage (kind 0)
 	setup       map[string]*opAgg
 	exits       map[exitKey]int64
 	exitsByStep []map[exitKey]int64 // len(plan)+1
@@ -57,65 +102,78 @@ type aggregator struct {
 }
 
 func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator {
-	a := &aggregator{sc: sc, plan: plan, steps: make([]map[string]*opAgg, len(plan)+1),
+	a := &aggregator{sc: sc, plan: plan, cells: map[cellKey]*opAgg{}, pendingEnd: map[cellKey]int64{},
 		setup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1)}
-	for i := range a.steps {
-		a.steps[i] = map[string]*opAgg{}
+	for i := range a.exitsByStep {
 		a.exitsByStep[i] = map[exitKey]int64{}
 	}
 	return a
 }
 
-func (a *aggregator) op(m map[string]*opAgg, name string) *opAgg {
-	o := m[name]
+func (a *aggregator) cell(k cellKey) *opAgg {
+	o := a.cells[k]
 	if o == nil {
-		o = &opAgg{trend: metrics.NewSink(metrics.Trend)}
-		m[name] = o
+		o = newOpAgg()
+		a.cells[k] = o
 	}
 	return o
 }
 
-// record adds one Result settled in step idx; straddled lists the steps
-// whose end it was still in flight at. It returns the pending counts of
-// those steps after the addition (for the pending gauge).
-func (a *aggregator) record(r relay.Result, idx int, straddled []int, at time.Time) (pending []int64) {
+// record adds one Result of population kind settled in stage; straddled
+// lists the stages whose end it was still in flight at. It returns the
+// in-flight counts at those ends after the addition (for the pending
+// gauge).
+func (a *aggregator) record(r relay.Result, kind, stage int, straddled []int, at time.Time) (pending []int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	o := a.op(a.steps[idx], r.Op)
-	switch r.Outcome {
-	case relay.OutcomeOK:
-		o.ok++
-		o.trend.Add(ms(r.Duration), at)
-	case relay.OutcomeError:
-		o.addError(r.Error)
-	case relay.OutcomeThrottled:
-		o.throttled++
-	case relay.OutcomePending:
-		o.pending++
-	}
+	a.cell(cellKey{stage, kind, r.Op}).add(r, at)
 	for _, s := range straddled {
-		p := a.op(a.steps[s], r.Op)
-		p.pending++
-		pending = append(pending, p.pending)
+		k := cellKey{stage: s, op: r.Op}
+		a.pendingEnd[k]++
+		pending = append(pending, a.pendingEnd[k])
 	}
 	return pending
+}
+
+// merged is the ops of the given stages and of the populations keep
+// accepts (nil: all), merged, plus as pending the operations in flight at
+// the end of endStage (−1: none).
+func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int) map[string]*opAgg {
+	in := map[int]bool{}
+	for _, s := range stages {
+		in[s] = true
+	}
+	out := map[string]*opAgg{}
+	get := func(op string) *opAgg {
+		o := out[op]
+		if o == nil {
+			o = newOpAgg()
+			out[op] = o
+		}
+		return o
+	}
+	for k, c := range a.cells {
+		if in[k.stage] && (keep == nil || keep(k.kind)) {
+			get(k.op).merge(c)
+		}
+	}
+	for k, n := range a.pendingEnd {
+		if k.stage == endStage {
+			get(k.op).pending += n
+		}
+	}
+	return out
 }
 
 func (a *aggregator) recordSetup(r relay.Result, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	o := a.op(a.setup, r.Op)
-	switch r.Outcome {
-	case relay.OutcomeOK:
-		o.ok++
-		o.trend.Add(ms(r.Duration), at)
-	case relay.OutcomeError:
-		o.addError(r.Error)
-	case relay.OutcomeThrottled:
-		o.throttled++
-	case relay.OutcomePending:
-		o.pending++
+	o := a.setup[r.Op]
+	if o == nil {
+		o = newOpAgg()
+		a.setup[r.Op] = o
 	}
+	o.add(r, at)
 }
 
 func (a *aggregator) exit(kind scenario.Kind, step int, reason, text string) {
@@ -149,8 +207,8 @@ func (a *aggregator) noteStart(t time.Time) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// sortedOps lists the op names of a step map in a stable order: the
-// connection ops first as buzz-loadgen prints them, then alphabetical.
+// sortedOps lists op names in a stable order: the connection ops first as
+// buzz-loadgen prints them, then alphabetical.
 func sortedOps(m map[string]*opAgg) []string {
 	order := map[string]int{"connect": 0, "auth": 1, "subscribe_eose": 2, "history": 3, "publish": 4, "deliver": 5,
 		"http_query": 6, "http_events": 7, "hot_reply": 8, "thread_fetch": 9, "turn_context": 10}

@@ -162,7 +162,7 @@ func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, 
 	if err != nil {
 		return nil, err
 	}
-	sink := newOpSink(l, in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	sink := newOpSink(l, int(p.Kind), in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
 	if p.Kind == scenario.KindDesktop {
 		h, err := desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sink, Transport: pool,
 			BeforeConnect: l.pacer().wait, PubKey: l.pubKey})

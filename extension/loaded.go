@@ -176,17 +176,24 @@ func (l *loaded) claim(name string) int64 {
 	return c.Add(1) - 1
 }
 
-// stepIndex is the step of a moment offset from the population scenarios'
-// start; len(plan) means the shutdown (after the last hold). A moment
-// before the start counts to step 0.
-func (l *loaded) stepIndex(offset time.Duration) int {
-	for i := range l.plan {
-		if offset < l.plan[i].End {
-			return i
+// stageIndex is the ramp stage of a moment offset from the population
+// scenarios' start: 2i is step i's ramp, 2i+1 its hold (as scenario.Stages),
+// and 2·len(plan) the shutdown after the last hold. A moment before the
+// start counts to stage 0; a zero-length stage holds no moment.
+func (l *loaded) stageIndex(offset time.Duration) int {
+	for i, st := range l.plan {
+		if offset < st.RampEnd {
+			return 2 * i
+		}
+		if offset < st.End {
+			return 2*i + 1
 		}
 	}
-	return len(l.plan)
+	return 2 * len(l.plan)
 }
+
+// stepIndex is the step of a moment (len(plan): the shutdown).
+func (l *loaded) stepIndex(offset time.Duration) int { return l.stageIndex(offset) / 2 }
 
 // stepLabel is the step tag of step index i.
 func (l *loaded) stepLabel(i int) string {

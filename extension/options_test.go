@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -222,5 +223,49 @@ func TestStepIndexAndJudge(t *testing.T) {
 	}
 	if strings.Contains(got, "deliver") || strings.Contains(got, "auth") {
 		t.Errorf("deliver errors, throttles or pending were judged: %q", got)
+	}
+}
+
+func TestStageIndex(t *testing.T) {
+	l := newLoaded(New(Options{}), parse(t, optsTOML), scenario.Shard{})
+	for _, c := range []struct {
+		off  time.Duration
+		want int
+	}{{-time.Second, 0}, {5 * time.Second, 0}, {10 * time.Second, 1}, {29 * time.Second, 1}, {32 * time.Second, 2},
+		{35 * time.Second, 4}, {time.Hour, 4}} {
+		if got := l.stageIndex(c.off); got != c.want {
+			t.Errorf("stageIndex(%s) = %d, want %d", c.off, got, c.want)
+		}
+	}
+}
+
+// A breach confined to a step's ramp is diluted over the whole step (which
+// the report judges as buzz-loadgen does) but the runner's stage window
+// catches it: the report then names the half and the population.
+func TestReportNamesTheHalfTheRunnerJudged(t *testing.T) {
+	sc := parse(t, strings.Replace(optsTOML, "max_p99_ms = 1500", "max_p99_ms = 100", 1))
+	l := newLoaded(New(Options{}), sc, scenario.Shard{})
+	now := time.Now()
+	rec := func(stage int, d time.Duration, n int) {
+		for i := 0; i < n; i++ {
+			l.agg.record(relay.Result{Op: "publish", Start: now, Duration: d, Outcome: relay.OutcomeOK}, int(scenario.KindHuman), stage, nil, now)
+		}
+	}
+	rec(0, 500*time.Millisecond, 2)
+	rec(1, time.Millisecond, 1000)
+	l.agg.record(relay.Result{Op: "connect", Start: now, Outcome: relay.OutcomeThrottled}, int(scenario.KindAgent), 1, []int{1}, now)
+	rep := l.BuildReport(nil)
+	if got := rep.Steps[0].Ops["publish"]; got.Count != 1002 || got.P99Ms > 100 {
+		t.Fatalf("step 0 publish %+v: want 1002 ops with a p99 under the limit", got)
+	}
+	if c := rep.Steps[0].Ops["connect"]; c.Throttled != 1 || c.Errors != 0 || c.Pending != 1 {
+		t.Errorf("connect %+v: want 1 throttled, 1 pending at the step's end, no error", c)
+	}
+	want := "step 0: in its ramp, humans: publish p99 500.0 ms above max_p99_ms 100"
+	if rep.AbortReason != want || rep.OK {
+		t.Errorf("abort_reason %q, want %q", rep.AbortReason, want)
+	}
+	if rep.Steps[1].Reached {
+		t.Error("step 1 has no samples but reads as reached")
 	}
 }

@@ -166,16 +166,22 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 			}
 		}
 		sr := StepReport{Index: i, Users: st.Users, StartS: st.Start.Seconds(), RampEndS: st.RampEnd.Seconds(),
-			EndS: st.End.Seconds(), Clients: cl, Ops: opsReport(a.steps[i]), Reached: len(a.steps[i]) > 0}
+			EndS: st.End.Seconds(), Clients: cl, Ops: opsReport(a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1))}
+		sr.Reached = len(sr.Ops) > 0
 		if sr.Reached {
 			sr.AbortReason = judge(l.base.Abort, sr.Ops)
+		}
+		if sr.Reached && sr.AbortReason == "" {
+			// The runner judges each stage of each population scenario on its
+			// own (window 'stage'): name the half that broke a limit there.
+			sr.AbortReason = a.judgeHalves(l.base.Abort, i)
 		}
 		for k, n := range a.exitsByStep[i] {
 			sr.AbortReason = joinReason(sr.AbortReason, fmt.Sprintf("%d %s clients exited unexpectedly (%s)", n, k.kind, k.reason))
 		}
 		r.Steps = append(r.Steps, sr)
 	}
-	sd := ShutdownReport{GraceS: GracefulStop.Seconds(), Ops: opsReport(a.steps[len(l.plan)])}
+	sd := ShutdownReport{GraceS: GracefulStop.Seconds(), Ops: opsReport(a.merged([]int{2 * len(l.plan)}, nil, -1))}
 	for _, o := range sd.Ops {
 		sd.Failures += o.Errors
 	}
@@ -211,6 +217,21 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	}
 	r.OK = r.AbortReason == ""
 	return r
+}
+
+// judgeHalves judges step i's ramp and hold of each population apart, as
+// the runner's stage windows do; "" when all held.
+func (a *aggregator) judgeHalves(lim scenario.Abort, i int) string {
+	for h, half := range []string{"ramp", "hold"} {
+		for _, p := range Populations {
+			k := int(p.Kind)
+			ops := opsReport(a.merged([]int{2*i + h}, func(x int) bool { return x == k }, -1))
+			if r := judge(lim, ops); r != "" {
+				return fmt.Sprintf("in its %s, %s: %s", half, p.Name, r)
+			}
+		}
+	}
+	return ""
 }
 
 func joinReason(a, b string) string {

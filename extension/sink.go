@@ -17,6 +17,7 @@ import (
 // "shutdown" step. Record is called from connection goroutines.
 type opSink struct {
 	l     *loaded
+	kind  int // population (customKind for the low-level API)
 	met   *metricSet
 	push  func(...metrics.Sample)
 	base  metrics.TagSet // the VU's tags when the iteration started
@@ -36,8 +37,8 @@ type tagKey struct {
 	step int
 }
 
-func newOpSink(l *loaded, met *metricSet, mm modules.Metrics, base metrics.TagSet, start time.Time) *opSink {
-	return &opSink{l: l, met: met, push: mm.Push, base: base, start: start, tags: map[tagKey]metrics.TagSet{}}
+func newOpSink(l *loaded, kind int, met *metricSet, mm modules.Metrics, base metrics.TagSet, start time.Time) *opSink {
+	return &opSink{l: l, kind: kind, met: met, push: mm.Push, base: base, start: start, tags: map[tagKey]metrics.TagSet{}}
 }
 
 func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
@@ -66,13 +67,13 @@ func (s *opSink) Record(r relay.Result) {
 		end = time.Now()
 		r.Start = end
 	}
-	idx := s.l.stepIndex(end.Sub(s.start))
+	stage := s.l.stageIndex(end.Sub(s.start))
 	var straddled []int
-	for i := s.l.stepIndex(r.Start.Sub(s.start)); i < idx && i < len(s.l.plan); i++ {
+	for i := s.l.stageIndex(r.Start.Sub(s.start)); i < stage; i++ {
 		straddled = append(straddled, i)
 	}
-	pend := s.l.agg.record(r, idx, straddled, end)
-	tags := s.tagsFor(r.Op, idx)
+	pend := s.l.agg.record(r, s.kind, stage, straddled, end)
+	tags := s.tagsFor(r.Op, stage/2)
 	switch r.Outcome {
 	case relay.OutcomeOK:
 		s.push(
@@ -85,7 +86,9 @@ func (s *opSink) Record(r relay.Result) {
 		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
 	}
 	for i, st := range straddled {
-		s.push(metrics.Sample{Metric: s.met.pending, Tags: s.tagsFor(r.Op, st), Time: end, Value: float64(pend[i])})
+		if st%2 == 1 { // the end of a hold is the end of a step
+			s.push(metrics.Sample{Metric: s.met.pending, Tags: s.tagsFor(r.Op, st/2), Time: end, Value: float64(pend[i])})
+		}
 	}
 }
 
