@@ -96,6 +96,7 @@ type aggregator struct {
 	exits       map[exitKey]int64
 	exitsByStep []map[exitKey]int64 // len(plan)+1
 	exitTexts   []string
+	interrupted [scenario.NumKinds]int64 // clients cut off by an abort
 	started     [scenario.NumKinds]int64 // clients that ran a session
 	live        [scenario.NumKinds]int64
 	startTime   time.Time // the population scenarios' timeline start
@@ -184,6 +185,12 @@ func (a *aggregator) exit(kind scenario.Kind, step int, reason, text string) {
 	if text != "" && len(a.exitTexts) < 10 {
 		a.exitTexts = append(a.exitTexts, kind.String()+": "+text)
 	}
+}
+
+func (a *aggregator) interrupt(kind scenario.Kind) {
+	a.mu.Lock()
+	a.interrupted[kind]++
+	a.mu.Unlock()
 }
 
 // clientDelta changes the live count of a kind and returns it.

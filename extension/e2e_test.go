@@ -226,6 +226,13 @@ func TestAbortOnTinyP99NamesStepAndOp(t *testing.T) {
 	if !strings.Contains(r.stdout, "result: FAILED") {
 		t.Errorf("text report does not say FAILED:\n%s", r.stdout)
 	}
+	// The abort interrupts the clients at once; they are not failures.
+	if len(r.report.ClientExits) != 0 || strings.Contains(r.report.AbortReason, "exited") {
+		t.Errorf("clients interrupted by the abort counted as exits: %+v / %q", r.report.ClientExits, r.report.AbortReason)
+	}
+	if r.report.Interrupted["human"] == 0 {
+		t.Errorf("interrupted %v: the humans in session at the abort are not listed", r.report.Interrupted)
+	}
 }
 
 func TestThrottledPublishesAreNotErrors(t *testing.T) {

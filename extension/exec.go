@@ -107,6 +107,14 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	}
 	live = l.agg.clientDelta(p.Kind, -1, false)
 	in.pushClients(l, sl, live)
+	if end.Reason == client.EndCancelled && time.Now().Before(stopAt) {
+		// The run was interrupted before the stop (an abortOnFail threshold,
+		// test.abort(), a signal): no grace was given, so this is a
+		// consequence of what stopped the run, not a client that failed.
+		sl.exited = true
+		l.agg.interrupt(p.Kind)
+		return nil
+	}
 	if end.Unexpected() {
 		sl.exited = true
 		text := ""

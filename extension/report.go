@@ -67,18 +67,21 @@ type Limits struct {
 
 // Report is the buzz-loadgen-style JSON report of one scenario file.
 type Report struct {
-	RunID            string               `json:"run_id"`
-	Scenario         string               `json:"scenario"`
-	Shard            string               `json:"shard,omitempty"`
-	OK               bool                 `json:"ok"`
-	AbortReason      string               `json:"abort_reason,omitempty"`
-	Limits           Limits               `json:"limits"`
-	Setup            map[string]*OpReport `json:"setup,omitempty"`
-	Steps            []StepReport         `json:"steps"`
-	Shutdown         ShutdownReport       `json:"shutdown"`
-	ClientExits      []ExitReport         `json:"client_exits"`
-	ExitSamples      []string             `json:"exit_samples,omitempty"`
-	ThresholdsFailed []string             `json:"thresholds_failed,omitempty"`
+	RunID       string               `json:"run_id"`
+	Scenario    string               `json:"scenario"`
+	Shard       string               `json:"shard,omitempty"`
+	OK          bool                 `json:"ok"`
+	AbortReason string               `json:"abort_reason,omitempty"`
+	Limits      Limits               `json:"limits"`
+	Setup       map[string]*OpReport `json:"setup,omitempty"`
+	Steps       []StepReport         `json:"steps"`
+	Shutdown    ShutdownReport       `json:"shutdown"`
+	ClientExits []ExitReport         `json:"client_exits"`
+	ExitSamples []string             `json:"exit_samples,omitempty"`
+	// Interrupted counts clients cut off when the run was aborted before its
+	// stop (no grace): a consequence of the abort, not client failures.
+	Interrupted      map[string]int64 `json:"interrupted,omitempty"`
+	ThresholdsFailed []string         `json:"thresholds_failed,omitempty"`
 }
 
 var stats = func() (out [4]metrics.Stat) {
@@ -203,6 +206,14 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		r.ClientExits = []ExitReport{}
 	}
 	r.ExitSamples = append([]string(nil), a.exitTexts...)
+	for k, n := range a.interrupted {
+		if n > 0 {
+			if r.Interrupted == nil {
+				r.Interrupted = map[string]int64{}
+			}
+			r.Interrupted[scenario.Kind(k).String()] = n
+		}
+	}
 	for _, s := range r.Steps {
 		if s.AbortReason != "" {
 			r.AbortReason = fmt.Sprintf("step %d: %s", s.Index, s.AbortReason)
@@ -289,6 +300,15 @@ func (r *Report) Text() string {
 		b.WriteString("\n  client exits:")
 		for _, e := range r.ClientExits {
 			fmt.Fprintf(&b, " %d %s (%s)", e.Count, e.Kind, e.Reason)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Interrupted) > 0 {
+		b.WriteString("\n  interrupted by the abort:")
+		for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
+			if n := r.Interrupted[k]; n > 0 {
+				fmt.Fprintf(&b, " %d %s", n, k)
+			}
 		}
 		b.WriteString("\n")
 	}
