@@ -416,3 +416,43 @@ func TestCustomLowLevelExample(t *testing.T) {
 		t.Errorf("checks failed: %+v", c.Sink)
 	}
 }
+
+// A broken scenario file stops the run in init code with the file, key and
+// line in the message.
+func TestBadScenarioFileNamesFileAndKey(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.js")
+	src := `import buzz from "k6/x/buzz";
+const sc = buzz.load("./bad.toml");
+export const options = sc.options();
+export function human() { sc.human(); }
+`
+	bad := "run_id = \"bad\"\n[population]\nhumans = \"many\"\ntierz = 1\n[[ramp]]\nusers = 1\nhold_secs = 1\n"
+	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.toml"), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := enginejs.NewRegistry()
+	mod := extension.New(extension.Options{Registry: reg})
+	if err := reg.Register(extension.ImportPath, mod); err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	var out, errb bytes.Buffer
+	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+		SummaryMode: "compact", Stdout: &out, Stderr: &errb})
+	if res.ExitCode != engine.ExitScriptException {
+		t.Fatalf("exit %d, want 107\n%s", res.ExitCode, errb.String())
+	}
+	msg := errb.String()
+	for _, want := range []string{"bad.toml", "population.tierz", "bad.toml:3: population.humans"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error output lacks %q:\n%s", want, msg)
+		}
+	}
+	if mod.EmbeddedRelay() != nil {
+		t.Error("a relay was started for a scenario that does not parse")
+	}
+}
