@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -26,8 +27,10 @@ type conn struct {
 	ws *websocket.Conn
 
 	queue     sendQueue
-	done      chan struct{}
+	done      chan struct{} // closed when the writer stops
+	doneOnce  sync.Once
 	closeOnce sync.Once
+	closing   atomic.Bool // a close frame is queued or the socket is gone
 	overflows atomic.Int32
 	framesOut atomic.Int64
 
@@ -44,30 +47,90 @@ type conn struct {
 	authTimer *time.Timer              // the AUTH deadline, stopped once authenticated
 }
 
-// outFrame is one queued text frame: data, or for a live event the
+// outFrame is one queued frame: data, or for a live event the
 // subscription's shared `["EVENT","<sub>",` prefix (data), the event's shared
-// JSON (body) and a closing bracket, so a delivery copies nothing.
+// JSON (body) and a closing bracket, so a delivery copies nothing. op is 0
+// for a text frame, else a control opcode (pong, close).
 type outFrame struct {
 	data      []byte
 	body      []byte
+	op        byte
 	thenClose bool // close the socket once data is written
 }
 
 var closeBracket = []byte{']'}
 
-func (k *conn) writeFrame(f outFrame) error {
-	k.ws.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
-	if f.body == nil {
-		return k.ws.WriteMessage(websocket.TextMessage, f.data)
+// WebSocket opcodes the writer emits (RFC 6455 §5.2).
+const (
+	opText  = 0x1
+	opClose = 0x8
+	opPing  = 0x9
+	opPong  = 0xA
+)
+
+// appendFrameHeader appends an unmasked server frame header (FIN set).
+func appendFrameHeader(dst []byte, op byte, n int) []byte {
+	dst = append(dst, 0x80|op)
+	switch {
+	case n < 126:
+		return append(dst, byte(n))
+	case n <= 0xFFFF:
+		return append(dst, 126, byte(n>>8), byte(n))
+	default:
+		return append(dst, 127, 0, 0, 0, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 	}
-	w, err := k.ws.NextWriter(websocket.TextMessage)
-	if err != nil {
-		return err
+}
+
+// frameWriter gathers a batch of frames into one vectored write: under
+// fan-out a busy socket gets many frames per syscall, and event bodies are
+// never copied. The writer goroutine is the only writer of the socket
+// (pings, pongs and close frames go through it too), so frames never
+// interleave; gorilla/websocket only reads.
+type frameWriter struct {
+	hdrs []byte
+	bufs net.Buffers
+	size int
+}
+
+func (w *frameWriter) add(f outFrame) {
+	op := f.op
+	if op == 0 {
+		op = opText
 	}
-	w.Write(f.data)
-	w.Write(f.body)
-	w.Write(closeBracket)
-	return w.Close()
+	n := len(f.data)
+	if f.body != nil {
+		n += len(f.body) + 1
+	}
+	start := len(w.hdrs)
+	w.hdrs = appendFrameHeader(w.hdrs, op, n)
+	// hdrs was sized for the whole batch, so this slice stays valid.
+	w.bufs = append(w.bufs, w.hdrs[start:len(w.hdrs):len(w.hdrs)], f.data)
+	if f.body != nil {
+		w.bufs = append(w.bufs, f.body, closeBracket)
+	}
+	w.size += n
+}
+
+func (w *frameWriter) reset(frames int) {
+	if cap(w.hdrs) < 14*frames {
+		w.hdrs = make([]byte, 0, 14*frames)
+	}
+	w.hdrs = w.hdrs[:0]
+	clear(w.bufs)
+	w.bufs = w.bufs[:0]
+	w.size = 0
+}
+
+func (k *conn) flush(w *frameWriter) error {
+	if len(w.bufs) == 0 {
+		return nil
+	}
+	nc := k.ws.NetConn()
+	nc.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
+	bufs := w.bufs // WriteTo consumes its receiver
+	_, err := bufs.WriteTo(nc)
+	w.reset(0)
+	return err
 }
 
 func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
@@ -114,6 +177,16 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	idle := 3*r.cfg.PingInterval + 10*time.Second
 	ws.SetReadDeadline(time.Now().Add(idle))
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(idle)) })
+	// Answers to the peer's pings and close frames go through the writer,
+	// the socket's only writer.
+	ws.SetPingHandler(func(data string) error {
+		k.queue.push(outFrame{op: opPong, data: []byte(data)}, 0)
+		return nil
+	})
+	ws.SetCloseHandler(func(code int, _ string) error {
+		k.closeWith(code, "")
+		return nil
+	})
 
 	writerDone := make(chan struct{})
 	go func() { k.writeLoop(); close(writerDone) }()
@@ -164,52 +237,79 @@ func (k *conn) readLoop(idle time.Duration) {
 			k.notice("invalid message: binary frame is not UTF-8")
 			continue
 		}
-		select {
-		case <-k.done:
-			return
-		default:
+		if k.closing.Load() {
+			continue // closing: drain the peer until it answers or the deadline passes
 		}
 		k.handle(data)
 	}
 }
 
-// writeLoop is the only writer of the socket besides close frames.
+// writeLoop is the socket's only writer (see frameWriter).
 func (k *conn) writeLoop() {
+	defer k.finish()
 	ping := time.NewTicker(k.r.cfg.PingInterval)
 	defer ping.Stop()
 	var batch []outFrame
+	var w frameWriter
 	for {
 		select {
 		case <-k.done:
 			return
 		case <-k.queue.ready:
 			batch = k.queue.take(batch[:0])
+			w.reset(len(batch))
 			for i, f := range batch {
-				if err := k.writeFrame(f); err != nil {
-					k.abort()
+				batch[i] = outFrame{} // let the frame be collected
+				w.add(f)
+				if f.op == opClose {
+					k.flush(&w)
 					return
 				}
-				batch[i] = outFrame{} // let the frame be collected
+				if f.op != 0 {
+					continue
+				}
 				n := k.framesOut.Add(1)
 				if k.r.faults.shouldDrop(k.pubkeyIfAuthed(), n) {
+					k.flush(&w)
 					k.abort()
 					return
 				}
 				if f.thenClose {
-					k.closeWith(websocket.ClosePolicyViolation, "")
+					w.add(closeFrame(websocket.ClosePolicyViolation, ""))
+					k.flush(&w)
 					return
 				}
+				if w.size >= 256<<10 { // keep one write's memory bounded
+					if err := k.flush(&w); err != nil {
+						k.abort()
+						return
+					}
+				}
+			}
+			if err := k.flush(&w); err != nil {
+				k.abort()
+				return
 			}
 			if cap(batch) > 64 {
 				batch = nil // do not pin a burst's worth of memory on an idle socket
 			}
 		case <-ping.C:
-			if err := k.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(k.r.cfg.WriteTimeout)); err != nil {
+			w.reset(1)
+			w.add(outFrame{op: opPing})
+			if err := k.flush(&w); err != nil {
 				k.abort()
 				return
 			}
 		}
 	}
+}
+
+func closeFrame(code int, reason string) outFrame {
+	msg := websocket.FormatCloseMessage(code, reason)
+	if code == websocket.CloseNoStatusReceived {
+		msg = []byte{}
+	}
+	return outFrame{op: opClose, data: msg}
 }
 
 func (k *conn) pubkeyIfAuthed() string {
@@ -219,24 +319,26 @@ func (k *conn) pubkeyIfAuthed() string {
 	return ""
 }
 
-// closeWith sends a close frame and lets the reader finish the handshake
-// (reading on until the peer answers or a second passes), so queued frames
-// are not lost to a TCP reset.
+// closeWith queues a close frame behind what is already queued and lets
+// the reader finish the handshake (reading on until the peer answers or a
+// second passes), so queued frames are not lost to a TCP reset. A peer that
+// does not take the frames within WriteTimeout is dropped.
 func (k *conn) closeWith(code int, reason string) {
 	k.closeOnce.Do(func() {
-		close(k.done)
-		msg := websocket.FormatCloseMessage(code, reason)
-		if code == websocket.CloseNoStatusReceived {
-			msg = []byte{}
-		}
-		k.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+		k.closing.Store(true)
+		k.queue.push(closeFrame(code, reason), 0)
 		k.ws.SetReadDeadline(time.Now().Add(time.Second))
+		time.AfterFunc(k.r.cfg.WriteTimeout+time.Second, k.abort)
 	})
 }
 
+// finish marks the connection done (the writer has stopped).
+func (k *conn) finish() { k.doneOnce.Do(func() { close(k.done) }) }
+
 // abort drops the TCP connection without a close frame.
 func (k *conn) abort() {
-	k.closeOnce.Do(func() { close(k.done) })
+	k.closing.Store(true)
+	k.finish()
 	k.ws.NetConn().Close()
 }
 
@@ -253,6 +355,7 @@ func (k *conn) enqueue(b []byte) {
 }
 
 func (k *conn) enqueueClose(b []byte) {
+	k.closing.Store(true)
 	k.queue.push(outFrame{data: b, thenClose: true}, 0)
 	// Wait for the writer so the caller's return does not race the close.
 	<-k.done

@@ -658,3 +658,22 @@ func TestRequireChannelMembership(t *testing.T) {
 	b.mustPublish(ev(t, bob, 9021, "", []string{"h", ch}))
 	b.mustPublish(ev(t, bob, 9, "hi", []string{"h", ch}))
 }
+
+// §1.1 item 6: the relay answers pings (its writer is the socket's only writer).
+func TestPingIsAnswered(t *testing.T) {
+	r := startRelay(t, nil)
+	c := authed(t, r, key("alice"))
+	got := make(chan string, 1)
+	c.ws.SetPongHandler(func(s string) error { got <- s; return nil })
+	if err := c.ws.WriteControl(websocket.PingMessage, []byte("p1"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != "p1" {
+			t.Fatalf("pong payload %q", s)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no pong")
+	}
+}
