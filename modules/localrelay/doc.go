@@ -42,7 +42,10 @@
 // fan-out, and rate-limit buckets have their own mutex. Each connection has
 // one writer goroutine draining a lazily grown queue; a live event is
 // serialised once and shared by every delivery (the frame is the
-// subscription's prefix, the event JSON and "]").
+// subscription's prefix, the event JSON and "]"). The writer frames
+// messages itself and sends a batch in one vectored write; it is the
+// socket's only writer (pongs and close frames are queued to it), and
+// gorilla/websocket is used for the upgrade and for reading.
 //
 // # Decisions where the digest is silent or unsure
 //
