@@ -11,7 +11,7 @@ import (
 const maxAddMembers = 100
 
 // createChannel handles kind 9007 (digest §4.6).
-func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, []*Entry) {
+func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, []*entry) {
 	name := strings.TrimSpace(ev.TagValue("name"))
 	if name == "" {
 		return reject("invalid: channel name is required"), nil
@@ -47,7 +47,7 @@ func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, [
 
 // notice stores a relay-signed membership notice (44100/44101): p-gated,
 // tagged h and p.
-func (c *community) notice(kind int, chID, pk string) *Entry {
+func (c *community) notice(kind int, chID, pk string) *entry {
 	e := c.relay.signRelay(kind, [][]string{{"h", chID}, {"p", pk}}, "", timeZero)
 	if e == nil {
 		return nil
@@ -61,7 +61,7 @@ func (c *community) notice(kind int, chID, pk string) *Entry {
 }
 
 // membership handles 9000, 9001, 9002, 9008, 9021 and 9022.
-func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestResult, []*Entry) {
+func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestResult, []*entry) {
 	ch := c.channel(chID)
 	if ch == nil {
 		return reject("invalid: channel not found"), nil
@@ -187,7 +187,7 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		ch.deleted = true
 		ch.archived = true
 	}
-	var extra []*Entry
+	var extra []*entry
 	for _, n := range notices {
 		if e := c.notice(n.kind, chID, n.pk); e != nil {
 			extra = append(extra, e)

@@ -257,8 +257,8 @@ func (ch *channel) groupState() map[int][][]string {
 // the store breaks a same-second tie by the lowest id; under a burst of
 // membership changes the dates may run a few seconds ahead of the clock.
 // Caller holds ch.mu (write).
-func (c *community) publishGroupState(ch *channel) []*Entry {
-	var out []*Entry
+func (c *community) publishGroupState(ch *channel) []*entry {
+	var out []*entry
 	state := ch.groupState()
 	for _, kind := range []int{39000, 39002} {
 		tags := state[kind]

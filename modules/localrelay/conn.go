@@ -364,7 +364,7 @@ func (k *conn) enqueueClose(b []byte) {
 // deliver queues a live event without blocking. When SendBuffer frames are
 // already waiting the delivery is dropped; SlowClientGrace consecutive drops
 // disconnect the client (digest §1.1 item 7).
-func (k *conn) deliver(s *subscription, e *Entry) {
+func (k *conn) deliver(s *subscription, e *entry) {
 	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
 		k.overflows.Store(0)
 		return

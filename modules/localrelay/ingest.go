@@ -194,7 +194,7 @@ func (c *community) isAdmin(chID, pk string) bool {
 // ingestDurable validates and stores an event that is not ephemeral and
 // returns the entries to fan out. The store serialises per channel; channel
 // state changes take the channel's lock.
-func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*Entry) {
+func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*entry) {
 	st := c.store()
 	k := ev.Kind
 	if k != kindReaction {
@@ -261,7 +261,7 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*E
 		}
 	}
 
-	var extra []*Entry
+	var extra []*entry
 	admin := false
 	switch k {
 	case kindCreateGroup:
@@ -330,7 +330,7 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*E
 	if k == kindDeletion || k == kindModDelete {
 		st.ApplyDeletion(ev, admin)
 	}
-	return accept(""), append([]*Entry{newEntry(ev, res.Channel)}, extra...)
+	return accept(""), append([]*entry{newEntry(ev, res.Channel)}, extra...)
 }
 
 // addressed returns the current event at an `a` coordinate kind:pubkey:d.

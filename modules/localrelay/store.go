@@ -2,9 +2,9 @@ package localrelay
 
 import "github.com/buzzload/buzzload/modules/nostr"
 
-// Entry is an event on its way to live subscribers: serialised once, then
+// entry is an event on its way to live subscribers: serialised once, then
 // shared by every delivery.
-type Entry struct {
+type entry struct {
 	Event   *nostr.Event
 	JSON    []byte
 	Channel string // the store's channel for the event ("" = global)
@@ -15,6 +15,6 @@ type Entry struct {
 	noticeChannel string
 }
 
-func newEntry(e *nostr.Event, channel string) *Entry {
-	return &Entry{Event: e, JSON: e.AppendJSON(make([]byte, 0, 256+len(e.Content))), Channel: channel}
+func newEntry(e *nostr.Event, channel string) *entry {
+	return &entry{Event: e, JSON: e.AppendJSON(make([]byte, 0, 256+len(e.Content))), Channel: channel}
 }

@@ -66,7 +66,7 @@ func (x *subIndex) remove(s *subscription) {
 // fanout delivers e to every live subscription that may see it. It holds
 // the index read lock (which never blocks other fan-outs) and re-checks
 // private-channel membership on each delivery (digest §1.6).
-func (c *community) fanout(e *Entry) {
+func (c *community) fanout(e *entry) {
 	c.subs.mu.RLock()
 	defer c.subs.mu.RUnlock()
 	if e.Channel != "" {
@@ -79,7 +79,7 @@ func (c *community) fanout(e *Entry) {
 	}
 }
 
-func (c *community) deliverTo(set map[*subscription]struct{}, e *Entry) {
+func (c *community) deliverTo(set map[*subscription]struct{}, e *entry) {
 	if len(set) == 0 {
 		return
 	}
