@@ -141,7 +141,7 @@ func (c *Client) agentSession(s *session) End {
 				relay.SubOptions{
 					OnEvent: func(ev *nostr.Event, at time.Time, live bool) {
 						if live {
-							recordDeliver(c.sink, ev, at)
+							RecordDeliver(c.sink, ev, at)
 						}
 					},
 					OnClosed: func(reason string, _ time.Time) {
@@ -475,7 +475,7 @@ func (c *Client) turnStep(s *session, t *turn) {
 		if t.msg != nil && t.msg.PubKey != me {
 			tags = append(tags, []string{"p", t.msg.PubKey})
 		}
-		tags = append(tags, sentTag(time.Now()))
+		tags = append(tags, scenario.SentAtTag(time.Now()))
 		a.seq++
 		c.httpEvent(s, nostr.KindStreamMessage, tags, "turn reply "+messageContent(c.cfg.Global, a.seq), relay.OpHTTPEvents)
 		t.phase = phReactQuery
@@ -587,6 +587,6 @@ func (c *Client) agentMessage(s *session) {
 	a := c.agent
 	i := c.rng.IntN(len(a.chIDs))
 	a.seq++
-	c.httpEvent(s, nostr.KindStreamMessage, [][]string{{"h", a.chIDs[i]}, sentTag(time.Now())},
+	c.httpEvent(s, nostr.KindStreamMessage, [][]string{{"h", a.chIDs[i]}, scenario.SentAtTag(time.Now())},
 		messageContent(c.cfg.Global, a.seq), relay.OpHTTPEvents)
 }

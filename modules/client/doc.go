@@ -10,13 +10,15 @@
 // names (connect, auth, publish, subscribe_eose, history, deliver,
 // http_query, http_events, hot_reply, thread_fetch, turn_context).
 //
-// Conventions this package fixes (seed must follow them):
-//   - Timed messages carry ["buzzload_sent", "<unix µs>"] (SentTag); a live
-//     subscriber records deliver = arrival − send time.
-//   - Seeded deep-thread roots carry RootMarker(run_id) in their content
-//     (ThreadRootContent), the hot root HotRootMarker(run_id)
-//     (HotRootContent); clients find them with a NIP-50 search for that word
-//     in the channel.
+// Conventions the clients follow (the data-shape ones live in
+// modules/scenario, so seed and modules/desktop share them):
+//   - Timed messages carry ["buzzload_sent", "<unix µs>"]
+//     (scenario.SentAtTag); a live subscriber records deliver = arrival −
+//     send time.
+//   - Seeded deep-thread roots carry scenario.RootMarker(run_id) in their
+//     content (scenario.ThreadRootContent), the hot root
+//     scenario.HotRootMarker(run_id) (scenario.HotRootContent); clients find
+//     them with a NIP-50 search for that word in the channel.
 //   - Thread replies (humans, turn replies, hot replies) are first-level
 //     replies under the root: a single ["e", root, "", "reply"] tag.
 package client

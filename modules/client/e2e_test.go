@@ -58,7 +58,7 @@ func TestHumansDeliverBetweenEachOtherInOneChannel(t *testing.T) {
 	sd := newSeeder(t, sc, sc.OwnerKeys(0))
 	sd.channels()
 	ch := sc.Channels()[0]
-	root, _ := sd.thread(ch, ThreadRootContent(sc.RunID, ch, 0), 2)
+	root, _ := sd.thread(ch, scenario.ThreadRootContent(sc.RunID, ch, 0), 2)
 
 	sink, s0, s1 := &collect{}, &collect{}, &collect{}
 	tee := func(own *collect) relay.Sink {
@@ -82,7 +82,7 @@ func TestHumansDeliverBetweenEachOtherInOneChannel(t *testing.T) {
 	threadReplies := func() int {
 		n := 0
 		for _, e := range stored(relay.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"e": {root.ID}}}) {
-			if _, timed := SentAt(&e); timed {
+			if _, timed := scenario.SentAt(&e); timed {
 				n++
 			}
 		}
@@ -161,7 +161,7 @@ func (f *agentTurnFixture) checkTurn(t *testing.T, agentPub string) {
 	if len(evs) != 1 || threadRoot(&evs[0]) != f.root {
 		t.Fatalf("agent messages %d, want one reply under %s", len(evs), f.root)
 	}
-	if _, ok := SentAt(&evs[0]); !ok || evs[0].TagValue("p") != f.answer.PubKey {
+	if _, ok := scenario.SentAt(&evs[0]); !ok || evs[0].TagValue("p") != f.answer.PubKey {
 		t.Errorf("reply tags %v: want a send time and the author mentioned", evs[0].Tags)
 	}
 	left, _ := q.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindReaction},
@@ -385,7 +385,7 @@ func TestHotAuthorFailsThreadFetchUntilRootExists(t *testing.T) {
 		t.Errorf("error %q does not say the root is missing", e)
 	}
 	hc := sc.HotThreadChannel()
-	root, _ := sd.thread(hc, HotRootContent(sc.RunID), 1)
+	root, _ := sd.thread(hc, scenario.HotRootContent(sc.RunID), 1)
 	waitFor(t, slow, "replies and fetches after the root exists", func() bool {
 		return sink.ok(OpHotReply) >= 2 && sink.ok(OpThreadFetch) >= 2
 	})
@@ -400,7 +400,7 @@ func TestHotAuthorFailsThreadFetchUntilRootExists(t *testing.T) {
 		if threadRoot(&evs[i]) != root.ID {
 			t.Errorf("hot reply %s not under the hot root", evs[i].ID)
 		}
-		if _, ok := SentAt(&evs[i]); !ok {
+		if _, ok := scenario.SentAt(&evs[i]); !ok {
 			t.Errorf("hot reply %s carries no send time", evs[i].ID)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // hotFetchLimit is how many of the hot thread's newest replies a fetch reads.
@@ -58,7 +59,7 @@ func (c *Client) hotSession(s *session) End {
 		}
 		if reply {
 			h.seq++
-			tags := append(firstLevelReply(chID, h.root), sentTag(time.Now()))
+			tags := append(firstLevelReply(chID, h.root), scenario.SentAtTag(time.Now()))
 			c.httpEvent(s, nostr.KindStreamMessage, tags, "hot reply "+messageContent(c.cfg.Global, h.seq), OpHotReply)
 			continue
 		}
@@ -71,7 +72,7 @@ func (c *Client) hotSession(s *session) End {
 // findHotRoot searches the hot thread's channel for the seeded root. The
 // search is recorded as thread_fetch: an error unless it finds the root.
 func (c *Client) findHotRoot(s *session, chID string) {
-	word := HotRootMarker(c.sc.RunID)
+	word := scenario.HotRootMarker(c.sc.RunID)
 	body, err := relay.FiltersJSON([]relay.Filter{rootSearch(chID, word, 1)})
 	if err != nil {
 		c.sink.Record(relay.Result{Op: OpThreadFetch, Start: time.Now(), Outcome: relay.OutcomeError, Error: err.Error()})

@@ -140,7 +140,7 @@ func (a *Activity) do(halt, ops context.Context, conn *relay.Conn, ev Event) {
 			}
 		}
 		now = time.Now()
-		tags = append(tags, sentTag(now))
+		tags = append(tags, scenario.SentAtTag(now))
 	case ActReaction:
 		target, content2, ok := a.reactionTarget(ev.Channel)
 		if !ok {
@@ -201,7 +201,7 @@ func (a *Activity) threadRoots(halt, ops context.Context, conn *relay.Conn, i in
 	if known {
 		return roots, true
 	}
-	word := RootMarker(a.sc.RunID)
+	word := scenario.RootMarker(a.sc.RunID)
 	var mu sync.Mutex
 	var found []nostr.Event
 	sub, err := conn.Subscribe([]relay.Filter{rootSearch(a.chIDs[i], word, max(a.sc.Shape.ThreadRootsPerChannel, 1))},
@@ -291,7 +291,7 @@ func (c *Client) humanSession(s *session) End {
 			}
 			act.Observe(ev)
 			if isLive {
-				recordDeliver(c.sink, ev, at)
+				RecordDeliver(c.sink, ev, at)
 			}
 		})
 	}

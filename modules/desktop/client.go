@@ -25,7 +25,7 @@ type Config struct {
 	Channels  []string
 	CoMembers []string
 	// RootMarker, when set, is the word seeded thread roots carry
-	// (modules/client's RootMarker(run_id)): the root lookup searches for
+	// (scenario.RootMarker(run_id)): the root lookup searches for
 	// it. Empty: the lookup takes the channel head's most-replied row.
 	RootMarker string
 	// BeforeConnect, when set, is awaited before every connection attempt

@@ -72,7 +72,7 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 		Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr, LocalAddr: hc.LocalAddr},
 		Keys:   sc.Keys(hc.Global), Sink: hc.Sink, Transport: hc.Transport, Header: hc.Header,
 		ConnectTimeout: scenario.Secs(sc.Target.ConnectTimeoutSecs), BeforeConnect: hc.BeforeConnect,
-		RootMarker: client.RootMarker(sc.RunID),
+		RootMarker: scenario.RootMarker(sc.RunID),
 	}
 	for _, ch := range sc.MemberChannels(hc.Global) {
 		cfg.Channels = append(cfg.Channels, sc.ChannelID(ch))
@@ -209,7 +209,7 @@ func (h *Human) Session(stop, grace context.Context) (end client.End) {
 	cfg.OnEvent = func(ev *nostr.Event, at time.Time, live bool) {
 		act.Observe(ev)
 		if live {
-			recordDeliver(sink, ev, at)
+			client.RecordDeliver(sink, ev, at)
 		}
 	}
 	var c *Client
@@ -267,18 +267,4 @@ func (s *graceSink) Record(r relay.Result) {
 		r.Error = "unfinished at stop: " + r.Error
 	}
 	s.inner.Record(r)
-}
-
-// recordDeliver records publish→delivery of a timed message that arrived
-// live (client.OpDeliver).
-func recordDeliver(sink relay.Sink, ev *nostr.Event, at time.Time) {
-	if sink == nil {
-		return
-	}
-	sent, ok := client.SentAt(ev)
-	if !ok {
-		return
-	}
-	d := max(at.Sub(sent), 0)
-	sink.Record(relay.Result{Op: client.OpDeliver, Start: sent, Duration: d, Outcome: relay.OutcomeOK})
 }

@@ -96,7 +96,7 @@ func TestConfigForResolvesTheScenariosDesktopHuman(t *testing.T) {
 	if slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()) || len(cfg.CoMembers) == 0 {
 		t.Errorf("co-members %d, self included %v", len(cfg.CoMembers), slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()))
 	}
-	if cfg.RootMarker != client.RootMarker(sc.RunID) {
+	if cfg.RootMarker != scenario.RootMarker(sc.RunID) {
 		t.Error("root marker")
 	}
 	if cfg.Target.Host != sc.Endpoint(0).Host || cfg.Target.ConnectAddr != "127.0.0.1:1" {

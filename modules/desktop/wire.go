@@ -237,8 +237,8 @@ func RootSearchFilter(channel string) relay.Filter {
 }
 
 // MarkedRootSearchFilter is the generator's search for the seeded roots of
-// channel by the word seed puts in their content (modules/client's
-// RootMarker), with NIP-50 search on /query.
+// channel by the word seed puts in their content
+// (scenario.RootMarker), with NIP-50 search on /query.
 func MarkedRootSearchFilter(channel, word string) relay.Filter {
 	return relay.Filter{Kinds: []int{9}, Tags: tags("h", channel), Limit: RootSearchLimit, Extra: map[string]any{"search": word}}
 }

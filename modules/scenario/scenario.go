@@ -3,7 +3,9 @@
 // and the pure functions every other part derives the run from: community
 // hosts, channel ids, which channels are private or wide, which global index
 // is which client, deterministic channel membership, activity weights, the
-// ramp as steps and ramping-vus stages, and the abort rules.
+// ramp as steps and ramping-vus stages, the abort rules, and the data-shape
+// conventions seed and the clients share (root markers and contents, the
+// send-time tag).
 //
 // Nothing here touches the network or a clock: the same scenario gives the
 // same answers in seed, in every VU and in every shard, which is what lets

@@ -4,28 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/buzzload/buzzload/modules/client"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
-
-// The clients find seeded roots by their content: seed must write exactly
-// what modules/client searches for.
-func TestRootContentsMatchTheClients(t *testing.T) {
-	for _, run := range []string{"smoke-1", "x", "Run.With_Caps-2"} {
-		if HotRootContent(run) != client.HotRootContent(run) {
-			t.Errorf("hot root content differs for %q", run)
-		}
-		for _, ch := range []scenario.Channel{{Community: 0, Index: 0}, {Community: 3, Index: 17}} {
-			for _, th := range []int{0, 1, 9} {
-				if ThreadRootContent(run, ch, th) != client.ThreadRootContent(run, ch, th) {
-					t.Errorf("thread root content differs for %q %v %d", run, ch, th)
-				}
-			}
-		}
-	}
-}
 
 // After a private seed, a hot-thread author finds the hot root with the
 // NIP-50 search the clients use, and a member finds its channel's roots.
@@ -50,12 +32,12 @@ func TestSeededRootsAreFoundBySearch(t *testing.T) {
 		return evs
 	}
 	author := sc.GlobalIndex(scenario.KindHotAuthor, 1)
-	if evs := search(author, sc.HotThreadChannel(), client.HotRootMarker(sc.RunID)); len(evs) != 1 || evs[0].Content != HotRootContent(sc.RunID) {
+	if evs := search(author, sc.HotThreadChannel(), scenario.HotRootMarker(sc.RunID)); len(evs) != 1 || evs[0].Content != scenario.HotRootContent(sc.RunID) {
 		t.Fatalf("hot author found %d hot roots", len(evs))
 	}
 	g := sc.GlobalIndex(scenario.KindHuman, 0)
 	ch := sc.MemberChannels(g)[0]
-	if evs := search(g, ch, client.RootMarker(sc.RunID)); len(evs) != sc.Shape.ThreadRootsPerChannel {
+	if evs := search(g, ch, scenario.RootMarker(sc.RunID)); len(evs) != sc.Shape.ThreadRootsPerChannel {
 		t.Fatalf("member found %d thread roots in %v, want %d", len(evs), ch, sc.Shape.ThreadRootsPerChannel)
 	}
 }

@@ -42,8 +42,8 @@
 // authors have posted into the channel since.
 //
 // Seeded thread roots carry the run's root marker word and the hot root the
-// hot marker word (modules/client finds them with a NIP-50 search); the
-// contents are exactly modules/client's ThreadRootContent and HotRootContent.
+// hot marker word (the clients find them with a NIP-50 search); the contents
+// are scenario.ThreadRootContent and scenario.HotRootContent.
 //
 // Every request goes over HTTP (operator API, POST /events, POST /query),
 // NIP-98 signed by its author (agents also send their NIP-OA tag), and is

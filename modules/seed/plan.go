@@ -1,8 +1,6 @@
 package seed
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"hash/fnv"
 	"strconv"
 	"sync"
@@ -12,27 +10,12 @@ import (
 )
 
 // Seeded content. Every slot of a channel has its own text, so a rerun can
-// recognise what is already there. The thread and hot roots carry the marker
-// words modules/client searches for; these two functions must stay equal to
-// client.ThreadRootContent and client.HotRootContent.
-
-func marker(prefix, kind, runID string) string {
-	h := sha256.Sum256([]byte("buzzload/v1\x00" + kind + "\x00" + runID))
-	return prefix + hex.EncodeToString(h[:6])
-}
+// recognise what is already there. The thread and hot roots are
+// scenario.ThreadRootContent and scenario.HotRootContent: they carry the
+// marker words the clients search for.
 
 func chName(ch scenario.Channel) string {
 	return strconv.Itoa(ch.Community) + "/" + strconv.Itoa(ch.Index)
-}
-
-// ThreadRootContent is the content of deep-thread root t of ch.
-func ThreadRootContent(runID string, ch scenario.Channel, t int) string {
-	return "thread " + strconv.Itoa(t) + " of channel " + chName(ch) + " " + marker("bzlroot", "thread-root", runID)
-}
-
-// HotRootContent is the content of the hot thread's root.
-func HotRootContent(runID string) string {
-	return "hot thread " + marker("bzlhot", "hot-root", runID)
 }
 
 // HistoryContent is the content of history message j of ch.
@@ -155,7 +138,7 @@ func (p *channelPlan) hotPoster(k int) int {
 		return p.hot[k%len(p.hot)]
 	}
 	if k == 0 {
-		return p.poster(HotRootContent(""))
+		return p.poster(scenario.HotRootContent(""))
 	}
 	return p.poster(HotReplyContent(k))
 }

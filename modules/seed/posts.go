@@ -8,6 +8,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // ---- phase 4: posts ----
@@ -121,7 +122,7 @@ func (s *seeder) readPosts(ctx context.Context, p *channelPlan) error {
 		}
 	}
 	for t := range sh.ThreadRootsPerChannel {
-		c := ThreadRootContent(s.sc.RunID, p.ch, t)
+		c := scenario.ThreadRootContent(s.sc.RunID, p.ch, t)
 		if err := add(c, p.poster(c)); err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func (s *seeder) readPosts(ctx context.Context, p *channelPlan) error {
 		}
 	}
 	if p.ch == s.sc.HotThreadChannel() && s.sc.HotThreadEnabled() {
-		if err := add(HotRootContent(s.sc.RunID), p.hotPoster(0)); err != nil {
+		if err := add(scenario.HotRootContent(s.sc.RunID), p.hotPoster(0)); err != nil {
 			return err
 		}
 		for k := 1; k <= s.sc.HotThread.SeedReplies; k++ {
@@ -274,11 +275,11 @@ func (s *seeder) thread(ctx context.Context, p *channelPlan, t int) error {
 	name := "thread " + strconv.Itoa(t)
 	fresh := false
 	root := ""
-	if e, ok := s.lookup(p, ThreadRootContent(s.sc.RunID, p.ch, t)); ok {
+	if e, ok := s.lookup(p, scenario.ThreadRootContent(s.sc.RunID, p.ch, t)); ok {
 		root = e.id
 		s.existing(1)
 	} else {
-		c := ThreadRootContent(s.sc.RunID, p.ch, t)
+		c := scenario.ThreadRootContent(s.sc.RunID, p.ch, t)
 		id, err := s.post(ctx, p, p.poster(c), OpThread, name+" root", c, [][]string{{"h", p.id}})
 		if err != nil || id == "" {
 			s.skipped(depth)
@@ -313,7 +314,7 @@ func (s *seeder) thread(ctx context.Context, p *channelPlan, t int) error {
 
 // hotRoot finds or posts the hot thread's root; "" when the relay refused it.
 func (s *seeder) hotRoot(ctx context.Context, p *channelPlan) (string, error) {
-	content := HotRootContent(s.sc.RunID)
+	content := scenario.HotRootContent(s.sc.RunID)
 	if e, ok := s.lookup(p, content); ok {
 		s.existing(1)
 		return e.id, nil

@@ -135,7 +135,7 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 			}
 		}
 		for th := range 2 {
-			root, ok := byContent[ThreadRootContent(sc.RunID, ch, th)]
+			root, ok := byContent[scenario.ThreadRootContent(sc.RunID, ch, th)]
 			if !ok {
 				t.Fatalf("channel %v lacks thread %d", ch, th)
 			}
@@ -165,7 +165,7 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 		want := 4 + 2*4
 		if ch == sc.HotThreadChannel() {
 			want += 6
-			root, ok := byContent[HotRootContent(sc.RunID)]
+			root, ok := byContent[scenario.HotRootContent(sc.RunID)]
 			if !ok {
 				t.Fatal("no hot root")
 			}

@@ -1,0 +1,67 @@
+package scenario
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
+
+// The run's data shape that seed, the clients and the desktop model must
+// agree on without talking: the words seeded roots carry, and the tag timed
+// messages carry their send time in.
+
+// SentTag names the tag that carries a message's send time: ["buzzload_sent",
+// "<unix microseconds>"], taken just before the event is signed and sent.
+// Every timed message has it: human messages, agent messages and turn
+// replies, hot-thread replies. A subscriber that receives it live records
+// deliver = frame arrival − send time (across machines this depends on clock
+// sync; a negative difference is recorded as 0).
+const SentTag = "buzzload_sent"
+
+// SentAtTag renders t as the send-time tag.
+func SentAtTag(t time.Time) []string {
+	return []string{SentTag, strconv.FormatInt(t.UnixMicro(), 10)}
+}
+
+// SentAt returns the send time a timed message carries (ok false when it has
+// none or the tag is malformed).
+func SentAt(ev *nostr.Event) (time.Time, bool) {
+	for _, t := range ev.Tags {
+		if len(t) >= 2 && t[0] == SentTag {
+			us, err := strconv.ParseInt(t[1], 10, 64)
+			if err != nil || us <= 0 {
+				return time.Time{}, false
+			}
+			return time.UnixMicro(us), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Seeded threads are found by a word in their root's content, searched with
+// NIP-50 (the relay's /query and REQ "search"). The word is one token of
+// letters and digits so any full-text tokenizer keeps it whole, and it
+// derives from run_id so runs never find each other's roots.
+
+func marker(prefix, kind, runID string) string {
+	h := sha256.Sum256([]byte("buzzload/v1\x00" + kind + "\x00" + runID))
+	return prefix + hex.EncodeToString(h[:6])
+}
+
+// RootMarker is the word in the content of every seeded deep-thread root of
+// a run.
+func RootMarker(runID string) string { return marker("bzlroot", "thread-root", runID) }
+
+// HotRootMarker is the word in the content of the seeded hot-thread root.
+func HotRootMarker(runID string) string { return marker("bzlhot", "hot-root", runID) }
+
+// ThreadRootContent is the content seed gives deep-thread root t of ch.
+func ThreadRootContent(runID string, ch Channel, t int) string {
+	return "thread " + strconv.Itoa(t) + " of channel " + strconv.Itoa(ch.Community) + "/" + strconv.Itoa(ch.Index) + " " + RootMarker(runID)
+}
+
+// HotRootContent is the content seed gives the hot-thread root.
+func HotRootContent(runID string) string { return "hot thread " + HotRootMarker(runID) }
