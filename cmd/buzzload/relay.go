@@ -81,7 +81,10 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(env.Stderr, "buzzload relay: shutdown: %v\n", err)
 		return 1
 	}
-	fmt.Fprintln(env.Stdout, "buzzload relay: stopped")
+	st := r.Stats()
+	fmt.Fprintf(env.Stdout, "buzzload relay: stopped after %d connections (%d AUTH refused), %d events accepted, %d refused, %d throttled, %d deliveries (%d dropped, %d slow consumers), %d HTTP requests (%d NIP-98 refused)\n",
+		st.ConnectionsTotal, st.AuthFailed, st.EventsAccepted, st.EventsRejected, st.Throttled,
+		st.Deliveries, st.DroppedDeliveries, st.SlowConsumers, st.HTTPRequests, st.HTTPAuthFailed)
 	return 0
 }
 

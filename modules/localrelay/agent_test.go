@@ -142,6 +142,9 @@ func TestSlowConsumerIsDropped(t *testing.T) {
 	}
 	// The publisher is unaffected.
 	pub.mustPublish(ev(t, alice, 9, "still here", []string{"h", ch}))
+	if st := r.Stats(); st.SlowConsumers != 1 || st.DroppedDeliveries < 3 || st.Deliveries < 2 {
+		t.Errorf("stats %+v", st)
+	}
 }
 
 // A replay larger than the send buffer is delivered whole: the buffer

@@ -56,6 +56,7 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 	}
 	ev, err := nostr.ParseHTTPAuth(h)
 	if err != nil {
+		r.stats.httpAuthFailed.Add(1)
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
 		return httpCaller{}, false
 	}
@@ -67,6 +68,8 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 		Method: req.Method, URL: u, Body: body, RequirePayload: requirePayload,
 		Now: time.Now(), MaxSkew: r.cfg.AuthSkew,
 	}); err != nil {
+		r.stats.httpAuthFailed.Add(1)
+		r.logf("localrelay: %s %s: NIP-98 refused for %s: %v (expected u %s)", req.Method, req.URL.Path, trimDetail(ev.PubKey), err, u)
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
 		return httpCaller{}, false
 	}
@@ -95,6 +98,7 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 		writeJSONError(w, st, "fault injected")
 		return
 	}
+	r.stats.httpRequests.Add(1)
 	if req.Method != http.MethodPost {
 		writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
@@ -108,6 +112,7 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 		return
 	}
 	if reason := c.limits.api(caller.pubkey, caller.agent, time.Now()); reason != "" {
+		r.stats.throttled.Add(1)
 		writeJSONError(w, http.StatusTooManyRequests, reason)
 		return
 	}

@@ -155,6 +155,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		ws.NetConn().Close()
 		return
 	}
+	r.stats.connsTotal.Add(1)
 	r.connWG.Add(1)
 	defer r.connWG.Done()
 	defer r.conns.Add(-1)
@@ -349,6 +350,9 @@ func (k *conn) abort() {
 func (k *conn) enqueue(b []byte) {
 	limit := 4*k.r.cfg.SendBuffer + k.r.cfg.MaxFilters*k.r.cfg.MaxHistoricalLimit
 	if !k.queue.push(outFrame{data: b}, limit) {
+		if !k.closing.Load() {
+			k.r.stats.slow.Add(1)
+		}
 		k.r.logf("localrelay: dropping slow consumer %s", k.pubkeyIfAuthed())
 		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
@@ -367,9 +371,12 @@ func (k *conn) enqueueClose(b []byte) {
 func (k *conn) deliver(s *subscription, e *entry) {
 	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
 		k.overflows.Store(0)
+		k.r.stats.deliveries.Add(1)
 		return
 	}
-	if int(k.overflows.Add(1)) >= k.r.cfg.SlowClientGrace {
+	k.r.stats.dropped.Add(1)
+	if int(k.overflows.Add(1)) == k.r.cfg.SlowClientGrace {
+		k.r.stats.slow.Add(1)
 		k.r.logf("localrelay: dropping slow consumer %s", k.pubkeyIfAuthed())
 		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
@@ -517,9 +524,12 @@ func (k *conn) handleAuth(msg []json.RawMessage) {
 	}
 	if err != nil {
 		k.authFailed = true
+		k.r.stats.authFailed.Add(1)
+		k.r.logf("localrelay: %s: AUTH refused for %s: %v", k.c.host, trimDetail(ev.PubKey), err)
 		k.ok(ev.ID, false, "auth-required: verification failed")
 		return
 	}
+	k.r.stats.authOK.Add(1)
 	k.pubkey = ev.PubKey
 	k.pub, _ = nostr.ParsePubKey(ev.PubKey)
 	k.agentOwner = owner
@@ -557,6 +567,7 @@ func (k *conn) handleEvent(msg []json.RawMessage) {
 		return
 	}
 	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
+		k.r.stats.throttled.Add(1)
 		k.throttledEvent(ev.ID, reason)
 		return
 	}
@@ -587,6 +598,7 @@ func (k *conn) handleReq(msg []json.RawMessage, count bool) {
 		return
 	}
 	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
+		k.r.stats.throttled.Add(1)
 		if count && k.r.cfg.LegacyRateLimitNotice {
 			k.notice(reason)
 		} else {

@@ -45,6 +45,12 @@ func rejectf(format string, a ...any) ingestResult { return reject(fmt.Sprintf(f
 // ingest is the shared EVENT path of WS and POST /events (Buzz's
 // "two doors, one room"). The order of checks follows Buzz's pipeline.
 func (r *Relay) ingest(c *community, ev *nostr.Event, auth ingestAuth) ingestResult {
+	res := r.ingestEvent(c, ev, auth)
+	r.stats.count(res)
+	return res
+}
+
+func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) ingestResult {
 	if err := ev.CheckShape(); err != nil {
 		return reject("invalid: " + strings.TrimPrefix(err.Error(), "nostr: "))
 	}

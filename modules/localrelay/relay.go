@@ -48,6 +48,7 @@ type Relay struct {
 	conns    atomic.Int64
 	connWG   sync.WaitGroup
 	opReplay *replayCache
+	stats    counters
 	wsURL    string
 	httpURL  string
 	opOrigin string

@@ -677,3 +677,24 @@ func TestPingIsAnswered(t *testing.T) {
 		t.Fatal("no pong")
 	}
 }
+
+// Relay.Stats counts what a load test compares with its own view.
+func TestStatsCounters(t *testing.T) {
+	r := startRelay(t, nil)
+	alice := key("alice")
+	c := authed(t, r, alice)
+	bad := dial(t, r)
+	e := bad.authEvent(alice)
+	e.Sig = strings.Repeat("0", 128)
+	bad.send("AUTH", e)
+	bad.expect("OK")
+	c.mustPublish(ev(t, alice, 0, `{}`))
+	c.publish(ev(t, alice, 1, "x"))
+	post(t, r, alice, "/count", []any{map[string]any{"kinds": []int{0}}})
+	doHTTP(t, r, "POST", "", "/count", []byte("[]"), nil)
+	st := r.Stats()
+	if st.Connections != 2 || st.ConnectionsTotal != 2 || st.AuthOK != 1 || st.AuthFailed != 1 ||
+		st.EventsAccepted != 1 || st.EventsRejected != 1 || st.HTTPRequests != 2 || st.HTTPAuthFailed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
