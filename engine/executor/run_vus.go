@@ -21,10 +21,11 @@ func (r *scenarioRun) release(pv *pooledVU) {
 	r.sched.pool.put(pv)
 }
 
-// runLoopingVUs (constant-vus): n VUs loop until the regular duration ends.
-func (r *scenarioRun) runLoopingVUs(ctx context.Context, n int64, regular, gracefulStop time.Duration) {
-	reg, grace, cancel := r.durationContexts(ctx, regular, gracefulStop)
-	defer cancel()
+// runFixedVUs takes n VUs from the pool (fewer if grace ends first), runs
+// body on each in its own goroutine, and returns when every body has
+// returned and its VU is back in the pool. The fixed-VU executors differ
+// only in body.
+func (r *scenarioRun) runFixedVUs(n int64, grace context.Context, body func(pv *pooledVU)) {
 	var wg sync.WaitGroup
 	for i := int64(0); i < n; i++ {
 		pv, ok := r.activate(grace)
@@ -36,12 +37,21 @@ func (r *scenarioRun) runLoopingVUs(ctx context.Context, n int64, regular, grace
 		go func() {
 			defer wg.Done()
 			defer r.release(pv)
-			for !isDone(reg) && !isDone(grace) {
-				r.iterate(grace, pv, r.nextIter.Add(1)-1)
-			}
+			body(pv)
 		}()
 	}
 	wg.Wait()
+}
+
+// runLoopingVUs (constant-vus): n VUs loop until the regular duration ends.
+func (r *scenarioRun) runLoopingVUs(ctx context.Context, n int64, regular, gracefulStop time.Duration) {
+	reg, grace, cancel := r.durationContexts(ctx, regular, gracefulStop)
+	defer cancel()
+	r.runFixedVUs(n, grace, func(pv *pooledVU) {
+		for !isDone(reg) && !isDone(grace) {
+			r.iterate(grace, pv, r.nextIter.Add(1)-1)
+		}
+	})
 }
 
 // runSharedIterations: the instance's VUs take iterations from one counter
@@ -61,27 +71,15 @@ func (r *scenarioRun) runSharedIterations(ctx context.Context, c *SharedIteratio
 	r.setProgress(func() float64 { return float64(r.completed.Load()) / float64(total) })
 	reg, grace, cancel := r.durationContexts(ctx, c.MaxDuration, c.GracefulStop)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := int64(0); i < vus; i++ {
-		pv, ok := r.activate(grace)
-		if !ok {
-			break
-		}
-		r.hold()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.release(pv)
-			for !isDone(reg) && !isDone(grace) {
-				local := r.nextIter.Add(1) - 1
-				if local >= total {
-					return
-				}
-				r.iterate(grace, pv, local)
+	r.runFixedVUs(vus, grace, func(pv *pooledVU) {
+		for !isDone(reg) && !isDone(grace) {
+			local := r.nextIter.Add(1) - 1
+			if local >= total {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			r.iterate(grace, pv, local)
+		}
+	})
 	if started := min(r.nextIter.Load(), total); started < total {
 		r.drop(Dropped{Count: total - started})
 	}
@@ -99,27 +97,15 @@ func (r *scenarioRun) runPerVUIterations(ctx context.Context, c *PerVUIterations
 	})
 	reg, grace, cancel := r.durationContexts(ctx, c.MaxDuration, c.GracefulStop)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := int64(0); i < vus; i++ {
-		pv, ok := r.activate(grace)
-		if !ok {
-			break
+	r.runFixedVUs(vus, grace, func(pv *pooledVU) {
+		var j int64
+		for ; j < c.Iterations && !isDone(reg) && !isDone(grace); j++ {
+			r.iterate(grace, pv, r.nextIter.Add(1)-1)
 		}
-		r.hold()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.release(pv)
-			var j int64
-			for ; j < c.Iterations && !isDone(reg) && !isDone(grace); j++ {
-				r.iterate(grace, pv, r.nextIter.Add(1)-1)
-			}
-			if j < c.Iterations {
-				r.drop(Dropped{Count: c.Iterations - j, VUIDInInstance: pv.idInstance, VUIDInTest: pv.idTest})
-			}
-		}()
-	}
-	wg.Wait()
+		if j < c.Iterations {
+			r.drop(Dropped{Count: c.Iterations - j, VUIDInInstance: pv.idInstance, VUIDInTest: pv.idTest})
+		}
+	})
 }
 
 // --- ramping-vus ----------------------------------------------------------------
