@@ -180,6 +180,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	r.srv = &http.Server{
 		Handler:           r,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // idle keep-alive HTTP connections (not upgraded sockets)
 		MaxHeaderBytes:    64 << 10,
 	}
 	go func() {
