@@ -195,8 +195,10 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		perConn := (float64(after.HeapInuse+after.StackInuse) - float64(before.HeapInuse+before.StackInuse)) / n
-		b.ReportMetric(perConn, "bytes/conn")
+		heap := (float64(after.HeapInuse) - float64(before.HeapInuse)) / n
+		stack := (float64(after.StackInuse) - float64(before.StackInuse)) / n
+		b.ReportMetric(heap+stack, "bytes/conn")
+		b.ReportMetric(stack, "stack-bytes/conn")
 		for _, c := range cs {
 			c.ws.Close()
 		}
