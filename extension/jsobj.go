@@ -113,7 +113,9 @@ func (in *instance) fromJS(v sobek.Value) (any, error) {
 }
 
 func (in *instance) jsOptions(l *loaded, overrides sobek.Value) sobek.Value {
-	built, warnings := BuildOptions(l.base, l.shard)
+	// Built once per run: every VU's init code asks for them.
+	l.optsOnce.Do(func() { l.opts, l.optsWarn = BuildOptions(l.base, l.shard) })
+	built, warnings := l.opts, l.optsWarn
 	if len(warnings) > 0 {
 		// Once per run (the first init), through the script's console.
 		l.warnOnce.Do(func() { in.warn(warnings) })

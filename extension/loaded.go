@@ -65,6 +65,10 @@ type loaded struct {
 
 	warnOnce sync.Once
 
+	optsOnce sync.Once
+	opts     *K6Options
+	optsWarn []string
+
 	hotMu   sync.Mutex
 	hotRoot string
 
