@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/js/modules"
-	"github.com/buzzload/buzzload/modules/client"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -311,7 +309,7 @@ func (in *instance) buildEvent(keys *nostr.Keys, v sobek.Value) (*nostr.Event, e
 	tags := e.Tags
 	now := time.Now()
 	if e.Timed {
-		tags = append(append([][]string(nil), tags...), []string{client.SentTag, strconv.FormatInt(now.UnixMicro(), 10)})
+		tags = append(append([][]string(nil), tags...), scenario.SentAtTag(now))
 	}
 	if tags == nil {
 		tags = [][]string{}
@@ -452,12 +450,12 @@ func (in *instance) hotRoot(l *loaded) (string, error) {
 		ctx = context.Background()
 	}
 	evs, r := h.Query(ctx, []relay.Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}},
-		Limit: 10, Extra: map[string]any{"search": client.HotRootMarker(sc.RunID)}}}, relay.CallOptions{})
+		Limit: 10, Extra: map[string]any{"search": scenario.HotRootMarker(sc.RunID)}}}, relay.CallOptions{})
 	if r.Outcome != relay.OutcomeOK {
 		return "", fmt.Errorf("finding the hot root: %s", r.Error)
 	}
 	for _, e := range evs {
-		if strings.Contains(e.Content, client.HotRootMarker(sc.RunID)) {
+		if strings.Contains(e.Content, scenario.HotRootMarker(sc.RunID)) {
 			l.hotRoot = e.ID
 			return e.ID, nil
 		}
