@@ -47,7 +47,7 @@ func (s Selector) Display() string { return "{ " + s.Suffix + " }" }
 // ParseSelector parses a metric key with k6's rules: the name is cut at the
 // first '{', and the key must then end with '}'. The inside is split on ',';
 // each part is split at its first ':'; keys and values are trimmed of spaces
-// and then of '"' and '\” quotes. Empty parts are skipped and a part without
+// and then of " and ' quotes. Empty parts are skipped and a part without
 // ':' selects the key with an empty value. An empty inside is an error.
 // A key without '{' is a plain metric name.
 func ParseSelector(key string) (Selector, error) {

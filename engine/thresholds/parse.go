@@ -306,7 +306,8 @@ func allowedFor(t metrics.Type) string {
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		// Above MaxInt64 ns the conversion below has no defined result.
+		if f < 0 || math.IsNaN(f) || f*float64(time.Millisecond) >= math.MaxInt64 {
 			return 0, fmt.Errorf("%q is not a valid duration", s)
 		}
 		return time.Duration(f * float64(time.Millisecond)), nil
@@ -329,18 +330,6 @@ func (s *Set) Keys() []string {
 		if t.Window == "" && !seen[t.Key] {
 			seen[t.Key] = true
 			out = append(out, t.Key)
-		}
-	}
-	return out
-}
-
-// Sources returns the expressions of a key in declaration order (for
-// outputs that list a metric's thresholds).
-func (s *Set) Sources(key string) []*Threshold {
-	var out []*Threshold
-	for _, t := range s.Thresholds {
-		if t.Key == key {
-			out = append(out, t)
 		}
 	}
 	return out

@@ -125,6 +125,7 @@ func TestDefinitionErrorsNameTheMetric(t *testing.T) {
 		{"broken selector", `{"my_trend{a:b":["avg<1"]}`, "my_trend{a:b", "end with"},
 		{"malformed expression", `{"my_trend":["avg 3"]}`, "my_trend", "malformed"},
 		{"bad delayAbortEval", `{"my_trend":[{"threshold":"avg<1","abortOnFail":true,"delayAbortEval":"soon"}]}`, "my_trend", "delayAbortEval"},
+		{"delayAbortEval beyond a duration's range", `{"my_trend":[{"threshold":"avg<1","abortOnFail":true,"delayAbortEval":"1e300"}]}`, "my_trend", "delayAbortEval"},
 		{"unknown window", `{"my_trend":[{"threshold":"avg<1","window":"minute"}]}`, "my_trend", "window"},
 		{"scenario without window", `{"my_trend":[{"threshold":"avg<1","scenario":"a"}]}`, "my_trend", "scenario"},
 	}
