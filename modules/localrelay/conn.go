@@ -121,14 +121,30 @@ func (w *frameWriter) reset(frames int) {
 	w.size = 0
 }
 
+// smallWrite is the batch size below which frames are copied into one
+// buffer rather than written with writev.
+const smallWrite = 16 << 10
+
 func (k *conn) flush(w *frameWriter) error {
 	if len(w.bufs) == 0 {
 		return nil
 	}
 	nc := k.ws.NetConn()
 	nc.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
-	bufs := w.bufs // WriteTo consumes its receiver
-	_, err := bufs.WriteTo(nc)
+	var err error
+	if w.size < smallWrite {
+		// Small batches are copied into one buffer and written plainly:
+		// writev keeps a per-socket iovec array alive (~10 KB per idle
+		// connection), which only large batches are worth.
+		out := make([]byte, 0, w.size+len(w.hdrs))
+		for _, b := range w.bufs {
+			out = append(out, b...)
+		}
+		_, err = nc.Write(out)
+	} else {
+		bufs := w.bufs // WriteTo consumes its receiver
+		_, err = bufs.WriteTo(nc)
+	}
 	w.reset(0)
 	return err
 }
