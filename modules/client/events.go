@@ -2,7 +2,6 @@ package client
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -48,19 +47,6 @@ func HotRootMarker(runID string) string { return scenario.HotRootMarker(runID) }
 func rootSearch(chID, word string, limit int) relay.Filter {
 	return relay.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {chID}},
 		Limit: limit, Extra: map[string]any{"search": word}}
-}
-
-// markedRoots keeps the events that really carry word and are not replies
-// (a relay's search may match loosely).
-func markedRoots(evs []nostr.Event, word string) []string {
-	var out []string
-	for i := range evs {
-		e := &evs[i]
-		if strings.Contains(e.Content, word) && threadRoot(e) == "" {
-			out = append(out, e.ID)
-		}
-	}
-	return out
 }
 
 // threadRoot returns the root of the thread e replies into, or "" for a

@@ -85,7 +85,7 @@ func (c *Client) findHotRoot(s *session, chID string) {
 			if err != nil {
 				return err
 			}
-			roots := markedRoots(evs, word)
+			roots := scenario.MarkedRoots(evs, word)
 			if len(roots) == 0 {
 				return fmt.Errorf("no seeded hot-thread root in channel %s (community 0, channel 0)", chID)
 			}

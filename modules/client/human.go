@@ -227,7 +227,7 @@ func (a *Activity) threadRoots(halt, ops context.Context, conn *relay.Conn, i in
 		return nil, true // not cached: the next reply looks again
 	}
 	mu.Lock()
-	roots = markedRoots(found, word)
+	roots = scenario.MarkedRoots(found, word)
 	mu.Unlock()
 	a.mu.Lock()
 	a.roots[i] = roots

@@ -12,6 +12,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // Config configures one desktop client (Client).
@@ -481,7 +482,7 @@ func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
 		}
 		ok = c.query(ctx, OpThreadRoot, []relay.Filter{f}, eventsCheck(func(evs []nostr.Event) error {
 			if c.cfg.RootMarker != "" {
-				found = MarkedRoots(evs, c.cfg.RootMarker)
+				found = scenario.MarkedRoots(evs, c.cfg.RootMarker)
 			} else if r := PickRoot(evs); r != "" {
 				found = []string{r}
 			}

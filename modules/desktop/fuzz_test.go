@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // Replies come from the network: no page, however malformed, may panic.
@@ -24,7 +25,7 @@ func FuzzWindowPage(f *testing.F) {
 			_ = p.Filter()
 		}
 		PickRoot(evs)
-		MarkedRoots(evs, content)
+		scenario.MarkedRoots(evs, content)
 	})
 }
 

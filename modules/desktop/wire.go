@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
-	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 )
 
@@ -241,39 +239,6 @@ func RootSearchFilter(channel string) relay.Filter {
 // (scenario.RootMarker), with NIP-50 search on /query.
 func MarkedRootSearchFilter(channel, word string) relay.Filter {
 	return relay.Filter{Kinds: []int{9}, Tags: tags("h", channel), Limit: RootSearchLimit, Extra: map[string]any{"search": word}}
-}
-
-// MarkedRoots keeps the events that carry word and are not replies (a
-// relay's search may match loosely), newest first (ties: lower id).
-func MarkedRoots(events []nostr.Event, word string) []string {
-	var rows []*nostr.Event
-	for i := range events {
-		e := &events[i]
-		if e.Kind == 9 && strings.Contains(e.Content, word) && !isReply(e) {
-			rows = append(rows, e)
-		}
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].CreatedAt != rows[j].CreatedAt {
-			return rows[i].CreatedAt > rows[j].CreatedAt
-		}
-		return rows[i].ID < rows[j].ID
-	})
-	out := make([]string, len(rows))
-	for i, e := range rows {
-		out[i] = e.ID
-	}
-	return out
-}
-
-// isReply reports a NIP-10 marked reply.
-func isReply(e *nostr.Event) bool {
-	for _, t := range e.Tags {
-		if len(t) >= 4 && t[0] == "e" && (t[3] == "root" || t[3] == "reply") {
-			return true
-		}
-	}
-	return false
 }
 
 // RootLookupFilter is the app's root lookup once the root is known.

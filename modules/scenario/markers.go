@@ -3,7 +3,9 @@ package scenario
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -65,3 +67,38 @@ func ThreadRootContent(runID string, ch Channel, t int) string {
 
 // HotRootContent is the content seed gives the hot-thread root.
 func HotRootContent(runID string) string { return "hot thread " + HotRootMarker(runID) }
+
+// MarkedRoots returns the ids of the seeded roots among events a search for
+// word returned: stream messages that carry word and are not NIP-10 marked
+// replies (a relay's search may match loosely), newest first, ties by lower
+// id, so every client reads the same list in the same order.
+func MarkedRoots(events []nostr.Event, word string) []string {
+	var rows []*nostr.Event
+	for i := range events {
+		e := &events[i]
+		if e.Kind == nostr.KindStreamMessage && strings.Contains(e.Content, word) && !isMarkedReply(e) {
+			rows = append(rows, e)
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].CreatedAt != rows[j].CreatedAt {
+			return rows[i].CreatedAt > rows[j].CreatedAt
+		}
+		return rows[i].ID < rows[j].ID
+	})
+	out := make([]string, len(rows))
+	for i, e := range rows {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// isMarkedReply reports an e tag with a NIP-10 "root" or "reply" marker.
+func isMarkedReply(e *nostr.Event) bool {
+	for _, t := range e.Tags {
+		if len(t) >= 4 && t[0] == "e" && (t[3] == "root" || t[3] == "reply") {
+			return true
+		}
+	}
+	return false
+}

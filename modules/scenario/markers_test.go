@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,6 +73,38 @@ func TestSentAt(t *testing.T) {
 			}
 			if ok && !got.Equal(at) {
 				t.Fatalf("send time %v, want %v", got, at)
+			}
+		})
+	}
+}
+
+func TestMarkedRoots(t *testing.T) {
+	const w = "bzlrootabc"
+	msg := func(id string, at int64, content string, tags ...[]string) nostr.Event {
+		return nostr.Event{ID: id, Kind: nostr.KindStreamMessage, CreatedAt: at, Content: content, Tags: tags}
+	}
+	for _, c := range []struct {
+		name string
+		evs  []nostr.Event
+		want []string
+	}{
+		{"roots come newest first whatever order the relay sent",
+			[]nostr.Event{msg("a", 1, "thread 0 "+w), msg("b", 3, "thread 1 "+w), msg("c", 2, "thread 2 "+w)}, []string{"b", "c", "a"}},
+		{"roots of the same second come by lower id",
+			[]nostr.Event{msg("d", 5, w), msg("b", 5, w)}, []string{"b", "d"}},
+		{"a loose search match without the word is not a root",
+			[]nostr.Event{msg("a", 1, "thread 0 bzlroot"), msg("b", 1, w)}, []string{"b"}},
+		{"a reply quoting the word is not a root",
+			[]nostr.Event{msg("a", 1, w), msg("r", 2, "re "+w, []string{"e", "a", "", "reply"}), msg("s", 3, w, []string{"e", "a", "", "root"})}, []string{"a"}},
+		{"an unmarked e tag (a mention) does not make a reply",
+			[]nostr.Event{msg("a", 1, w, []string{"e", "x"})}, []string{"a"}},
+		{"other kinds are not roots",
+			[]nostr.Event{{ID: "k", Kind: nostr.KindStreamMessage + 1, Content: w}}, []string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := MarkedRoots(c.evs, w)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("MarkedRoots = %v, want %v", got, c.want)
 			}
 		})
 	}
