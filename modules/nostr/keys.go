@@ -130,7 +130,8 @@ func ParsePubKey(pubHex string) (*btcec.PublicKey, error) {
 type Role string
 
 // The roles of a run. Community owners are indexed by community number, the
-// others by their global index in the population.
+// others by their global index in the population. Desktop humans have no
+// role of their own: they are humans and sign with RoleHuman keys.
 const (
 	RoleOperator   Role = "operator"    // operator API signer, when the run derives one (local relay)
 	RoleOwner      Role = "owner"       // the fixture owner of community n
@@ -138,7 +139,6 @@ const (
 	RoleAgent      Role = "agent"       // agent i
 	RoleAgentOwner Role = "agent-owner" // the NIP-OA owner that attests agent i
 	RoleHotAuthor  Role = "hot-author"  // hot-thread author i
-	RoleDesktop    Role = "desktop"     // reserved: desktop humans use RoleHuman keys
 )
 
 // DeriveKeys returns the keys of (runID, role, index):
