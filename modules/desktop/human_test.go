@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/client"
-	"github.com/buzzload/buzzload/modules/localrelay"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
@@ -146,16 +145,7 @@ func TestRenewalPhasesSpreadOverThePeriod(t *testing.T) {
 // A seeded scenario on the embedded relay: each desktop human's cold start
 // makes exactly the planned reads, all answered, and finds the seeded roots.
 func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
-	cfg := localrelay.DefaultConfig()
-	cfg.RateLimit = false
-	r, err := localrelay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := startLocalRelay(t)
 	seeded := deskScenario(t, r.Addr(), "current")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
