@@ -109,8 +109,11 @@ func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relay.HTTP, erro
 func (n *rpc) operator(keys *nostr.Keys, origin string) (*relay.HTTP, error) {
 	t := n.sc.Target
 	u, err := url.Parse(t.HTTPURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("target.http_url is not a URL")
+	if err != nil {
+		return nil, fmt.Errorf("target.http_url %q: %w", t.HTTPURL, err)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("target.http_url %q has no host", t.HTTPURL)
 	}
 	if origin == "" {
 		origin = u.Scheme + "://" + u.Host
