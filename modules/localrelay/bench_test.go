@@ -1,9 +1,15 @@
 package localrelay
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,31 +182,92 @@ func BenchmarkFanout1000(b *testing.B) {
 	wg.Wait()
 }
 
-// BenchmarkIdleConnectionMemory: Go heap + stacks per idle authenticated
-// connection. Client and relay share the process, so the figure includes
-// the small benchmark client (512-byte buffers, no goroutine): an upper bound.
+// BenchmarkIdleConnectionMemory: the relay's memory per idle authenticated
+// connection. The clients run in a child process (this test binary, see
+// TestIdleClientHelper), so only the relay's side is measured: Go heap and
+// goroutine stacks, and the process RSS.
 func BenchmarkIdleConnectionMemory(b *testing.B) {
 	r := benchRelay(b)
 	const n = 500
-	var before, after runtime.MemStats
-	// Each round opens n sockets; a few rounds give a stable figure, and
-	// more would only exhaust descriptors, so b.N beyond 3 is not used.
 	for i := 0; i < b.N && i < 3; i++ {
+		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		cs := make([]*benchConn, n)
-		for j := range cs {
-			cs[j] = benchDial(b, r, nostr.DeriveKeys("idle", nostr.RoleHuman, j))
+		rss0 := rssBytes()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientHelper$")
+		cmd.Env = append(os.Environ(), "LOCALRELAY_IDLE_CLIENT="+r.URLs().WS, fmt.Sprintf("LOCALRELAY_IDLE_N=%d", n))
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "ready") {
+			b.Fatalf("client helper: %q %v", line, err)
 		}
 		time.Sleep(50 * time.Millisecond)
-		runtime.GC()
+		for gc := 0; gc < 4; gc++ {
+			runtime.GC() // each cycle may halve an idle goroutine's grown stack
+		}
 		runtime.ReadMemStats(&after)
+		rss1 := rssBytes()
 		heap := (float64(after.HeapInuse) - float64(before.HeapInuse)) / n
 		stack := (float64(after.StackInuse) - float64(before.StackInuse)) / n
 		b.ReportMetric(heap+stack, "bytes/conn")
 		b.ReportMetric(stack, "stack-bytes/conn")
-		for _, c := range cs {
-			c.ws.Close()
+		if rss0 > 0 && rss1 > 0 {
+			b.ReportMetric(float64(rss1-rss0)/n, "rss-bytes/conn")
 		}
+		stdin.Close()
+		cmd.Wait()
+		time.Sleep(100 * time.Millisecond) // let the relay reap the sockets
+	}
+}
+
+// rssBytes reads the process's resident set size (Linux), or 0.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, resident int64
+	fmt.Sscan(string(b), &size, &resident)
+	return resident * int64(os.Getpagesize())
+}
+
+// TestIdleClientHelper is the client side of BenchmarkIdleConnectionMemory,
+// run in a child process; it skips in a normal test run.
+func TestIdleClientHelper(t *testing.T) {
+	u := os.Getenv("LOCALRELAY_IDLE_CLIENT")
+	if u == "" {
+		t.Skip("helper process for BenchmarkIdleConnectionMemory")
+	}
+	n, _ := strconv.Atoi(os.Getenv("LOCALRELAY_IDLE_N"))
+	var conns []*websocket.Conn
+	for i := 0; i < n; i++ {
+		d := websocket.Dialer{ReadBufferSize: 512, WriteBufferSize: 512}
+		ws, _, err := d.Dial(u+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f []string
+		json.Unmarshal(msg, &f)
+		k := nostr.DeriveKeys("idle", nostr.RoleHuman, i)
+		auth, _ := k.NewEvent(22242, [][]string{{"relay", u}, {"challenge", f[1]}}, "", time.Now())
+		frame, _ := json.Marshal([]any{"AUTH", auth})
+		ws.WriteMessage(websocket.TextMessage, frame)
+		if _, msg, err = ws.ReadMessage(); err != nil || !strings.Contains(string(msg), "true") {
+			t.Fatalf("auth: %s %v", msg, err)
+		}
+		conns = append(conns, ws)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin) // hold the sockets until the parent closes stdin
+	for _, c := range conns {
+		c.Close()
 	}
 }

@@ -173,15 +173,25 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	}
 	r.stats.connsTotal.Add(1)
 	r.connWG.Add(1)
-	defer r.connWG.Done()
-	defer r.conns.Add(-1)
+	expected := r.cfg.PublicScheme + "://" + nostr.NormalizeHost(req.Host)
+	// The socket runs on its own goroutine and the handler returns: net/http
+	// then lets go of the request, its 4 KB response writer and the grown
+	// stack of its serving goroutine, which an idle socket does not need.
+	go func() {
+		defer r.connWG.Done()
+		defer r.conns.Add(-1)
+		r.runConn(c, ws, expected)
+	}()
+}
 
+// runConn serves one upgraded socket until it closes.
+func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
 	k := &conn{
 		r: r, c: c, ws: ws,
 		queue:     newSendQueue(),
 		done:      make(chan struct{}),
 		challenge: randomHex(32),
-		expected:  r.cfg.PublicScheme + "://" + nostr.NormalizeHost(req.Host),
+		expected:  expected,
 		subs:      map[string]*subscription{},
 	}
 	c.addConn(k)

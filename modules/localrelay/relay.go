@@ -100,9 +100,10 @@ func New(cfg Config) (*Relay, error) {
 	r.faults = newFaults()
 	r.opReplay = newReplayCache(cfg.ReplayWindow)
 	r.upgrader = websocket.Upgrader{
-		// Zero read size reuses net/http's hijacked reader; pooled write
-		// buffers are held only while a message is being written, which
-		// keeps idle connections small.
+		// A 1 KiB read buffer (larger payloads are read straight into the
+		// message) instead of net/http's 4 KiB one; the writer frames
+		// messages itself, so gorilla's write buffers are pooled and unused.
+		ReadBufferSize:  1024,
 		WriteBufferPool: &sync.Pool{},
 		// Buzz does not check Origin; browsers and tools dial from anywhere.
 		CheckOrigin: func(*http.Request) bool { return true },
