@@ -5,23 +5,8 @@ import (
 	"time"
 )
 
-// sleepCtx waits d or until ctx ends; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // waitUntil waits until start+at, or until ctx or stop ends; false when
-// either ended first.
+// either ended first. stop may be nil (never closes).
 func waitUntil(ctx context.Context, stop <-chan struct{}, start time.Time, at time.Duration) bool {
 	d := time.Until(start.Add(at))
 	if d <= 0 {

@@ -527,5 +527,5 @@ func (b *backoffState) wait(stop context.Context, rng *rand.Rand) bool {
 		d = max(d, time.Duration(rng.Int64N(int64(ceil))+1))
 	}
 	b.atLeast = 0
-	return sleepCtx(stop, d)
+	return waitUntil(stop, nil, time.Now(), d)
 }
