@@ -122,12 +122,7 @@ func (c *Client) agentSession(s *session) End {
 		}
 		a.ck = ck
 	}
-	var conn *relay.Conn
-	conn, err := c.connect(s, func(err error) {
-		if err != nil {
-			s.fail(fmt.Errorf("connection lost: %w", err))
-		}
-	})
+	conn, err := c.connect(s)
 	if err != nil {
 		return connectEnd(err)
 	}

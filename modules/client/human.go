@@ -249,12 +249,7 @@ func (c *Client) humanSession(s *session) End {
 		h.act = NewActivity(c.sc, c.cfg.Global, c.keys, c.rng, c.sink)
 	}
 	act := h.act
-	var conn *relay.Conn
-	conn, err := c.connect(s, func(err error) {
-		if err != nil {
-			s.fail(fmt.Errorf("connection lost: %w", err))
-		}
-	})
+	conn, err := c.connect(s)
 	if err != nil {
 		return connectEnd(err)
 	}

@@ -357,8 +357,8 @@ func Run(stop, grace context.Context, cfg Config) error {
 
 // connect dials and authenticates within the connect timeout. It is not
 // started after the stop; once started it finishes within its own deadline
-// unless the grace ends.
-func (c *Client) connect(s *session, onDisconnect func(error)) (*relay.Conn, error) {
+// unless the grace ends. A connection lost later fails the session.
+func (c *Client) connect(s *session) (*relay.Conn, error) {
 	if c.cfg.BeforeConnect != nil {
 		if err := c.cfg.BeforeConnect(s.stopCtx); err != nil {
 			return nil, errStopped
@@ -370,7 +370,11 @@ func (c *Client) connect(s *session, onDisconnect func(error)) (*relay.Conn, err
 	return relay.Connect(s.opCtx, relay.Config{
 		Target: c.target(), Keys: c.keys, OATag: c.oaTag, Sink: c.sink,
 		ConnectTimeout: c.connectTimeout(), Header: c.cfg.Header,
-		OnDisconnect: onDisconnect,
+		OnDisconnect: func(err error) {
+			if err != nil {
+				s.fail(fmt.Errorf("connection lost: %w", err))
+			}
+		},
 	})
 }
 
