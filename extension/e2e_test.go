@@ -99,7 +99,7 @@ func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*local
 	}
 	reportPath := filepath.Join(dir, "report.json")
 	reg := enginejs.NewRegistry()
-	mod := extension.New(extension.Options{Registry: reg, LookupEnv: func(string) (string, bool) { return "", false },
+	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false },
 		Relay: mutate, OnRelay: onRelay})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
 		t.Fatal(err)
@@ -435,7 +435,7 @@ export function human() { sc.human(); }
 		t.Fatal(err)
 	}
 	reg := enginejs.NewRegistry()
-	mod := extension.New(extension.Options{Registry: reg})
+	mod := extension.New(extension.Options{})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
 		t.Fatal(err)
 	}

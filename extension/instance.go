@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,7 +19,6 @@ type instance struct {
 	m     *Module
 	vu    modules.VU
 	met   *metricSet
-	exec  *sobek.Object // this VU's k6/execution, nil without a registry
 	slots map[slotKey]*slot
 }
 
@@ -28,19 +28,7 @@ func (m *Module) NewInstance(vu modules.VU) (modules.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}}
-	if m.opts.Registry != nil {
-		if em, ok := m.opts.Registry.Get("k6/execution"); ok {
-			ei, err := em.NewInstance(vu)
-			if err != nil {
-				return nil, fmt.Errorf("k6/x/buzz: k6/execution: %w", err)
-			}
-			if o, ok := ei.Exports().Default.(*sobek.Object); ok {
-				in.exec = o
-			}
-		}
-	}
-	return in, nil
+	return &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}}, nil
 }
 
 // Exports implements modules.Instance.
@@ -106,25 +94,12 @@ func ParseShard(s string) (scenario.Shard, error) {
 	return scenario.Shard{Index: i, Count: n}, nil
 }
 
-// scenarioStart is when the active scenario's timeline started, from
-// k6/execution's scenario.startTime; without it, the iteration's stage
-// start is the estimate.
-func (in *instance) scenarioStart(l *loaded, st *modules.State) (t time.Time, err error) {
-	if in.exec != nil {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("reading scenario.startTime: %v", r)
-			}
-		}()
-		sc := in.exec.Get("scenario")
-		if sc != nil && !sobek.IsNull(sc) && !sobek.IsUndefined(sc) {
-			v := sc.ToObject(in.rt()).Get("startTime")
-			if v != nil && !sobek.IsUndefined(v) {
-				return time.UnixMilli(v.ToInteger()), nil
-			}
-		}
+// scenarioStart is when the active scenario's timeline started; without it
+// (a host that does not say), the start of the iteration's stage.
+func (in *instance) scenarioStart(l *loaded, st *modules.State) (time.Time, error) {
+	if !st.ScenarioStart.IsZero() {
+		return st.ScenarioStart, nil
 	}
-	// Fallback: the start of the iteration's stage.
 	now := time.Now()
 	if st.Stage >= 0 {
 		step := st.Stage / 2
@@ -144,31 +119,25 @@ func (in *instance) scenarioStart(l *loaded, st *modules.State) (t time.Time, er
 func (m *Module) globalSlot(in *instance, local int64) (int64, error) {
 	m.segOnce.Do(func() {
 		m.tuple = segment.FullTuple()
-		if in.exec == nil {
+		raw := in.vu.TestOptions()
+		if raw == nil {
 			return
 		}
-		defer func() {
-			if r := recover(); r != nil {
-				m.segErr = fmt.Errorf("reading test.options: %v", r)
-			}
-		}()
-		test := in.exec.Get("test")
-		if test == nil || sobek.IsUndefined(test) {
+		var o struct {
+			Segment  *string `json:"executionSegment"`
+			Sequence *string `json:"executionSegmentSequence"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil {
+			m.segErr = fmt.Errorf("reading the test options: %w", err)
 			return
 		}
-		opts := test.ToObject(in.rt()).Get("options")
-		if opts == nil || sobek.IsUndefined(opts) || sobek.IsNull(opts) {
-			return
+		var segStr, seqStr string
+		if o.Segment != nil {
+			segStr = *o.Segment
 		}
-		o := opts.ToObject(in.rt())
-		str := func(k string) string {
-			v := o.Get(k)
-			if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
-				return ""
-			}
-			return v.String()
+		if o.Sequence != nil {
+			seqStr = *o.Sequence
 		}
-		segStr, seqStr := str("executionSegment"), str("executionSegmentSequence")
 		if segStr == "" && seqStr == "" {
 			return
 		}

@@ -28,9 +28,9 @@ const Version = "0.1.0"
 
 // Options configure the module of one run.
 type Options struct {
-	// Registry is the registry the module is registered in. The module reads
-	// k6/execution from it for the active scenario's start time (step tags
-	// by the clock) and the execution segment (global client slots).
+	// Registry is the registry the module is registered in. It is not
+	// needed any more (the VU gives the scenario start and the test
+	// options) and is accepted for callers that pass it.
 	Registry *modules.Registry
 	// LookupEnv reads BUZZ_* settings of the embedded relay (the variables
 	// of `buzzload relay`); nil is os.LookupEnv.
