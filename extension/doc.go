@@ -1,9 +1,13 @@
 // Package extension is the `k6/x/buzz` JS module: it turns JS calls into Go
 // calls on modules/ (scenario, seed, client, relay, localrelay) and every
 // relay operation into samples. It is exactly the surface an xk6 extension
-// would register; cmd/buzzload/run.go registers it per run:
+// would register; cmd/buzzload/run.go registers one per run and closes it
+// when the run is over:
 //
-//	reg.Register(extension.ImportPath, extension.New(extension.Options{Registry: reg}))
+//	buzz := extension.New(extension.Options{LookupEnv: lookup})
+//	reg.Register(extension.ImportPath, buzz)
+//	... run ...
+//	buzz.Close() // stops the embedded relay
 //
 // # JS API
 //
@@ -62,14 +66,14 @@
 // subscriptions and reads plus the shared activity) reconnects by itself, so
 // its one iteration lasts the run. The k-th VU to start in a population scenario in this
 // process takes local slot k; with an execution segment the slot is
-// GlobalIndex(k) of the segment's stripe (read from test.options), so
+// GlobalIndex(k) of the segment's stripe (from the VU's test options), so
 // instances never share a client; the slot indexes Scenario.Clients(kind,
 // peak users, shard), the clients in the order the ramp adds them. Ramps
 // never lower users, so a VU keeps its client for the run. Use either
 // shards or execution segments, not both.
 //
 // The stop is the end of the last hold (the scenario's start from
-// k6/execution's scenario.startTime plus Scenario.Duration()); the grace is
+// State.ScenarioStart plus Scenario.Duration()); the grace is
 // the iteration's context, which the runner cancels at the end of
 // gracefulStop (15 s), or at once when the run is aborted. At the stop a
 // client starts nothing new; operations under way run to their own
@@ -111,7 +115,7 @@
 // A scenario that names no relay runs against modules/localrelay, started
 // lazily on first use (once per run, on 127.0.0.1 with a free port, Buzz's
 // defaults plus any BUZZ_* variable of `buzzload relay`) and stopped by
-// sc.teardown()/sc.report() or Module.Close. The run's copy of the scenario
+// sc.teardown(), sc.report() or Module.Close, whichever comes first. The run's copy of the scenario
 // gets the relay's URLs, connect_addr at its listen address and the host
 // template c{n}.<run_id>.localhost (EmbeddedHostTemplate), so each community
 // is its own host, provisioned by the seed through the operator API as on a
