@@ -90,6 +90,12 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 		waitUntil(grace, stopAt)
 		return nil
 	}
+	if !time.Now().Before(stopAt) {
+		// The runner may start one more iteration in the instant before its
+		// own end: start no session after the stop (and do not spin).
+		waitUntil(grace, time.Now().Add(10*time.Millisecond))
+		return nil
+	}
 	// The stop is a cancellation, not a deadline: an operation cut short by
 	// it must read as abandoned (context.Canceled), not as its own timeout.
 	stop, cancel := context.WithCancel(grace)
