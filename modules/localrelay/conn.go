@@ -171,8 +171,18 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		ws.NetConn().Close()
 		return
 	}
-	r.stats.connsTotal.Add(1)
+	// connWG.Add must not race Close's Wait: both go under drainMu.
+	r.drainMu.Lock()
+	if r.draining.Load() {
+		r.drainMu.Unlock()
+		r.conns.Add(-1)
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "relay restarting"), time.Now().Add(time.Second))
+		ws.Close()
+		return
+	}
 	r.connWG.Add(1)
+	r.drainMu.Unlock()
+	r.stats.connsTotal.Add(1)
 	expected := r.cfg.PublicScheme + "://" + nostr.NormalizeHost(req.Host)
 	// The socket runs on its own goroutine and the handler returns: net/http
 	// then lets go of the request, its 4 KB response writer and the grown

@@ -43,6 +43,7 @@ type Relay struct {
 	srv      *http.Server
 	started  atomic.Bool
 	draining atomic.Bool
+	drainMu  sync.Mutex // orders connWG.Add against Close's Wait
 	closed   chan struct{}
 	closeMu  sync.Once
 	conns    atomic.Int64
@@ -253,7 +254,9 @@ func (r *Relay) Faults() *Faults { return r.faults }
 func (r *Relay) Close() error {
 	var err error
 	r.closeMu.Do(func() {
+		r.drainMu.Lock()
 		r.draining.Store(true)
+		r.drainMu.Unlock()
 		close(r.closed)
 		for _, c := range r.allCommunities() {
 			c.closeAll(websocket.CloseServiceRestart, "relay restarting")
