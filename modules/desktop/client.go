@@ -138,6 +138,15 @@ func (c *Client) Conn() *relay.Conn {
 // ordinary reconnect. Safe to call from any goroutine.
 func (c *Client) EndSession() { c.post(SessionEnd{At: time.Now()}) }
 
+// takeBox empties the inbox post fills and returns what was in it.
+func (c *Client) takeBox() []Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	box := c.box
+	c.box = nil
+	return box
+}
+
 func (c *Client) post(ev Event) {
 	c.mu.Lock()
 	c.box = append(c.box, ev)
@@ -183,11 +192,7 @@ func (c *Client) Run(stop, grace context.Context) error {
 		unhook()
 		cancelConn()
 		// a connection that came up as the client stopped is not left open
-		c.mu.Lock()
-		box := c.box
-		c.box = nil
-		c.mu.Unlock()
-		for _, ev := range box {
+		for _, ev := range c.takeBox() {
 			if cn, ok := ev.(connected); ok {
 				cn.conn.Close()
 			}
@@ -215,11 +220,7 @@ func (c *Client) Run(stop, grace context.Context) error {
 		}
 		// Frames first: a deadline or tick that passed while answers that
 		// arrived in time were waiting is judged after them.
-		c.mu.Lock()
-		box := c.box
-		c.box = nil
-		c.mu.Unlock()
-		for _, ev := range box {
+		for _, ev := range c.takeBox() {
 			if cn, ok := ev.(connected); ok {
 				c.adopt(cn)
 				ev = cn.Connected
