@@ -13,6 +13,7 @@
 //	u := r.URLs()                          // {WS, HTTP, Host} of the deployment community
 //	r.RelayPubKey(), r.OperatorPubKey(), r.OperatorKeys(), r.OperatorOrigin()
 //	r.Faults()                             // fault injection (Go API only)
+//	r.Stats()                              // counters: connections, AUTH, events, deliveries, drops
 //	r.Close()                              // drain: 503 to new upgrades, 1012 to open sockets
 //
 // One http.Server serves every community; the normalised Host header picks
@@ -31,7 +32,7 @@
 // shared by WS and POST /events), channels.go (9007, 9000-9022), access.go
 // (kind sets and read gates), subs.go (the live-subscription index and
 // fan-out), bridge.go (NIP-98, /events, /query, /count), operator.go,
-// ratelimit.go, faults.go, buzzv1.go. Events live in the store package
+// ratelimit.go, faults.go, buzzv1.go, stats.go, verify.go. Events live in the store package
 // (modules/localrelay/store), one Store per community.
 //
 // # Concurrency
@@ -43,9 +44,11 @@
 // one writer goroutine draining a lazily grown queue; a live event is
 // serialised once and shared by every delivery (the frame is the
 // subscription's prefix, the event JSON and "]"). The writer frames
-// messages itself and sends a batch in one vectored write; it is the
-// socket's only writer (pongs and close frames are queued to it), and
-// gorilla/websocket is used for the upgrade and for reading.
+// messages itself and sends a batch in one write (writev from 16 KiB); it
+// is the socket's only writer (pongs and close frames are queued to it),
+// and gorilla/websocket is used for the upgrade and for reading. Each
+// socket runs on its own goroutine after the upgrade, so net/http lets go
+// of the request.
 //
 // # Decisions where the digest is silent or unsure
 //
