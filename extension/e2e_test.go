@@ -162,6 +162,9 @@ func TestSmokeScriptOnEmbeddedRelay(t *testing.T) {
 	if got := rep.Steps[1].Clients["human"]; got != 6 {
 		t.Errorf("step 1 humans = %d, want 6", got)
 	}
+	if rep.Seed == nil || !rep.Seed.Embedded || rep.Seed.Posts == 0 || rep.Seed.Communities != 2 || !strings.Contains(r.stdout, "seed: 2 communities") {
+		t.Errorf("seed summary %+v missing or wrong", rep.Seed)
+	}
 	if rep.Setup["seed_history"] == nil {
 		t.Errorf("setup ops %v lack seed_history", rep.Setup)
 	}

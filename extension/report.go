@@ -73,6 +73,7 @@ type Report struct {
 	OK          bool                 `json:"ok"`
 	AbortReason string               `json:"abort_reason,omitempty"`
 	Limits      Limits               `json:"limits"`
+	Seed        *SetupResult         `json:"seed,omitempty"`
 	Setup       map[string]*OpReport `json:"setup,omitempty"`
 	Steps       []StepReport         `json:"steps"`
 	Shutdown    ShutdownReport       `json:"shutdown"`
@@ -160,6 +161,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	if len(a.setup) > 0 {
 		r.Setup = opsReport(a.setup)
 	}
+	l.seedMu.Lock()
+	r.Seed = l.seedRes
+	l.seedMu.Unlock()
 	for i, st := range l.plan {
 		counts := l.base.CountsAt(st.Users, l.shard)
 		cl := map[string]int{}
@@ -269,6 +273,15 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, " shard %s", r.Shard)
 	}
 	fmt.Fprintf(&b, "   limits: p99 <= %g ms, error rate <= %g%%\n", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
+	if sd := r.Seed; sd != nil {
+		where := sd.WSURL
+		if sd.Embedded {
+			where = "the embedded relay"
+		}
+		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s (%d new, %d already there) in %s\n",
+			sd.Communities, sd.Channels, sd.Members, sd.Posts, where, sd.Created, sd.Existing,
+			(time.Duration(sd.DurationMs) * time.Millisecond).String())
+	}
 	for _, s := range r.Steps {
 		var cl []string
 		for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
