@@ -235,23 +235,8 @@ func NewModel(p Params) (*Model, error) {
 	return m, nil
 }
 
-// Params returns the resolved parameters.
-func (m *Model) Params() Params { return m.p }
-
-// Routes returns the planned routes.
-func (m *Model) Routes() []Route {
-	out := make([]Route, len(m.routes))
-	for i := range m.routes {
-		out[i] = m.routes[i].Route
-	}
-	return out
-}
-
 // Connected reports whether a connection is up.
 func (m *Model) Connected() bool { return m.state == stateConnected }
-
-// Stopped reports whether Stop was seen.
-func (m *Model) Stopped() bool { return m.state == stateStopped }
 
 // NextWake is when the next timer is due (zero before Start and after Stop).
 func (m *Model) NextWake() time.Time {
