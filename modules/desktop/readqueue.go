@@ -110,8 +110,5 @@ func (q *ReadQueue) Settle(k ReadKey) (start []Read) {
 	return start
 }
 
-// Running reports whether k is running.
-func (q *ReadQueue) Running(k ReadKey) bool { _, ok := q.running[k]; return ok }
-
 // Len returns the running and queued counts.
 func (q *ReadQueue) Len() (running, queued int) { return len(q.running), len(q.queued) }
