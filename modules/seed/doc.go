@@ -25,9 +25,11 @@
 //     history_messages_per_channel messages, its thread_roots_per_channel
 //     thread chains (reply k replies to reply k-1 with NIP-10 marked e tags;
 //     each chain is sequential, chains run in parallel) and the hot thread's
-//     seed_replies first-level replies. Posts are by the channel's members
-//     (slot j by the j-th member, round robin), by the community owner in a
-//     channel without members, and the hot thread's by the hot-thread authors.
+//     seed_replies first-level replies. Each post is by a channel member
+//     picked by a hash of its content (so a slot keeps its author whatever
+//     else the shape says, and a rerun finds it), by the community owner in
+//     a channel without members, and the hot thread's by the hot-thread
+//     authors round robin.
 //
 // Reruns. A rerun checks the relay's state instead of relying on event ids
 // (a fixed created_at would be refused outside the relay's ±900 s window):
