@@ -78,9 +78,12 @@
 //     loadgen does, whether or not NIP-11 advertises it.
 //   - desktop_thread_root is the app's [{"ids":[root],"#h":[C],"limit":1}]
 //     once the root is known; the first time per channel it is the
-//     generator's own search for the seeded root: the channel's top-level
-//     head with summaries (limit 50), taking the row with the most replies,
-//     then cached. Without a root the thread page is not read.
+//     generator's own search for the seeded roots, then cached: with
+//     Config.RootMarker (every scenario desktop human) a NIP-50 search for
+//     the marker word (limit 50, scenario.MarkedRoots), thread t reading
+//     one of them in turn; without it the channel's top-level head with
+//     summaries (limit 50), taking the row with the most replies. Without a
+//     root the thread page is not read.
 //   - Window bounds are checked for the relay's pubkey (NIP-11 self), not
 //     its signature: one Schnorr verification per page is load on the
 //     generator, not on the relay.
