@@ -226,8 +226,11 @@ func TestAbortOnTinyP99NamesStepAndOp(t *testing.T) {
 	if r.report.Steps[1].Reached && r.report.Steps[1].AbortReason == "" && len(r.report.Steps[1].Ops) > 20 {
 		t.Errorf("step 1 ran on after the abort: %+v", r.report.Steps[1])
 	}
-	if !strings.Contains(r.stdout, "result: FAILED") {
-		t.Errorf("text report does not say FAILED:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "result: FAILED") || !strings.Contains(r.stdout, "thresholds crossed:") {
+		t.Errorf("text report does not say FAILED and which thresholds:\n%s", r.stdout)
+	}
+	if len(r.report.ThresholdsFailed) == 0 || !strings.Contains(strings.Join(r.report.ThresholdsFailed, " "), "buzz_op_duration{op:") {
+		t.Errorf("thresholds_failed %v lacks the p99 threshold", r.report.ThresholdsFailed)
 	}
 	// The abort interrupts the clients at once; they are not failures.
 	if len(r.report.ClientExits) != 0 || strings.Contains(r.report.AbortReason, "exited") {

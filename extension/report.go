@@ -316,6 +316,12 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.ThresholdsFailed) > 0 {
+		b.WriteString("\n  thresholds crossed:\n")
+		for _, t := range r.ThresholdsFailed {
+			fmt.Fprintf(&b, "    ✗ %s\n", t)
+		}
+	}
 	if len(r.Interrupted) > 0 {
 		b.WriteString("\n  interrupted by the abort:")
 		for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
