@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test test-go node-deps bench lint run clean
+.PHONY: all build test test-go node-deps bench bench-scale lint run clean
 
 all: build
 
@@ -24,9 +24,26 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 test: node-deps
 	BUZZLOAD_REQUIRE_NODE=1 $(GO) test -count=1 -timeout 15m ./...
 
-# Benchmarks only (no tests): figures quoted in the README come from here.
-bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.txt
+# Benchmarks only (no tests): figures quoted in the README come from here
+# (docs/benchmarks.md). One package at a time, BENCH_COUNT runs each, bounded
+# by BENCH_TOTAL_TIMEOUT; raw output in bench.txt, medians/min/max in
+# out/bench-report.md. Narrow it with e.g. BENCH=Sign BENCH_PKGS=./modules/nostr/.
+BENCH       ?= .
+BENCH_PKGS  ?= ./...
+BENCH_COUNT ?= 5
+BENCH_TIME  ?= 1s
+bench:
+	GO='$(GO)' BENCH='$(BENCH)' BENCH_PKGS='$(BENCH_PKGS)' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME='$(BENCH_TIME)' \
+		BENCH_TOTAL_TIMEOUT=25m scripts/bench.sh bench.txt out/bench-report.md
+
+# The long ones (10,000 idle connections): loopback only, skipped
+# by `make bench` unless BUZZLOAD_BENCH_SCALE=1. Needs > 2 × 10,000
+# descriptors across the relay and its client process, so the soft limit is
+# raised to the hard one first.
+bench-scale:
+	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
+		BENCH_PKGS='./modules/localrelay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
+		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=20m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
