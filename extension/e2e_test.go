@@ -462,3 +462,34 @@ export function human() { sc.human(); }
 		t.Error("a relay was started for a scenario that does not parse")
 	}
 }
+
+// More VUs than the scenario has humans: the extra VUs' clients cannot run,
+// which is an unexpected exit (recorded once per VU, not every iteration)
+// and stops the run at the end of the stage.
+func TestClientThatCannotRunIsAnExit(t *testing.T) {
+	src := `import buzz from "k6/x/buzz";
+const sc = buzz.load("./over.toml");
+export const options = sc.options({ scenarios: { agents: null,
+  humans: { stages: [{ duration: "1s", target: 8 }, { duration: "2s", target: 8 }] } } });
+export function setup() { return sc.setup(); }
+export function human() { sc.human(); }
+export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
+`
+	r := runInline(t, t.TempDir(), src, "over.toml", tinySmoke, nil, nil, nil)
+	if r.res.ExitCode != engine.ExitThresholdsFailed {
+		r.dump(t)
+		t.Fatalf("exit %d, want 99", r.res.ExitCode)
+	}
+	// The abort comes at the end of the ramp stage (1 s), when the 7th VU
+	// has exited and the 8th may not have started.
+	if len(r.report.ClientExits) != 1 || r.report.ClientExits[0].Kind != "human" || r.report.ClientExits[0].Reason != "exited" {
+		t.Fatalf("client exits %+v, want human exits", r.report.ClientExits)
+	}
+	n := r.report.ClientExits[0].Count
+	if !strings.HasPrefix(r.report.AbortReason, "step 0: ") || !strings.Contains(r.report.AbortReason, "human clients exited unexpectedly (exited)") {
+		t.Errorf("abort_reason %q should name step 0 and the exits", r.report.AbortReason)
+	}
+	if logged := int64(strings.Count(r.stderr, "VU slot")); logged != n {
+		t.Errorf("the slot error was logged %d times for %d exited VUs: want once each", logged, n)
+	}
+}

@@ -78,10 +78,13 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	sl := in.slots[key]
 	if sl == nil {
 		var err error
-		if sl, err = in.newSlot(l, p, st); err != nil {
+		sl, err = in.newSlot(l, p, st)
+		if sl != nil {
+			in.slots[key] = sl
+		}
+		if err != nil {
 			return err
 		}
-		in.slots[key] = sl
 	}
 	stopAt := sl.sink.start.Add(l.base.Duration())
 	grace := in.vu.Context()
@@ -123,14 +126,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	}
 	if end.Unexpected() {
 		sl.exited = true
-		text := ""
-		if end.Err != nil {
-			text = end.Err.Error()
-		}
-		l.agg.exit(p.Kind, l.stepIndex(time.Since(sl.sink.start)), end.Reason.String(), text)
-		in.vu.Metrics().Push(metrics.Sample{Metric: in.met.exits, Time: time.Now(), Value: 1,
-			Tags: sl.sink.base.With("kind", p.Kind.String()).With("reason", end.Reason.String()).
-				With("step", l.stepLabel(l.stepIndex(time.Since(sl.sink.start))))})
+		in.recordExit(l, sl, end)
 	}
 	return nil
 }
@@ -152,45 +148,63 @@ func (in *instance) pushClients(_ *loaded, sl *slot, live int64) {
 // population's clients in ramp order (Scenario.Clients at the peak, in this
 // shard).
 func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, error) {
-	sc, err := l.target()
-	if err != nil {
-		return nil, err
-	}
 	start, err := in.scenarioStart(l, st)
 	if err != nil {
 		return nil, err
 	}
 	l.agg.noteStart(start)
-	local := l.claim(st.Scenario)
-	pos, err := in.m.globalSlot(in, local)
+	sink := newOpSink(l, int(p.Kind), in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	sl := &slot{kind: p.Kind, global: -1, sink: sink}
+	if err := in.buildClient(l, p, st, sl); err != nil {
+		// The client cannot run: an unexpected exit (it fails the run), once;
+		// the VU then idles until the stop instead of failing every iteration.
+		sl.exited = true
+		in.recordExit(l, sl, client.End{Reason: client.EndExited, Err: err})
+		return sl, err
+	}
+	return sl, nil
+}
+
+func (in *instance) buildClient(l *loaded, p Population, st *modules.State, sl *slot) error {
+	sc, err := l.target()
 	if err != nil {
-		return nil, err
+		return err
+	}
+	pos, err := in.m.globalSlot(in, l.claim(st.Scenario))
+	if err != nil {
+		return err
 	}
 	list := l.clientList(p.Kind)
 	if pos >= int64(len(list)) {
-		return nil, fmt.Errorf("scenario %s: VU slot %d but %s has only %d %s clients in this shard; run it with the options() of its scenario file",
+		return fmt.Errorf("scenario %s: VU slot %d but %s has only %d %s clients in this shard; run it with the options() of its scenario file",
 			st.Scenario, pos, l.base.File, len(list), p.Kind)
 	}
 	g := list[pos]
 	pool, err := in.m.httpPool()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	sink := newOpSink(l, int(p.Kind), in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	sl.global = g
 	if p.Kind == scenario.KindDesktop {
-		h, err := desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sink, Transport: pool,
+		sl.desk, err = desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
 			BeforeConnect: l.pacer().wait, PubKey: l.pubKey})
-		if err != nil {
-			return nil, err
-		}
-		return &slot{kind: p.Kind, global: g, desk: h, sink: sink}, nil
+		return err
 	}
-	cl, err := client.New(client.Config{Scenario: sc, Global: g, Sink: sink, Transport: pool,
+	sl.cl, err = client.New(client.Config{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
 		BeforeConnect: l.pacer().wait})
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// recordExit counts a client that exited unexpectedly.
+func (in *instance) recordExit(l *loaded, sl *slot, end client.End) {
+	text := ""
+	if end.Err != nil {
+		text = end.Err.Error()
 	}
-	return &slot{kind: p.Kind, global: g, cl: cl, sink: sink}, nil
+	step := l.stepIndex(time.Since(sl.sink.start))
+	l.agg.exit(sl.kind, step, end.Reason.String(), text)
+	in.vu.Metrics().Push(metrics.Sample{Metric: in.met.exits, Time: time.Now(), Value: 1,
+		Tags: sl.sink.base.With("kind", sl.kind.String()).With("reason", end.Reason.String()).With("step", l.stepLabel(step))})
 }
 
 // runDesktop runs a desktop human for the rest of the run in one iteration

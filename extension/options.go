@@ -19,7 +19,7 @@ func OpsOf(k scenario.Kind) []string {
 		relay.OpBadFrame, relay.OpNotice}
 	switch k {
 	case scenario.KindHuman:
-		return append(common, client.OpHistory, relay.OpCount)
+		return append(common, client.OpHistory)
 	case scenario.KindDesktop:
 		return append(append(common, relay.OpHTTPQuery), desktop.Ops...)
 	case scenario.KindAgent:
