@@ -33,8 +33,9 @@
 // summaryTrendStats with p(99); setupTimeout 10m for large seeds. Overrides
 // replace top-level keys; `scenarios` and `thresholds` merge by name (null
 // removes one). sc.thresholds(ops, delayAbortEval) gives whole-run
-// thresholds by the same limits for custom (paced) scenarios; sc.limits()
-// and sc.steps() expose the limits and the step plan.
+// thresholds by the same limits for custom (paced) scenarios; sc.limits(),
+// sc.steps() and sc.peak() expose the limits, the step plan and the client
+// counts of the largest step (this shard).
 //
 // sc.setup() seeds the scenario with modules/seed (idempotent: a rerun adds
 // nothing) and returns a small summary object (setup data). sc.teardown()
@@ -78,7 +79,11 @@
 // gracefulStop (15 s), or at once when the run is aborted. At the stop a
 // client starts nothing new; operations under way run to their own
 // deadlines; what the grace cuts short is recorded as "unfinished at stop"
-// errors and the client as a cancelled exit.
+// errors and the client as a cancelled exit. A client that cannot be built
+// (more VUs than the scenario has clients, a bad index) is one "exited" exit
+// and its VU idles to the stop. Clients cut off when the run is aborted
+// (abortOnFail, test.abort(), a signal: no grace) are reported as
+// interrupted, not as exits.
 //
 // # Metrics (docs/architecture.md)
 //
