@@ -15,6 +15,7 @@ import (
 	"github.com/buzzload/buzzload/extension"
 	helpers "github.com/buzzload/buzzload/js"
 	"github.com/buzzload/buzzload/modules/localrelay"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // tinySmoke is local-smoke.toml in miniature: two steps of a few seconds,
@@ -492,4 +493,32 @@ export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_
 	if logged := int64(strings.Count(r.stderr, "VU slot")); logged != n {
 		t.Errorf("the slot error was logged %d times for %d exited VUs: want once each", logged, n)
 	}
+}
+
+// A seed the relay refuses fails setup (exit 107), and the report, which
+// handleSummary still writes, says so instead of reading as a clean run.
+func TestSeedFailureIsInTheReport(t *testing.T) {
+	toml := strings.Replace(tinySmoke, "seed_concurrency = 4", "seed_concurrency = 4\nprivate_channels = true", 1)
+	sc, err := scenario.Parse("x.toml", []byte(toml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := sc.Keys(0).PubKey()
+	r := runInlineWithRelay(t, toml, func(rl *localrelay.Relay) { rl.Faults().RefuseMembers("", refused) })
+	if r.res.ExitCode != engine.ExitScriptException {
+		r.dump(t)
+		t.Fatalf("exit %d, want 107", r.res.ExitCode)
+	}
+	if r.report.OK || !strings.HasPrefix(r.report.AbortReason, "setup: seed") || r.report.SetupError == "" {
+		t.Errorf("report ok=%v abort_reason %q: want the seed failure", r.report.OK, r.report.AbortReason)
+	}
+}
+
+func runInlineWithRelay(t *testing.T, toml string, onRelay func(*localrelay.Relay)) *run {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "scenarios", "local-smoke.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runInline(t, t.TempDir(), string(src), "local-smoke.toml", toml, nil, onRelay, nil)
 }

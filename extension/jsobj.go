@@ -195,7 +195,9 @@ func (in *instance) seed(l *loaded) (*SetupResult, error) {
 	}
 	r, err := seed.Seed(ctx, sc, opt)
 	if err != nil {
-		return nil, fmt.Errorf("seed %s: %w", l.base.File, err)
+		err = fmt.Errorf("seed %s: %w", l.base.File, err)
+		l.seedErr = err
+		return nil, err
 	}
 	out := &SetupResult{RunID: sc.RunID, Embedded: l.base.Embedded(), WSURL: sc.Target.WSURL,
 		Communities: len(r.Communities), Channels: r.Channels.Settled(), Members: r.Members.Settled(),

@@ -62,6 +62,7 @@ type loaded struct {
 	seedMu   sync.Mutex
 	seedDone bool
 	seedRes  *SetupResult
+	seedErr  error
 
 	warnOnce sync.Once
 

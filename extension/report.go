@@ -74,6 +74,7 @@ type Report struct {
 	AbortReason string               `json:"abort_reason,omitempty"`
 	Limits      Limits               `json:"limits"`
 	Seed        *SetupResult         `json:"seed,omitempty"`
+	SetupError  string               `json:"setup_error,omitempty"`
 	Setup       map[string]*OpReport `json:"setup,omitempty"`
 	Steps       []StepReport         `json:"steps"`
 	Shutdown    ShutdownReport       `json:"shutdown"`
@@ -163,7 +164,11 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	}
 	l.seedMu.Lock()
 	r.Seed = l.seedRes
+	seedErr := l.seedErr
 	l.seedMu.Unlock()
+	if seedErr != nil {
+		r.SetupError = seedErr.Error()
+	}
 	for i, st := range l.plan {
 		counts := l.base.CountsAt(st.Users, l.shard)
 		cl := map[string]int{}
@@ -218,7 +223,13 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 			r.Interrupted[scenario.Kind(k).String()] = n
 		}
 	}
+	if r.SetupError != "" {
+		r.AbortReason = "setup: " + r.SetupError
+	}
 	for _, s := range r.Steps {
+		if r.AbortReason != "" {
+			break
+		}
 		if s.AbortReason != "" {
 			r.AbortReason = fmt.Sprintf("step %d: %s", s.Index, s.AbortReason)
 			break
