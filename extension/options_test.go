@@ -269,3 +269,19 @@ func TestReportNamesTheHalfTheRunnerJudged(t *testing.T) {
 		t.Error("step 1 has no samples but reads as reached")
 	}
 }
+
+func TestReportOfAnInterruptedRunIsNotOK(t *testing.T) {
+	l := newLoaded(New(Options{}), parse(t, optsTOML), scenario.Shard{})
+	if rep := l.BuildReport(nil); !rep.OK {
+		t.Fatalf("empty report not ok: %q", rep.AbortReason)
+	}
+	l.agg.interrupt(scenario.KindAgent)
+	rep := l.BuildReport(nil)
+	if rep.OK || !strings.Contains(rep.AbortReason, "interrupted") || rep.Interrupted["agent"] != 1 {
+		t.Errorf("ok=%v reason %q interrupted %v", rep.OK, rep.AbortReason, rep.Interrupted)
+	}
+	rep = l.BuildReport([]string{"checks: rate>0.9"})
+	if rep.AbortReason != "thresholds crossed: checks: rate>0.9" {
+		t.Errorf("a crossed threshold should explain the failure before the interruption: %q", rep.AbortReason)
+	}
+}

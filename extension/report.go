@@ -241,6 +241,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	if r.AbortReason == "" && len(failedThresholds) > 0 {
 		r.AbortReason = "thresholds crossed: " + strings.Join(failedThresholds, ", ")
 	}
+	if r.AbortReason == "" && len(r.Interrupted) > 0 {
+		r.AbortReason = "the run was interrupted before its end (a signal or test.abort())"
+	}
 	r.OK = r.AbortReason == ""
 	return r
 }
