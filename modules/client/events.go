@@ -19,10 +19,6 @@ const (
 	OpTurnContext = "turn_context" // an agent turn's context reads
 )
 
-// SentTag is scenario.SentTag, kept for extension/ (k6/x/buzz), which still
-// names it here.
-const SentTag = scenario.SentTag
-
 // RecordDeliver records the publish→delivery latency (deliver) of a timed
 // event that arrived live at `at`, as every subscriber does (modules/desktop
 // too). Events without a send time, or a nil sink, record nothing.
@@ -37,10 +33,6 @@ func RecordDeliver(sink relay.Sink, ev *nostr.Event, at time.Time) {
 	d := max(at.Sub(sent), 0)
 	sink.Record(relay.Result{Op: OpDeliver, Start: sent, Duration: d, Outcome: relay.OutcomeOK})
 }
-
-// HotRootMarker forwards to scenario.HotRootMarker for extension/ (k6/x/buzz),
-// which still calls it here.
-func HotRootMarker(runID string) string { return scenario.HotRootMarker(runID) }
 
 // rootSearch is the filter that finds the roots marked with word in channel
 // chID (limit 0: no limit given).
