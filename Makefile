@@ -26,15 +26,20 @@ test: node-deps
 
 # Benchmarks only (no tests): figures quoted in the README come from here
 # (docs/benchmarks.md). One package at a time, BENCH_COUNT runs each, bounded
-# by BENCH_TOTAL_TIMEOUT; raw output in bench.txt, medians/min/max in
-# out/bench-report.md. Narrow it with e.g. BENCH=Sign BENCH_PKGS=./modules/nostr/.
+# by BENCH_TOTAL_TIMEOUT, then empty constant-arrival-rate iterations through
+# bin/buzzload (scripts/car-empty.sh); about 15 minutes on 2 cores. Raw
+# output in bench.txt, medians/min/max in out/bench-report.md. Narrow it
+# with e.g. `make bench BENCH=Sign BENCH_PKGS=./modules/nostr/ CAR=0`.
 BENCH       ?= .
 BENCH_PKGS  ?= ./...
 BENCH_COUNT ?= 5
 BENCH_TIME  ?= 1s
-bench:
+CAR         ?= 1
+bench: build
 	GO='$(GO)' BENCH='$(BENCH)' BENCH_PKGS='$(BENCH_PKGS)' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME='$(BENCH_TIME)' \
-		BENCH_TOTAL_TIMEOUT=25m scripts/bench.sh bench.txt out/bench-report.md
+		BENCH_TOTAL_TIMEOUT=20m BENCH_EXTRA_TIMEOUT=5m \
+		BENCH_EXTRA="$(if $(filter 1,$(CAR)),scripts/car-empty.sh $(BENCH_COUNT) 5000 30000)" \
+		scripts/bench.sh bench.txt out/bench-report.md
 
 # The long ones, loopback only, about 5 minutes: the relay holding 10,000
 # idle connections (skipped by `make bench` unless BUZZLOAD_BENCH_SCALE=1;
@@ -45,9 +50,8 @@ bench:
 bench-scale: build
 	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
 		BENCH_PKGS='./modules/localrelay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
-		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
-	timeout 10m scripts/allin-human.sh $(BENCH_COUNT) 100 1000 | tee -a out/bench-scale.txt
-	$(GO) run ./scripts/benchreport out/bench-scale.txt > out/bench-scale-report.md && cat out/bench-scale-report.md
+		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000" \
+		BENCH_EXTRA_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -12,7 +12,11 @@
 # - the machine (nproc, CPU model, Go version, commit, load average before
 #   and after) is written into OUT.txt as "key: value" lines, which
 #   benchstat and scripts/benchreport both read as configuration.
-# The Markdown summary goes to REPORT.md (default: OUT-report.md).
+# - BENCH_EXTRA, if set, is a command run afterwards (under
+#   BENCH_EXTRA_TIMEOUT, default 10m) whose go-test-format output is added
+#   to OUT.txt: the measurements made through bin/buzzload (scripts/*.sh).
+# The Markdown summary goes to REPORT.md (default: OUT-report.md). The exit
+# status is non-zero if anything failed, but the report covers what ran.
 set -uo pipefail
 
 out=${1:?usage: scripts/bench.sh OUT.txt}
@@ -44,10 +48,20 @@ timeout --signal=INT --kill-after=30s "$total_timeout" \
 	"$go" test -p 1 -run '^$' -bench "$bench" -benchmem -count "$count" -benchtime "$benchtime" \
 	-timeout "$pkg_timeout" $pkgs 2>&1 | tee -a "$out"
 status=${PIPESTATUS[0]}
-echo "load-after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 if [ "$status" = 124 ]; then
 	echo "bench: stopped after $total_timeout (BENCH_TOTAL_TIMEOUT); the report covers what finished" >&2
 fi
+if [ -n "${BENCH_EXTRA:-}" ]; then
+	echo "extra: $BENCH_EXTRA" >>"$out"
+	# shellcheck disable=SC2086 # BENCH_EXTRA is a command line
+	timeout --kill-after=30s "${BENCH_EXTRA_TIMEOUT:-10m}" $BENCH_EXTRA | tee -a "$out"
+	extra=${PIPESTATUS[0]}
+	if [ "$extra" != 0 ]; then
+		echo "bench: $BENCH_EXTRA failed (status $extra)" >&2
+		status=$extra
+	fi
+fi
+echo "load-after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 
 if "$go" run ./scripts/benchreport "$out" >"$report"; then
 	echo "bench: raw output in $out, medians in $report"
