@@ -32,7 +32,7 @@ func BenchmarkSinkRecord(b *testing.B) {
 	ops := []string{"publish", "deliver", "subscribe_eose", "http_query"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		s := newOpSink(l, int(scenario.KindHuman), met, nopMetrics{reg}, metrics.TagsFromMap(map[string]string{"scenario": "humans"}), start)
+		s := newOpSink(l, int(scenario.KindHuman), met, fakeVU{met: nopMetrics{reg}}, metrics.TagsFromMap(map[string]string{"scenario": "humans"}), start)
 		i := 0
 		for pb.Next() {
 			s.Record(relay.Result{Op: ops[i%len(ops)], Start: time.Now(), Duration: time.Duration(i%1000) * time.Microsecond, Outcome: relay.OutcomeOK})

@@ -153,7 +153,7 @@ func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, 
 		return nil, err
 	}
 	l.agg.noteStart(start)
-	sink := newOpSink(l, int(p.Kind), in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
 	sl := &slot{kind: p.Kind, global: -1, sink: sink}
 	if err := in.buildClient(l, p, st, sl); err != nil {
 		// The client cannot run: an unexpected exit (it fails the run), once;

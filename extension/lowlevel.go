@@ -93,7 +93,7 @@ func (in *instance) lowSink(l *loaded) (*opSink, error) {
 			return nil, err
 		}
 	}
-	s := newOpSink(l, customKind, in.met, in.vu.Metrics(), st.Tags.TagSet(), start)
+	s := newOpSink(l, customKind, in.met, in.vu, st.Tags.TagSet(), start)
 	in.slots[key] = &slot{sink: s}
 	return s, nil
 }

@@ -20,8 +20,9 @@ type opSink struct {
 	kind  int // population (customKind for the low-level API)
 	met   *metricSet
 	push  func(...metrics.Sample)
-	base  metrics.TagSet // the VU's tags when the iteration started
-	start time.Time      // the scenario timeline's start
+	data  func(sent, received int64) // the VU's data_sent / data_received
+	base  metrics.TagSet             // the VU's tags when the iteration started
+	start time.Time                  // the scenario timeline's start
 
 	mu   sync.Mutex
 	tags map[tagKey]metrics.TagSet
@@ -37,8 +38,9 @@ type tagKey struct {
 	step int
 }
 
-func newOpSink(l *loaded, kind int, met *metricSet, mm modules.Metrics, base metrics.TagSet, start time.Time) *opSink {
-	return &opSink{l: l, kind: kind, met: met, push: mm.Push, base: base, start: start, tags: map[tagKey]metrics.TagSet{}}
+func newOpSink(l *loaded, kind int, met *metricSet, vu modules.VU, base metrics.TagSet, start time.Time) *opSink {
+	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: base, start: start,
+		tags: map[tagKey]metrics.TagSet{}}
 }
 
 func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
@@ -73,6 +75,9 @@ func (s *opSink) Record(r relay.Result) {
 		straddled = append(straddled, i)
 	}
 	pend := s.l.agg.record(r, s.kind, stage, straddled, end)
+	if r.BytesSent != 0 || r.BytesReceived != 0 {
+		s.data(r.BytesSent, r.BytesReceived)
+	}
 	tags := s.tagsFor(r.Op, stage/2)
 	switch r.Outcome {
 	case relay.OutcomeOK:

@@ -11,7 +11,10 @@ import (
 )
 
 // fakeVU is just enough of a VU for the slot mapping: its test options.
-type fakeVU struct{ opts []byte }
+type fakeVU struct {
+	opts []byte
+	met  modules.Metrics
+}
 
 func (f fakeVU) Runtime() *sobek.Runtime              { return nil }
 func (f fakeVU) Context() context.Context             { return context.Background() }
@@ -20,14 +23,14 @@ func (f fakeVU) TestOptions() []byte                  { return f.opts }
 func (f fakeVU) RegisterCallback() eventloop.Enqueue  { return nil }
 func (f fakeVU) State() *modules.State                { return nil }
 func (f fakeVU) InitEnv() *modules.InitEnv            { return nil }
-func (f fakeVU) Metrics() modules.Metrics             { return nil }
+func (f fakeVU) Metrics() modules.Metrics             { return f.met }
 func (f fakeVU) AddDataTransfer(sent, received int64) {}
 
 // instanceWithSegment is a VU of a run with this segment.
 func instanceWithSegment(t *testing.T, seg, seq string) *instance {
 	t.Helper()
 	opts := `{"executionSegment": ` + seg + `, "executionSegmentSequence": ` + seq + `}`
-	return &instance{m: New(Options{}), vu: fakeVU{[]byte(opts)}}
+	return &instance{m: New(Options{}), vu: fakeVU{opts: []byte(opts)}}
 }
 
 // Two instances of a split run map their local slots 0, 1, 2, ... onto
