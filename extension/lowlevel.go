@@ -76,22 +76,28 @@ func (in *instance) globalArg(l *loaded, a, b sobek.Value) (int, error) {
 	return g, nil
 }
 
-// lowSink is this VU's sink for low-level operations in its scenario.
-func (in *instance) lowSink(l *loaded) (*opSink, error) {
+// lowSink is this VU's sink for low-level operations: in VU code the
+// scenario's steps tag them; in setup and teardown they are recorded like
+// the seed's operations (step "setup" / "teardown", outside the steps).
+func (in *instance) lowSink(l *loaded) (relay.Sink, error) {
 	st := in.vu.State()
 	if st == nil || st.Phase == modules.PhaseInit {
 		return nil, errors.New("the low-level API is for VU code, setup and teardown, not init code")
+	}
+	if st.Phase != modules.PhaseIteration {
+		label := "setup"
+		if st.Phase != modules.PhaseSetup {
+			label = st.Phase.String()
+		}
+		return &setupSink{l: l, met: in.met, push: in.vu.Metrics().Push, base: st.Tags.TagSet(), step: label}, nil
 	}
 	key := slotKey{l, "\x00low:" + st.Scenario}
 	if sl := in.slots[key]; sl != nil {
 		return sl.sink, nil
 	}
-	start := time.Now()
-	if st.Phase == modules.PhaseIteration {
-		var err error
-		if start, err = in.scenarioStart(l, st); err != nil {
-			return nil, err
-		}
+	start, err := in.scenarioStart(l, st)
+	if err != nil {
+		return nil, err
 	}
 	s := newOpSink(l, customKind, in.met, in.vu, st.Tags.TagSet(), start)
 	in.slots[key] = &slot{sink: s}

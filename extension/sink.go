@@ -97,19 +97,26 @@ func (s *opSink) Record(r relay.Result) {
 	}
 }
 
-// setupSink records the seed's operations with step "setup" (not judged by
-// the step thresholds: they carry no population scenario tag).
+// setupSink records the seed's operations (and low-level ones in setup or
+// teardown) with step "setup" (or the phase): outside the steps, and not
+// judged by the step thresholds, since they carry no population scenario
+// tag. The report lists them under setup.
 type setupSink struct {
 	l    *loaded
 	met  *metricSet
 	push func(...metrics.Sample)
 	base metrics.TagSet
+	step string // "" is "setup"
 }
 
 func (s *setupSink) Record(r relay.Result) {
 	end := r.Start.Add(r.Duration)
 	s.l.agg.recordSetup(r, end)
-	tags := s.base.With("op", r.Op).With("step", "setup")
+	step := s.step
+	if step == "" {
+		step = "setup"
+	}
+	tags := s.base.With("op", r.Op).With("step", step)
 	switch r.Outcome {
 	case relay.OutcomeOK:
 		s.push(
