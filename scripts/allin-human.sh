@@ -105,19 +105,26 @@ TOML
 		echo "allin-human: no RSS sample for $n humans" >&2
 		return 1
 	fi
-	local rss live
+	local rss live stacks
 	rss=$(printf '%s\n' "${samples[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
-	# The live heap after the last GC of the hold (gctrace: "A->B->C MB").
-	live=$(awk -v end=$((ramp + hold)) '/^gc [0-9]+ @/ {t = substr($3, 2) + 0; if (t <= end && match($0, /[0-9]+->[0-9]+->[0-9]+ MB/)) {split(substr($0, RSTART, RLENGTH), p, "->"); c = p[3] + 0}} END {print c + 0}' "$work/$run.log")
-	echo "$rss $live"
+	# The live heap after the last GC of the hold (gctrace: "A->B->C MB")
+	# and the goroutine stacks then ("S MB stacks").
+	read -r live stacks < <(awk -v end=$((ramp + hold)) '/^gc [0-9]+ @/ {
+		t = substr($3, 2) + 0
+		if (t <= end && match($0, /[0-9]+->[0-9]+->[0-9]+ MB/)) {
+			split(substr($0, RSTART, RLENGTH), p, "->"); c = p[3] + 0
+			if (match($0, /[0-9]+ MB stacks/)) s = substr($0, RSTART, RLENGTH) + 0
+		}
+	} END {print c + 0, s + 0}' "$work/$run.log")
+	echo "$rss $live $stacks"
 }
 
 echo "pkg: scripts/allin-human.sh"
 echo "allin-human: $small and $large idle humans, $runs runs, relay at $addr"
 for i in $(seq "$runs"); do
-	read -r a la <<<"$(measure "$small" "allin-s$i")"
-	read -r b lb <<<"$(measure "$large" "allin-l$i")"
+	read -r a la sa <<<"$(measure "$small" "allin-s$i")"
+	read -r b lb sb <<<"$(measure "$large" "allin-l$i")"
 	echo "BenchmarkAllInHuman/rss-${small}humans 1 $(awk -v k="$a" 'BEGIN{printf "%.1f", k/1024}') rss-MB"
 	echo "BenchmarkAllInHuman/rss-${large}humans 1 $(awk -v k="$b" 'BEGIN{printf "%.1f", k/1024}') rss-MB"
-	echo "BenchmarkAllInHuman/per-human 1 $(awk -v a="$a" -v b="$b" -v s="$small" -v l="$large" 'BEGIN{printf "%.0f", (b-a)*1024/(l-s)}') rss-B/human $(awk -v a="$la" -v b="$lb" -v s="$small" -v l="$large" 'BEGIN{printf "%.0f", (b-a)*1048576/(l-s)}') live-heap-B/human"
+	echo "BenchmarkAllInHuman/per-human 1 $(awk -v a="$a" -v b="$b" -v s="$small" -v l="$large" 'BEGIN{printf "%.0f", (b-a)*1024/(l-s)}') rss-B/human $(awk -v a="$la" -v b="$lb" -v s="$small" -v l="$large" 'BEGIN{printf "%.0f", (b-a)*1048576/(l-s)}') live-heap-B/human $(awk -v a="$sa" -v b="$sb" -v s="$small" -v l="$large" 'BEGIN{printf "%.0f", (b-a)*1048576/(l-s)}') stack-B/human"
 done
