@@ -12,9 +12,10 @@
 # - the machine (nproc, CPU model, Go version, commit, load average before
 #   and after) is written into OUT.txt as "key: value" lines, which
 #   benchstat and scripts/benchreport both read as configuration.
-# - BENCH_EXTRA, if set, is a command run afterwards (under
-#   BENCH_EXTRA_TIMEOUT, default 10m) whose go-test-format output is added
-#   to OUT.txt: the measurements made through bin/buzzload (scripts/*.sh).
+# - BENCH_EXTRA, if set, holds commands (separated by ";") run afterwards,
+#   each under BENCH_EXTRA_TIMEOUT (default 10m), whose go-test-format
+#   output is added to OUT.txt: measurements made through bin/buzzload or
+#   with other settings (scripts/*.sh).
 # The Markdown summary goes to REPORT.md (default: OUT-report.md). The exit
 # status is non-zero if anything failed, but the report covers what ran.
 set -uo pipefail
@@ -51,16 +52,19 @@ status=${PIPESTATUS[0]}
 if [ "$status" = 124 ]; then
 	echo "bench: stopped after $total_timeout (BENCH_TOTAL_TIMEOUT); the report covers what finished" >&2
 fi
-if [ -n "${BENCH_EXTRA:-}" ]; then
-	echo "extra: $BENCH_EXTRA" >>"$out"
-	# shellcheck disable=SC2086 # BENCH_EXTRA is a command line
-	timeout --kill-after=30s "${BENCH_EXTRA_TIMEOUT:-10m}" $BENCH_EXTRA | tee -a "$out"
+# BENCH_EXTRA: commands separated by ";", run one after another.
+IFS=';' read -r -a extras <<<"${BENCH_EXTRA:-}"
+for cmd in "${extras[@]}"; do
+	[ -n "${cmd// /}" ] || continue
+	echo "extra: $cmd" >>"$out"
+	# shellcheck disable=SC2086 # each extra is a command line
+	timeout --kill-after=30s "${BENCH_EXTRA_TIMEOUT:-10m}" $cmd | tee -a "$out"
 	extra=${PIPESTATUS[0]}
 	if [ "$extra" != 0 ]; then
-		echo "bench: $BENCH_EXTRA failed (status $extra)" >&2
+		echo "bench: $cmd failed (status $extra)" >&2
 		status=$extra
 	fi
-fi
+done
 echo "load-after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 
 if "$go" run ./scripts/benchreport "$out" >"$report"; then
