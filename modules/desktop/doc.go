@@ -32,8 +32,9 @@
 //   - Routes: profiles and membership (globals), presence (live-only, only
 //     with a co-member; establishes nothing) and channel routes: one
 //     replaying batch per 10 channels (legacy, or current with ≤ 10), or
-//     for current with more than 10 a live-only subscription per 2048
-//     channels plus replays of 10 closed at EOSE. The live-only channel
+//     for current with more than 10 a live-only subscription per
+//     desktop.live_only_scope channels (default 128, the app's 2048: see
+//     Wire shapes) plus replays of 10 closed at EOSE. The live-only channel
 //     subscription is always cut and establishes nothing itself: the
 //     replays recover their channels' windows and threads, so a cold start
 //     reads each window once.
@@ -67,9 +68,14 @@
 // Wire shapes (desktop-requests.md; "proposed" there, decided here):
 //
 //   - current's live-only channel subscription is one filter with every
-//     channel in #h (limit 0); its replays have the legacy batch shape. A
-//     relay capping #h at 128 per REQ refuses a live-only REQ over more than
-//     128 channels; the model keeps the app's 2048 scope.
+//     channel of its scope in #h (limit 0); its replays have the legacy
+//     batch shape. The app's scope is 2048 channels per REQ, but Buzz (and
+//     the embedded relay) refuse more than 128 explicit #h values in one
+//     REQ ("restricted: too many explicit channels"). So the scope is the
+//     scenario's desktop.live_only_scope, default 128, which runs against
+//     real Buzz: a member in 300 channels opens 3 live-only REQs instead of
+//     the app's one. 2048 reproduces the app literally, for a relay without
+//     the cap. Below 129 channels per member both give the same plan.
 //   - desktop_notices is [{"kinds":[40099],"#h":[C],"limit":20}] per window.
 //   - desktop_probe is [{"kinds":[44100,44101],"#p":[V],"since":NOW,"limit":0}],
 //     closed at its EOSE; any frame within 10 s answers it.

@@ -38,8 +38,8 @@ type HumanConfig struct {
 	Users float64
 	// CoMemberLimit bounds the co-members; 0 = DefaultCoMemberLimit.
 	CoMemberLimit int
-	// LiveOnlyScope is Params.LiveOnlyScope (0: the app's 2048; 128 for a
-	// relay that caps explicit #h values per REQ).
+	// LiveOnlyScope, when above 0, overrides the scenario's
+	// desktop.live_only_scope (Params.LiveOnlyScope); 0 keeps the scenario's.
 	LiveOnlyScope int
 	// PubKey maps a global index to its pubkey; nil derives it
 	// (Scenario.Keys). A process running many clients should pass a cache:
@@ -94,7 +94,9 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	}
 	p.Channels = cfg.Channels
 	p.RenewalPhase = RenewalPhase(sc.RunID, hc.Global)
-	p.LiveOnlyScope = hc.LiveOnlyScope
+	if hc.LiveOnlyScope > 0 {
+		p.LiveOnlyScope = hc.LiveOnlyScope
+	}
 	s1, s2 := client.SeedFor(sc.RunID, hc.Global)
 	p.Jitter = rand.New(rand.NewPCG(s1^0x6465736b746f70, s2)).Float64 // its own stream: the model runs on its own goroutine
 	cfg.Params = p

@@ -80,10 +80,11 @@ type Params struct {
 	// over the period. 0 means 1.
 	RenewalPhase float64
 
-	// LiveOnlyScope is the channels per current-mode live-only REQ; 0 is
-	// the app's 2048. Buzz (and the embedded relay by default) refuse more
-	// than 128 explicit #h values in one REQ: set 128 against such a relay
-	// when members have more than 128 channels.
+	// LiveOnlyScope is the channels per current-mode live-only REQ
+	// (scenario desktop.live_only_scope, default 128); 0 is the app's 2048.
+	// Buzz (and the embedded relay by default) refuse more than 128
+	// explicit #h values in one REQ, so 2048 only suits a relay without
+	// that cap.
 	LiveOnlyScope int
 
 	MaxSetup    int           // REQs awaiting EOSE at once
@@ -108,7 +109,7 @@ func ParamsFrom(d scenario.Desktop) (Params, error) {
 	p := Params{
 		Mode: mode, Windows: d.Windows, Threads: d.Threads,
 		Tick: scenario.Secs(d.TickSecs), Backstop: scenario.Secs(d.BackstopSecs),
-		Renewal: scenario.Secs(d.RenewalSecs),
+		Renewal: scenario.Secs(d.RenewalSecs), LiveOnlyScope: d.LiveOnlyScope,
 	}
 	return p, p.validate()
 }

@@ -93,6 +93,7 @@ func TestEveryKeyHasItsDefault(t *testing.T) {
 		{"desktop.tick_secs", s.Desktop.TickSecs, 60.0},
 		{"desktop.backstop_secs", s.Desktop.BackstopSecs, 900.0},
 		{"desktop.renewal_secs", s.Desktop.RenewalSecs, 0.0},
+		{"desktop.live_only_scope", s.Desktop.LiveOnlyScope, 128},
 		{"abort.max_p99_ms", s.Abort.MaxP99Ms, 5000.0},
 		{"abort.max_error_rate", s.Abort.MaxErrorRate, 0.01},
 		{"ramp[0].ramp_secs", s.Ramp[0].RampSecs, 0.0},

@@ -136,7 +136,19 @@ type Desktop struct {
 	TickSecs     float64 `toml:"tick_secs"`
 	BackstopSecs float64 `toml:"backstop_secs"`
 	RenewalSecs  float64 `toml:"renewal_secs"`
+	// LiveOnlyScope is the channels per current-mode live-only REQ. The app
+	// puts up to 2048 channels in one; Buzz refuses more than 128 explicit
+	// #h values per REQ, so the default is 128 and 2048 reproduces the spec
+	// for a relay without that cap.
+	LiveOnlyScope int `toml:"live_only_scope"`
 }
+
+// Live-only scope: the default fits Buzz's cap on explicit #h values per REQ;
+// the maximum is the desktop app's own scope.
+const (
+	DefaultLiveOnlyScope = 128
+	MaxLiveOnlyScope     = 2048
+)
 
 // Step is one [[ramp]] entry: grow to Users times the population over
 // RampSecs, then hold for HoldSecs.
@@ -204,11 +216,12 @@ func Defaults() Scenario {
 			FetchesPerHour: 60,
 		},
 		Desktop: Desktop{
-			Mode:         ModeCurrent,
-			Windows:      3,
-			Threads:      1,
-			TickSecs:     60,
-			BackstopSecs: 900,
+			Mode:          ModeCurrent,
+			Windows:       3,
+			Threads:       1,
+			TickSecs:      60,
+			BackstopSecs:  900,
+			LiveOnlyScope: DefaultLiveOnlyScope,
 		},
 		Abort: Abort{
 			MaxP99Ms:     5000,

@@ -281,6 +281,8 @@ func (s *Scenario) validateBehaviour(c *checker) {
 	c.floatAtLeast("desktop.tick_secs", d.TickSecs, 1, true)
 	c.floatAtLeast("desktop.backstop_secs", d.BackstopSecs, 0, true)
 	c.floatAtLeast("desktop.renewal_secs", d.RenewalSecs, 0, true)
+	c.intRange("desktop.live_only_scope", d.LiveOnlyScope, 1, MaxLiveOnlyScope,
+		strconv.Itoa(MaxLiveOnlyScope)+" (the desktop app's scope)")
 }
 
 func (s *Scenario) validateRamp(c *checker) {

@@ -107,6 +107,9 @@ func TestValidationNamesKeyPathAndReason(t *testing.T) {
 		{"desktop tick at least 1", "[desktop]\ntick_secs = 0", "t.toml: desktop.tick_secs: 0 is below 1"},
 		{"desktop backstop not negative", "[desktop]\nbackstop_secs = -1", "t.toml: desktop.backstop_secs: -1 is below 0"},
 		{"desktop renewal not negative", "[desktop]\nrenewal_secs = -1", "t.toml: desktop.renewal_secs: -1 is below 0"},
+		{"desktop live-only scope at least 1", "[desktop]\nlive_only_scope = 0", "t.toml: desktop.live_only_scope: 0 is below 1"},
+		{"desktop live-only scope at most the app's 2048", "[desktop]\nlive_only_scope = 2049",
+			"t.toml: desktop.live_only_scope: 2049 is above 2048 (the desktop app's scope)"},
 		// ramp
 		{"ramp has a step", "ramp = []", "t.toml: ramp: needs at least one [[ramp]] step"},
 		{"ramp users never decrease", "[[ramp]]\nusers = 2\nhold_secs = 5\n[[ramp]]\nusers = 2\nhold_secs = 5\n[[ramp]]\nusers = 1\nhold_secs = 5",
