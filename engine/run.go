@@ -92,6 +92,9 @@ type runner struct {
 	setupData []byte
 	merged    json.RawMessage // consolidated options, for RunInfo
 	testWide  metrics.TagSet
+	// stageNames are each ramping scenario's stage names, for the named
+	// runs that form one threshold window.
+	stageNames map[string][]string
 
 	// cancelRun stops the execution (abort, abortOnFail, signal).
 	cancelRun context.CancelCauseFunc
@@ -381,6 +384,7 @@ func (r *runner) load(ctx context.Context) error {
 	if r.plan, err = executor.NewPlan(configs, r.tuple); err != nil {
 		return err
 	}
+	r.stageNames = stageNames(r.plan)
 
 	if !r.cfg.NoThresholds && len(r.opts.Thresholds) > 0 {
 		raw, err := json.Marshal(r.opts.Thresholds)
@@ -624,9 +628,11 @@ func (o *observer) ScenarioStarted(*executor.ScenarioInfo) {}
 func (o *observer) ScenarioEnded(*executor.ScenarioInfo)   {}
 
 func (o *observer) StageStarted(ev executor.StageEvent) {
-	if r := (*runner)(o); r.ev != nil {
-		r.ev.StageStarted(ev.Scenario, ev.Index, ev.Name, ev.Time)
+	r := (*runner)(o)
+	if r.ev == nil || r.sameRun(ev.Scenario, ev.Index-1, ev.Index) {
+		return // the window of the named run opened at its first stage
 	}
+	r.ev.StageStarted(ev.Scenario, ev.Index, ev.Name, ev.Time)
 }
 
 func (o *observer) StageEnded(ev executor.StageEvent) {
@@ -634,11 +640,42 @@ func (o *observer) StageEnded(ev executor.StageEvent) {
 	if r.ev == nil {
 		return
 	}
+	if !ev.Interrupted && r.sameRun(ev.Scenario, ev.Index, ev.Index+1) {
+		return // judged at the end of the named run's last stage
+	}
 	r.coll.Flush()
 	if out := r.ev.StageEnded(ev.Scenario, ev.Index, ev.Name, ev.Time); out.Abort {
 		r.log.Log(js.LevelError, "stage thresholds crossed with abortOnFail; stopping the test")
 		r.cancelRun(errThresholdAbort)
 	}
+}
+
+// sameRun reports whether stages a and b of a scenario carry the same
+// non-empty name: consecutive stages named alike are one window of the
+// windowed thresholds (a Buzz step is its ramp and its hold).
+func (r *runner) sameRun(scenario string, a, b int) bool {
+	names := r.stageNames[scenario]
+	return a >= 0 && b < len(names) && names[a] != "" && names[a] == names[b]
+}
+
+// stageNames lists the stage names of every scenario that has stages.
+func stageNames(p *executor.Plan) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range p.Scenarios {
+		var st []executor.Stage
+		switch cc := c.(type) {
+		case *executor.RampingVUsConfig:
+			st = cc.Stages
+		case *executor.RampingArrivalRateConfig:
+			st = cc.Stages
+		}
+		names := make([]string, len(st))
+		for i, s := range st {
+			names[i] = s.Name
+		}
+		out[c.Base().Name] = names
+	}
+	return out
 }
 
 func (o *observer) DroppedIterations(d executor.Dropped) {

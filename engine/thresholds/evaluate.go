@@ -39,16 +39,19 @@ type Outcome struct {
 	AbortedBy *Status
 }
 
-// StageVerdict is a windowed threshold's result for one ramp stage.
+// StageVerdict is a windowed threshold's result for one ramp stage, or
+// for a run of consecutive stages judged as one window.
 type StageVerdict struct {
 	Key, Source string
 	Scenario    string // the scenario whose stage ended
-	Stage       int
-	StageName   string
-	Start, End  time.Time
-	OK          bool
-	Value       float64
-	HasValue    bool
+	// Stage is the window's first stage; StageName the name of the one
+	// that ended it (a named run's stages share it).
+	Stage      int
+	StageName  string
+	Start, End time.Time
+	OK         bool
+	Value      float64
+	HasValue   bool
 	// Samples is how many values the window held.
 	Samples int64
 }
@@ -228,6 +231,9 @@ func (e *Evaluator) windowsFor(scenario string) []*metrics.Window {
 // StageEnded judges the windowed thresholds of this scenario over the
 // samples of the stage that ended at `at`, records the verdicts, and sets
 // Abort when a failing one has abortOnFail (respecting delayAbortEval).
+// The window is everything since the last StageStarted of the scenario, so
+// a caller that skips the inner end/start pairs of stages i..j (the runner
+// does for stages named alike) gets one window over all of them.
 func (e *Evaluator) StageEnded(scenario string, index int, name string, at time.Time) Outcome {
 	e.mu.Lock()
 	var states []*windowState
@@ -247,7 +253,9 @@ func (e *Evaluator) StageEnded(scenario string, index int, name string, at time.
 	}
 	sinks := e.c.EndWindows(ws, at)
 	rt := e.runTime(at)
-	if !started || info.index != index {
+	// A window may span several stages (the runner's named runs): it
+	// started at info.index, at or before this one.
+	if !started || info.index > index {
 		info = stageInfo{index: index, name: name}
 	}
 	e.mu.Lock()
@@ -258,7 +266,7 @@ func (e *Evaluator) StageEnded(scenario string, index int, name string, at time.
 			st := &e.state[ti]
 			t := st.Threshold
 			ok, v, has := judge(t, sinks[i], rt)
-			e.verd = append(e.verd, StageVerdict{Key: t.Key, Source: t.Source, Scenario: scenario, Stage: index,
+			e.verd = append(e.verd, StageVerdict{Key: t.Key, Source: t.Source, Scenario: scenario, Stage: info.index,
 				StageName: name, Start: info.start, End: at, OK: ok, Value: v, HasValue: has, Samples: sampleCount(sinks[i])})
 			if !st.Evaluated || st.OK {
 				st.Value, st.HasValue = v, has

@@ -22,6 +22,13 @@
 // `scenario` every scenario's stage events cut the window, so name the
 // scenario when more than one has stages. A windowed threshold fails the run
 // when any stage failed it; it is not part of the periodic checks.
+//
+// Named runs: consecutive stages of a scenario that carry the same
+// non-empty `name` are one window, opened at the first one's start and
+// judged at the last one's end (the runner skips the inner end/start
+// pairs; see Evaluator.StageEnded). Stages [{name:'a'},{name:'a'},
+// {name:'b'}] are judged as two windows, 'a' and 'b'. A run the test stops
+// early is judged at the stop.
 package thresholds
 
 import (

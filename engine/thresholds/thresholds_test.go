@@ -381,3 +381,25 @@ func TestWindowedThresholdsJudgeEachStage(t *testing.T) {
 		t.Fatalf("final failed = %+v", fin.Failed)
 	}
 }
+
+// A window the caller keeps open over stages 0 and 1 (a named run) is one
+// verdict over both, reported at its first stage.
+func TestWindowSpanningStages(t *testing.T) {
+	ev, c, clk, reg := setup(t, `{"my_trend":[{"threshold":"avg<60","window":"stage"}]}`)
+	tr := reg.Get("my_trend")
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	ev.StageStarted("ramp", 0, "step-0", at(0))
+	for i := 0; i < 10; i++ {
+		c.Add(metrics.Sample{Metric: tr, Time: at(1), Value: 100}) // stage 0 alone: avg 100
+		c.Add(metrics.Sample{Metric: tr, Time: at(15), Value: 0})
+		c.Add(metrics.Sample{Metric: tr, Time: at(16), Value: 0})
+	}
+	clk.now = at(20)
+	if out := ev.StageEnded("ramp", 1, "step-0", at(20)); len(out.Failed) != 0 {
+		t.Fatalf("the run's avg is 33: %+v", out.Failed)
+	}
+	vs := ev.StageVerdicts()
+	if len(vs) != 1 || vs[0].Stage != 0 || vs[0].StageName != "step-0" || !vs[0].Start.Equal(at(0)) || vs[0].Samples != 30 {
+		t.Fatalf("verdicts %+v", vs)
+	}
+}
