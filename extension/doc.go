@@ -27,8 +27,9 @@
 //
 // sc.options(overrides) returns k6 options: one ramping-vus scenario per
 // population with clients (humans, desktop, agents, hot_authors; exec human,
-// desktop, agent, hotAuthor), startVUs 0, two stages per ramp step (scenario.Stages: stage
-// 2i is step i's ramp, 2i+1 its hold), gracefulStop and gracefulRampDown 15 s
+// desktop, agent, hotAuthor), startVUs 0, two stages per ramp step
+// (scenario.Stages: stage 2i is step i's ramp, 2i+1 its hold, both named
+// step-<i>), gracefulStop and gracefulRampDown 15 s
 // (the shutdown grace); the abort rules as thresholds (BuildOptions); a
 // summaryTrendStats with p(99); setupTimeout 10m for large seeds. Overrides
 // replace top-level keys; `scenarios` and `thresholds` merge by name (null
@@ -100,20 +101,22 @@
 //
 // # Abort rules and exit codes
 //
-// The abort limits become thresholds (abortOnFail, exit 99). Each population
-// scenario's ramp stages are judged as windows (window 'stage'): p99 of
-// every op it emits at most max_p99_ms, the error rate of every op but
-// deliver at most max_error_rate, no client exit. The runner judges a window
-// per stage, so a step's ramp and its hold are judged separately, each at
-// its end: never laxer than buzz-loadgen's one judgement over ramp and hold
-// at the end of the hold (a breach over the whole step is a breach in at
-// least one of its halves), but a short spike in a ramp can stop a run
-// buzz-loadgen would have let continue. The report judges each step over
-// ramp and hold as buzz-loadgen does. What settles after the last hold is
-// judged over the whole run by the same limits
-// (buzz_op_duration{op:X,step:shutdown}, ...), and buzz_client_exits
-// count<=0 over the whole run makes a client cancelled at the end of the
-// grace fail the run with exit 99 (a threshold, not test.fail()).
+// The abort limits become thresholds (abortOnFail, exit 99), judged as
+// buzz-loadgen judges them: per step, over its ramp and hold together, over
+// every client, at the end of the hold. Both stages of step i are named
+// step-<i>, and the runner judges consecutive stages named alike as one
+// window (window 'stage'); the windows follow the first population
+// scenario's stage events (all populations' steps coincide) and hold every
+// population's samples: p99 of every op at most max_p99_ms, the error rate
+// of every op but deliver at most max_error_rate, no client exit. So the exit
+// code and the report judge the same numbers, and a spike in a ramp stops
+// the run only when it breaks a limit over the whole step. A script that
+// removes the first population (scenarios: {humans: null}) moves the
+// windows to the next. What settles after the last hold is judged over the
+// whole run by the same limits (buzz_op_duration{op:X,step:shutdown}, ...),
+// and buzz_client_exits count<=0 over the whole run makes a client cancelled
+// at the end of the grace fail the run with exit 99 (a threshold, not
+// test.fail()).
 //
 // # Embedded relay
 //

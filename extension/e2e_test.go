@@ -522,3 +522,80 @@ func runInlineWithRelay(t *testing.T, toml string, onRelay func(*localrelay.Rela
 	}
 	return runInline(t, t.TempDir(), string(src), "local-smoke.toml", toml, nil, onRelay, nil)
 }
+
+// stepScript drives the humans' population through the low-level API: in
+// the ramp (stage 0) each VU publishes once into a channel that does not
+// exist (an error), in the hold (stage 1) it publishes into a seeded
+// channel every 50 ms. The ramp alone is mostly errors; the step is a few
+// errors in a hundred or more publishes.
+const stepScript = `import buzz from "k6/x/buzz";
+import exec from "k6/execution";
+import { sleep } from "k6";
+const sc = buzz.load("./step.toml");
+export const options = sc.options();
+export function setup() { return { channel: sc.channelId(0, 0), seeded: sc.setup() }; }
+let erred = false;
+export function human(data) {
+  const ramp = exec.scenario.stage.index === 0;
+  if (ramp && erred) { sleep(0.05); return; }
+  const s = sc.connect("human", (exec.vu.idInTest - 1) % 4);
+  if (!s.ok) { sleep(0.05); return; }
+  const h = ramp ? "no-such-channel" : data.channel;
+  s.publish({ kind: 9, content: "step", tags: [["h", h]] }, { op: "publish" });
+  s.close();
+  erred = erred || ramp;
+  sleep(0.05);
+}
+export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
+`
+
+const stepTOML = `run_id = "step-window"
+[shape]
+communities = 1
+channels_per_community = 1
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+[population]
+humans = 4
+agents = 0
+channels_per_member = 1
+[[ramp]]
+users = 1
+ramp_secs = 2
+hold_secs = 3
+[abort]
+max_p99_ms = 60000
+max_error_rate = RATE
+`
+
+// A spike of errors confined to a step's ramp that the whole step does not
+// cross passes; the runner's exit code agrees with the report.
+func TestRampOnlySpikeWithinTheStepPasses(t *testing.T) {
+	r := runInline(t, t.TempDir(), stepScript, "step.toml", strings.Replace(stepTOML, "RATE", "0.25", 1), nil, nil, nil)
+	pub := r.report.Steps[0].Ops["publish"]
+	if pub == nil || pub.Errors == 0 || pub.OK < 3*pub.Errors {
+		r.dump(t)
+		t.Fatalf("step 0 publish %+v: want a few errors among many successes", pub)
+	}
+	if r.res.ExitCode != 0 || !r.report.OK {
+		r.dump(t)
+		t.Fatalf("exit %d, abort_reason %q: the step's error rate %.3f is under 0.25", r.res.ExitCode, r.report.AbortReason, pub.ErrorRate)
+	}
+	t.Logf("step 0 publish: %d ok, %d errors", pub.OK, pub.Errors)
+}
+
+// The same errors over a step whose limit they cross fail the run with 99,
+// and the report names the step.
+func TestStepCrossingTheLimitFails(t *testing.T) {
+	r := runInline(t, t.TempDir(), stepScript, "step.toml", strings.Replace(stepTOML, "RATE", "0.005", 1), nil, nil, nil)
+	if r.res.ExitCode != engine.ExitThresholdsFailed {
+		r.dump(t)
+		t.Fatalf("exit %d, want 99", r.res.ExitCode)
+	}
+	if r.report.OK || !strings.HasPrefix(r.report.AbortReason, "step 0: publish error rate") {
+		t.Errorf("abort_reason %q should name step 0 and the publish error rate", r.report.AbortReason)
+	}
+	if !strings.Contains(strings.Join(r.report.ThresholdsFailed, " "), "buzz_op_failed{op:publish}") {
+		t.Errorf("thresholds_failed %v lacks the publish error rate", r.report.ThresholdsFailed)
+	}
+}

@@ -58,13 +58,16 @@ type K6Options struct {
 
 // BuildOptions turns a scenario into k6 options: one ramping-vus scenario
 // per population with clients in this shard (startVUs 0, two stages per
-// ramp step, gracefulStop and gracefulRampDown 15 s), and the abort rules as
-// thresholds:
+// ramp step, both named step-<i>, gracefulStop and gracefulRampDown 15 s),
+// and the abort rules as thresholds:
 //
-//   - judged per ramp stage of each population scenario (window 'stage',
-//     abortOnFail): p99 of buzz_op_duration{op:X} for every op the
-//     population emits, the error rate buzz_op_failed{op:X} for every op but
-//     deliver, and buzz_client_exits count;
+//   - judged per step over its ramp and hold (window 'stage', abortOnFail,
+//     the runner's named-stage windows), over every population's samples:
+//     p99 of buzz_op_duration{op:X} for every op any population emits, the
+//     error rate buzz_op_failed{op:X} for every op but deliver, and
+//     buzz_client_exits count. The windows follow the stage events of the
+//     first population present (`scenario`); every population starts
+//     together with the same stage durations, so its steps are everyone's;
 //   - over the whole run, what settles after the last hold
 //     (buzz_op_duration{op:X,step:shutdown}, buzz_op_failed{op:X,step:shutdown})
 //     by the same limits, and buzz_client_exits count<1, so a client cancelled
@@ -75,51 +78,61 @@ func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []st
 	warnings := sc.Warnings()
 	rules := sc.Abort.Rules()
 	peak := sc.CountsAt(sc.PeakUsers(), shard)
-	shutdownOps := map[string]bool{}
+	opSet := map[string]bool{}
 	grace := GracefulStop.String()
+	clock := ""
 	for _, p := range Populations {
 		if peak[p.Kind] == 0 {
 			continue
 		}
+		if clock == "" {
+			clock = p.Name
+		}
 		o.Scenarios[p.Name] = ScenarioOptions{Executor: "ramping-vus", StartVUs: 0, Stages: sc.Stages(p.Kind, shard),
 			GracefulStop: grace, GracefulRampDown: grace, Exec: p.Exec}
 		for _, op := range OpsOf(p.Kind) {
-			shutdownOps[op] = true
-			for _, r := range rules {
-				if !r.PerOp || !r.Covers(op) {
-					continue
-				}
-				key := fmt.Sprintf("%s{op:%s}", r.Metric, op)
-				o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold(), AbortOnFail: true,
-					Window: "stage", Scenario: p.Name})
-			}
-		}
-		for _, r := range rules {
-			if !r.PerOp {
-				o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold(),
-					AbortOnFail: true, Window: "stage", Scenario: p.Name})
-			}
+			opSet[op] = true
 		}
 	}
-	ops := make([]string, 0, len(shutdownOps))
-	for op := range shutdownOps {
+	ops := make([]string, 0, len(opSet))
+	for op := range opSet {
 		ops = append(ops, op)
 	}
 	sort.Strings(ops)
 	for _, op := range ops {
 		for _, r := range rules {
-			if r.PerOp && r.Covers(op) {
-				key := fmt.Sprintf("%s{op:%s,step:%s}", r.Metric, op, ShutdownStep)
-				o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold()})
+			if !r.PerOp || !r.Covers(op) {
+				continue
 			}
+			key := fmt.Sprintf("%s{op:%s}", r.Metric, op)
+			o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold(), AbortOnFail: true,
+				Window: "stage", Scenario: clock})
+			key = fmt.Sprintf("%s{op:%s,step:%s}", r.Metric, op, ShutdownStep)
+			o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold()})
 		}
 	}
 	for _, r := range rules {
-		if !r.PerOp {
-			o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold()})
+		if r.PerOp {
+			continue
 		}
+		if clock != "" {
+			o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold(),
+				AbortOnFail: true, Window: "stage", Scenario: clock})
+		}
+		o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold()})
 	}
 	return o, warnings
+}
+
+// clockScenario is the population whose stage events the built windowed
+// thresholds follow: the first of Populations among scenarios.
+func clockScenario(scenarios map[string]any) string {
+	for _, p := range Populations {
+		if _, ok := scenarios[p.Name]; ok {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 // MergeOptions lays the script's overrides over the built options: every
@@ -135,6 +148,7 @@ func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, e
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, err
 	}
+	clock := clockScenario(asMap(out["scenarios"]))
 	for k, v := range overrides {
 		switch k {
 		case "scenarios", "thresholds":
@@ -165,7 +179,29 @@ func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, e
 			out[k] = v
 		}
 	}
+	// A script that drops the population clocking the step windows (say
+	// humans: null) moves them to the next population, or they would never
+	// be judged.
+	if now := clockScenario(asMap(out["scenarios"])); clock != "" && now != clock {
+		for _, specs := range asMap(out["thresholds"]) {
+			list, _ := specs.([]any)
+			for _, sp := range list {
+				if m, ok := sp.(map[string]any); ok && m["window"] == "stage" && m["scenario"] == clock {
+					if now == "" {
+						delete(m, "scenario")
+					} else {
+						m["scenario"] = now
+					}
+				}
+			}
+		}
+	}
 	return out, nil
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // OpThresholds are whole-run thresholds by the scenario's abort limits for

@@ -45,8 +45,8 @@ func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
 	if !ok || h.Executor != "ramping-vus" || h.Exec != "human" || h.GracefulStop != "15s" || h.GracefulRampDown != "15s" || h.StartVUs != 0 {
 		t.Fatalf("humans scenario %+v", h)
 	}
-	want := []scenario.Stage{{Duration: 10 * time.Second, Target: 10}, {Duration: 20 * time.Second, Target: 10},
-		{Duration: 5 * time.Second, Target: 20}, {Duration: 0, Target: 20}}
+	want := []scenario.Stage{{Duration: 10 * time.Second, Target: 10, Name: "step-0"}, {Duration: 20 * time.Second, Target: 10, Name: "step-0"},
+		{Duration: 5 * time.Second, Target: 20, Name: "step-1"}, {Duration: 0, Target: 20, Name: "step-1"}}
 	if len(h.Stages) != len(want) {
 		t.Fatalf("stages %v, want %v", h.Stages, want)
 	}
@@ -65,7 +65,8 @@ func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
 		t.Error("no desktop humans, yet a desktop scenario")
 	}
 
-	// p99 per op per population, windowed per stage with abortOnFail.
+	// p99 per op over every population, windowed per step (the named runs
+	// of the humans' stages, the first population) with abortOnFail.
 	has := func(key, expr, scen string, window bool) bool {
 		for _, s := range o.Thresholds[key] {
 			if s.Threshold == expr && s.Scenario == scen && (s.Window == "stage") == window && s.AbortOnFail == window {
@@ -74,23 +75,38 @@ func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
 		}
 		return false
 	}
-	for _, c := range []struct{ key, expr, scen string }{
-		{"buzz_op_duration{op:publish}", "p(99)<=1500", "humans"},
-		{"buzz_op_duration{op:deliver}", "p(99)<=1500", "humans"},
-		{"buzz_op_duration{op:hot_reply}", "p(99)<=1500", "hot_authors"},
-		{"buzz_op_failed{op:http_query}", "rate<=0.02", "agents"},
-		{"buzz_op_failed{op:connect}", "rate<=0.02", "humans"},
-		{"buzz_client_exits", "count<=0", "agents"},
+	for _, c := range []struct{ key, expr string }{
+		{"buzz_op_duration{op:publish}", "p(99)<=1500"},
+		{"buzz_op_duration{op:deliver}", "p(99)<=1500"},
+		{"buzz_op_duration{op:hot_reply}", "p(99)<=1500"},
+		{"buzz_op_failed{op:http_query}", "rate<=0.02"},
+		{"buzz_op_failed{op:connect}", "rate<=0.02"},
+		{"buzz_client_exits", "count<=0"},
 	} {
-		if !has(c.key, c.expr, c.scen, true) {
-			t.Errorf("missing windowed %s %s for %s: %+v", c.key, c.expr, c.scen, o.Thresholds[c.key])
+		if !has(c.key, c.expr, "humans", true) {
+			t.Errorf("missing windowed %s %s clocked by humans: %+v", c.key, c.expr, o.Thresholds[c.key])
+		}
+		// One windowed threshold per key: no per-population copies.
+		n := 0
+		for _, s := range o.Thresholds[c.key] {
+			if s.Window == "stage" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s has %d windowed thresholds, want 1: %+v", c.key, n, o.Thresholds[c.key])
+		}
+	}
+	for key := range o.Thresholds {
+		if strings.Contains(key, "scenario:") {
+			t.Errorf("threshold selector %s filters a population", key)
 		}
 	}
 	if _, ok := o.Thresholds["buzz_op_failed{op:deliver}"]; ok {
 		t.Error("deliver's error rate must not be judged")
 	}
-	if has("buzz_op_duration{op:hot_reply}", "p(99)<=1500", "humans", true) {
-		t.Error("humans judged on an op they never make")
+	if _, ok := o.Thresholds["buzz_op_duration{op:desktop_window}"]; ok {
+		t.Error("judged on an op no population makes")
 	}
 	// The shutdown and the exits over the whole run.
 	if !has("buzz_op_duration{op:publish,step:shutdown}", "p(99)<=1500", "", false) ||
@@ -133,10 +149,10 @@ func TestBuildOptionsDesktopPopulation(t *testing.T) {
 	}
 	found := false
 	for _, s := range o.Thresholds["buzz_op_duration{op:desktop_window}"] {
-		found = found || s.Scenario == "desktop"
+		found = found || (s.Window == "stage" && s.Scenario == "humans")
 	}
 	if !found {
-		t.Errorf("no desktop_window p99 threshold for the desktop scenario")
+		t.Errorf("no desktop_window p99 threshold clocked by humans: %+v", o.Thresholds["buzz_op_duration{op:desktop_window}"])
 	}
 }
 
@@ -167,6 +183,19 @@ func TestMergeOptions(t *testing.T) {
 	}
 	if out["noColor"] != true {
 		t.Error("plain key not set")
+	}
+	// Without humans, the step windows follow the next population.
+	out, err = MergeOptions(o, map[string]any{"scenarios": map[string]any{"humans": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, specs := range out["thresholds"].(map[string]any) {
+		for _, sp := range specs.([]any) {
+			m := sp.(map[string]any)
+			if m["window"] == "stage" && m["scenario"] != "agents" {
+				t.Errorf("%s: %v still follows %v", key, m["threshold"], m["scenario"])
+			}
+		}
 	}
 	if _, err := MergeOptions(o, map[string]any{"scenarios": "x"}); err == nil {
 		t.Error("a string for scenarios was accepted")
@@ -239,34 +268,39 @@ func TestStageIndex(t *testing.T) {
 	}
 }
 
-// A breach confined to a step's ramp is diluted over the whole step (which
-// the report judges as buzz-loadgen does) but the runner's stage window
-// catches it: the report then names the half and the population.
-func TestReportNamesTheHalfTheRunnerJudged(t *testing.T) {
+// A breach confined to a step's ramp is diluted over the whole step, which
+// is what the report and the runner's step windows judge: it passes. A
+// breach over the whole step names the step.
+func TestReportJudgesTheWholeStep(t *testing.T) {
 	sc := parse(t, strings.Replace(optsTOML, "max_p99_ms = 1500", "max_p99_ms = 100", 1))
 	l := newLoaded(New(Options{}), sc, scenario.Shard{})
 	now := time.Now()
-	rec := func(stage int, d time.Duration, n int) {
+	rec := func(stage int, kind scenario.Kind, d time.Duration, n int) {
 		for i := 0; i < n; i++ {
-			l.agg.record(relay.Result{Op: "publish", Start: now, Duration: d, Outcome: relay.OutcomeOK}, int(scenario.KindHuman), stage, nil, now)
+			l.agg.record(relay.Result{Op: "publish", Start: now, Duration: d, Outcome: relay.OutcomeOK}, int(kind), stage, nil, now)
 		}
 	}
-	rec(0, 500*time.Millisecond, 2)
-	rec(1, time.Millisecond, 1000)
+	rec(0, scenario.KindHuman, 500*time.Millisecond, 2)
+	rec(1, scenario.KindHuman, time.Millisecond, 600)
+	rec(1, scenario.KindAgent, time.Millisecond, 400)
 	l.agg.record(relay.Result{Op: "connect", Start: now, Outcome: relay.OutcomeThrottled}, int(scenario.KindAgent), 1, []int{1}, now)
 	rep := l.BuildReport(nil)
 	if got := rep.Steps[0].Ops["publish"]; got.Count != 1002 || got.P99Ms > 100 {
-		t.Fatalf("step 0 publish %+v: want 1002 ops with a p99 under the limit", got)
+		t.Fatalf("step 0 publish %+v: want 1002 ops of every population with a p99 under the limit", got)
 	}
 	if c := rep.Steps[0].Ops["connect"]; c.Throttled != 1 || c.Errors != 0 || c.Pending != 1 {
 		t.Errorf("connect %+v: want 1 throttled, 1 pending at the step's end, no error", c)
 	}
-	want := "step 0: in its ramp, humans: publish p99 500.0 ms above max_p99_ms 100"
-	if rep.AbortReason != want || rep.OK {
-		t.Errorf("abort_reason %q, want %q", rep.AbortReason, want)
+	if !rep.OK || rep.AbortReason != "" {
+		t.Errorf("a spike in the ramp alone failed the step: %q", rep.AbortReason)
 	}
 	if rep.Steps[1].Reached {
 		t.Error("step 1 has no samples but reads as reached")
+	}
+	rec(1, scenario.KindAgent, 500*time.Millisecond, 20)
+	rep = l.BuildReport(nil)
+	if want := "step 0: publish p99 500.0 ms above max_p99_ms 100"; rep.AbortReason != want || rep.OK {
+		t.Errorf("abort_reason %q, want %q", rep.AbortReason, want)
 	}
 }
 

@@ -183,11 +183,6 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		if sr.Reached {
 			sr.AbortReason = judge(l.base.Abort, sr.Ops)
 		}
-		if sr.Reached && sr.AbortReason == "" {
-			// The runner judges each stage of each population scenario on its
-			// own (window 'stage'): name the half that broke a limit there.
-			sr.AbortReason = a.judgeHalves(l.base.Abort, i)
-		}
 		for k, n := range a.exitsByStep[i] {
 			sr.AbortReason = joinReason(sr.AbortReason, fmt.Sprintf("%d %s clients exited unexpectedly (%s)", n, k.kind, k.reason))
 		}
@@ -246,21 +241,6 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	}
 	r.OK = r.AbortReason == ""
 	return r
-}
-
-// judgeHalves judges step i's ramp and hold of each population apart, as
-// the runner's stage windows do; "" when all held.
-func (a *aggregator) judgeHalves(lim scenario.Abort, i int) string {
-	for h, half := range []string{"ramp", "hold"} {
-		for _, p := range Populations {
-			k := int(p.Kind)
-			ops := opsReport(a.merged([]int{2*i + h}, func(x int) bool { return x == k }, -1))
-			if r := judge(lim, ops); r != "" {
-				return fmt.Sprintf("in its %s, %s: %s", half, p.Name, r)
-			}
-		}
-	}
-	return ""
 }
 
 func joinReason(a, b string) string {

@@ -70,7 +70,7 @@ type Evaluator struct {
 }
 
 type windowState struct {
-	key      string // window selector key (scenario pair added)
+	key      string // the threshold's selector
 	scenario string
 	w        *metrics.Window
 	idx      []int // thresholds judged on it
@@ -94,7 +94,8 @@ func NewEvaluator(set *Set, c *metrics.Collector, opts Options) (*Evaluator, err
 	}
 	e := &Evaluator{set: set, c: c, opts: opts, keys: set.Keys(), state: make([]Status, len(set.Thresholds)),
 		stage: map[string]stageInfo{}}
-	byKey := map[string]*windowState{}
+	type winID struct{ key, scenario string }
+	byKey := map[winID]*windowState{}
 	for i, t := range set.Thresholds {
 		e.state[i] = Status{Threshold: t, OK: true}
 		if err := c.Track(t.Key); err != nil {
@@ -103,32 +104,22 @@ func NewEvaluator(set *Set, c *metrics.Collector, opts Options) (*Evaluator, err
 		if t.Window == "" {
 			continue
 		}
-		wkey := windowKey(t)
-		ws := byKey[wkey]
+		// One window per selector and stage clock: `scenario` says whose
+		// stage events cut it, the selector which samples it holds.
+		id := winID{t.Key, t.Scenario}
+		ws := byKey[id]
 		if ws == nil {
-			w, err := c.AddWindow(wkey)
+			w, err := c.AddWindow(t.Key)
 			if err != nil {
 				return nil, &Error{Metric: t.Key, Expr: t.Source, Err: err}
 			}
-			ws = &windowState{key: wkey, scenario: t.Scenario, w: w}
-			byKey[wkey] = ws
+			ws = &windowState{key: t.Key, scenario: t.Scenario, w: w}
+			byKey[id] = ws
 			e.win = append(e.win, ws)
 		}
 		ws.idx = append(ws.idx, i)
 	}
 	return e, nil
-}
-
-// windowKey adds the scenario pair to the threshold's selector.
-func windowKey(t *Threshold) string {
-	if t.Scenario == "" {
-		return t.Key
-	}
-	sel, _ := metrics.ParseSelector(t.Key) // validated in New
-	if sel.IsSubmetric() {
-		return sel.Metric + "{" + sel.Suffix + ",scenario:" + t.Scenario + "}"
-	}
-	return sel.Metric + "{scenario:" + t.Scenario + "}"
 }
 
 func (e *Evaluator) runTime(at time.Time) time.Duration {

@@ -18,10 +18,15 @@
 //
 // Extension: a threshold object with `window: 'stage'` (optionally
 // `scenario: 'name'`) is judged when each ramp stage ends, over only the
-// samples recorded during that stage (of that scenario when named). Without
-// `scenario` every scenario's stage events cut the window, so name the
-// scenario when more than one has stages. A windowed threshold fails the run
-// when any stage failed it; it is not part of the periodic checks.
+// samples its selector matches that were recorded during that stage.
+// `scenario` names whose stage events open and close the window; it does
+// not filter samples (put `scenario:name` in the selector for that, e.g.
+// `http_req_duration{scenario:api}`). Without `scenario` every scenario's
+// stage events cut the window, so name one when more than one has stages.
+// Scenarios that start together with the same stage durations share their
+// stage boundaries, so one of them can clock a window over the samples of
+// all. A windowed threshold fails the run when any stage failed it; it is
+// not part of the periodic checks.
 //
 // Named runs: consecutive stages of a scenario that carry the same
 // non-empty `name` are one window, opened at the first one's start and

@@ -335,7 +335,9 @@ func TestWindowedThresholdsJudgeEachStage(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		add(i%10, 100, ramp)
 	}
-	add(5, 50000, other) // another scenario: not in the window
+	// Another scenario's sample is in the window too: `scenario` picks the
+	// stage clock, the selector the samples (p99 of 101 values stays 100).
+	add(5, 50000, other)
 	clk.now = at(10)
 	if out := ev.StageEnded("ramp", 0, "warm", at(10)); len(out.Failed) != 0 || out.Abort {
 		t.Fatalf("stage 0: %+v", out)
@@ -368,7 +370,11 @@ func TestWindowedThresholdsJudgeEachStage(t *testing.T) {
 	wantOK := []bool{true, false, false}
 	wantVal := []float64{100, 3000, 2500}
 	for i, v := range vs {
-		if v.Stage != i || v.OK != wantOK[i] || v.Value != wantVal[i] || v.Samples != 100 || v.Scenario != "ramp" || !v.End.Equal(at(10*(i+1))) {
+		wantN := int64(100)
+		if i == 0 {
+			wantN = 101
+		}
+		if v.Stage != i || v.OK != wantOK[i] || v.Value != wantVal[i] || v.Samples != wantN || v.Scenario != "ramp" || !v.End.Equal(at(10*(i+1))) {
 			t.Fatalf("verdict %d = %+v", i, v)
 		}
 	}
@@ -401,5 +407,32 @@ func TestWindowSpanningStages(t *testing.T) {
 	vs := ev.StageVerdicts()
 	if len(vs) != 1 || vs[0].Stage != 0 || vs[0].StageName != "step-0" || !vs[0].Start.Equal(at(0)) || vs[0].Samples != 30 {
 		t.Fatalf("verdicts %+v", vs)
+	}
+}
+
+// A selector with the scenario tag keeps a windowed threshold to that
+// scenario's samples; two thresholds on one selector clocked by different
+// scenarios get a window each.
+func TestWindowSelectorFiltersScenarioClocksOnly(t *testing.T) {
+	ev, c, clk, reg := setup(t, `{"my_trend{scenario:a}":[{"threshold":"max<10","window":"stage","scenario":"a"}],
+		"my_trend":[{"threshold":"max<10","window":"stage","scenario":"a"},{"threshold":"max<10","window":"stage","scenario":"b"}]}`)
+	tr := reg.Get("my_trend")
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	tag := func(sc string) metrics.TagSet { return metrics.NewTagSet(metrics.Tag{Key: "scenario", Value: sc}) }
+	ev.StageStarted("a", 0, "", at(0))
+	ev.StageStarted("b", 0, "", at(0))
+	c.Add(metrics.Sample{Metric: tr, Tags: tag("a"), Time: at(1), Value: 1})
+	c.Add(metrics.Sample{Metric: tr, Tags: tag("b"), Time: at(1), Value: 50})
+	clk.now = at(5)
+	out := ev.StageEnded("a", 0, "", at(5))
+	if len(out.Failed) != 1 || out.Failed[0].Key != "my_trend" || out.Failed[0].Scenario != "a" {
+		t.Fatalf("stage end of a: failed %+v, want only the unfiltered threshold clocked by a", out.Failed)
+	}
+	out = ev.StageEnded("b", 0, "", at(5))
+	if len(out.Failed) != 1 || out.Failed[0].Scenario != "b" {
+		t.Fatalf("stage end of b: failed %+v", out.Failed)
+	}
+	if vs := ev.StageVerdicts(); len(vs) != 3 {
+		t.Fatalf("verdicts %+v, want 3", vs)
 	}
 }

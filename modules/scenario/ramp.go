@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -59,27 +60,45 @@ func (s *Scenario) StepAt(offset time.Duration) int {
 }
 
 // Stage is one ramping-vus stage: move linearly to Target VUs over Duration.
+// Name labels it (exec.scenario.stage.name); the runner judges consecutive
+// stages named alike as one threshold window.
 type Stage struct {
 	Duration time.Duration
 	Target   int
+	Name     string
 }
 
-// MarshalJSON writes the stage as k6 options do: {"duration":"1m30s","target":5}.
+// MarshalJSON writes the stage as k6 options do:
+// {"duration":"1m30s","target":5,"name":"step-0"} (no name when empty).
 func (st Stage) MarshalJSON() ([]byte, error) {
-	return []byte(`{"duration":"` + st.Duration.String() + `","target":` + strconv.Itoa(st.Target) + `}`), nil
+	b := []byte(`{"duration":"` + st.Duration.String() + `","target":` + strconv.Itoa(st.Target))
+	if st.Name != "" {
+		n, err := json.Marshal(st.Name) // JSON escaping, not Go's
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"name":`...), n...)
+	}
+	return append(b, '}'), nil
 }
+
+// StepStageName is the name of both stages of step i: the runner judges a
+// step's ramp and hold as one window (buzz-LOADGEN "Abort").
+func StepStageName(i int) string { return "step-" + strconv.Itoa(i) }
 
 // Stages is the ramping-vus plan (startVUs 0) of one kind's clients in shard
 // sh: two stages per ramp step, index 2·i its ramp to the step's count over
-// ramp_secs and index 2·i+1 its hold at that count for hold_secs. Zero-length
-// stages are kept so stage indices map to steps.
+// ramp_secs and index 2·i+1 its hold at that count for hold_secs, both named
+// StepStageName(i). Zero-length stages are kept so stage indices map to
+// steps.
 func (s *Scenario) Stages(k Kind, sh Shard) []Stage {
 	out := make([]Stage, 0, 2*len(s.Ramp))
-	for _, st := range s.Ramp {
+	for i, st := range s.Ramp {
 		n := s.CountsAt(st.Users, sh)[k]
+		name := StepStageName(i)
 		out = append(out,
-			Stage{Duration: Secs(st.RampSecs), Target: n},
-			Stage{Duration: Secs(st.HoldSecs), Target: n})
+			Stage{Duration: Secs(st.RampSecs), Target: n, Name: name},
+			Stage{Duration: Secs(st.HoldSecs), Target: n, Name: name})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -62,6 +63,12 @@ func TestRampSteps(t *testing.T) {
 	}
 }
 
+// dt is a stage's duration and target.
+type dt struct {
+	d time.Duration
+	n int
+}
+
 // A step is its ramp and its hold: two ramping-vus stages per step, the
 // target being the kind's client count at that step.
 func TestRampBecomesStages(t *testing.T) {
@@ -69,17 +76,22 @@ func TestRampBecomesStages(t *testing.T) {
 	sec := time.Second
 	cases := []struct {
 		kind Kind
-		want []Stage
+		want []dt
 	}{
-		{KindAgent, []Stage{{10 * sec, 2}, {20 * sec, 2}, {5 * sec, 4}, {0, 4}, {0, 4}, {600 * sec, 4}, {30 * sec, 7}, {60 * sec, 7}}},
-		{KindHotAuthor, []Stage{{10 * sec, 1}, {20 * sec, 1}, {5 * sec, 2}, {0, 2}, {0, 2}, {600 * sec, 2}, {30 * sec, 4}, {60 * sec, 4}}},
-		{KindDesktop, []Stage{{10 * sec, 2}, {20 * sec, 2}, {5 * sec, 5}, {0, 5}, {0, 5}, {600 * sec, 5}, {30 * sec, 9}, {60 * sec, 9}}},
-		{KindHuman, []Stage{{10 * sec, 8}, {20 * sec, 8}, {5 * sec, 15}, {0, 15}, {0, 15}, {600 * sec, 15}, {30 * sec, 26}, {60 * sec, 26}}},
+		{KindAgent, []dt{{10 * sec, 2}, {20 * sec, 2}, {5 * sec, 4}, {0, 4}, {0, 4}, {600 * sec, 4}, {30 * sec, 7}, {60 * sec, 7}}},
+		{KindHotAuthor, []dt{{10 * sec, 1}, {20 * sec, 1}, {5 * sec, 2}, {0, 2}, {0, 2}, {600 * sec, 2}, {30 * sec, 4}, {60 * sec, 4}}},
+		{KindDesktop, []dt{{10 * sec, 2}, {20 * sec, 2}, {5 * sec, 5}, {0, 5}, {0, 5}, {600 * sec, 5}, {30 * sec, 9}, {60 * sec, 9}}},
+		{KindHuman, []dt{{10 * sec, 8}, {20 * sec, 8}, {5 * sec, 15}, {0, 15}, {0, 15}, {600 * sec, 15}, {30 * sec, 26}, {60 * sec, 26}}},
 	}
 	for _, c := range cases {
 		t.Run(c.kind.String(), func(t *testing.T) {
-			if got := s.Stages(c.kind, Shard{}); !slices.Equal(got, c.want) {
-				t.Errorf("Stages = %v, want %v", got, c.want)
+			want := make([]Stage, len(c.want))
+			for j, w := range c.want {
+				// Both stages of step j/2 carry its name: one threshold window.
+				want[j] = Stage{Duration: w.d, Target: w.n, Name: fmt.Sprintf("step-%d", j/2)}
+			}
+			if got := s.Stages(c.kind, Shard{}); !slices.Equal(got, want) {
+				t.Errorf("Stages = %v, want %v", got, want)
 			}
 		})
 	}
@@ -187,11 +199,11 @@ func TestAbortRulesAsData(t *testing.T) {
 }
 
 func TestStagesMarshalAsK6Options(t *testing.T) {
-	b, err := json.Marshal([]Stage{{90 * time.Second, 5}, {0, 0}, {1500 * time.Millisecond, 2}})
+	b, err := json.Marshal([]Stage{{90 * time.Second, 5, "step-0"}, {0, 0, ""}, {1500 * time.Millisecond, 2, `a"b`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `[{"duration":"1m30s","target":5},{"duration":"0s","target":0},{"duration":"1.5s","target":2}]`; string(b) != want {
+	if want := `[{"duration":"1m30s","target":5,"name":"step-0"},{"duration":"0s","target":0},{"duration":"1.5s","target":2,"name":"a\"b"}]`; string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
 }
