@@ -19,11 +19,17 @@
 //	export function teardown() { sc.teardown(); }
 //	export function handleSummary(data) { return sc.report(data, { json: "buzz-report.json" }); }
 //
-// buzz.load(path, {shard}) parses a scenario file (modules/scenario; path
-// relative to the script, read like open()) once per run and shard; every
-// VU shares it. Validation errors name the file, key and line. shard "i/n"
-// runs the clients whose global index g has g % n == i (buzz-loadgen's
-// --shard): run the same script n times with -e BUZZ_SHARD=i/n.
+// buzz.load(path, {shard, desktopMode}) parses a scenario file
+// (modules/scenario; path relative to the script, read like open()) once
+// per run and options; every VU shares it. Validation errors name the file,
+// key and line. shard "i/n" runs the clients whose global index g has
+// g % n == i (buzz-loadgen's --shard): run the same script n times with
+// -e BUZZ_SHARD=i/n. desktopMode "legacy" or "current" replaces the file's
+// [desktop].mode after parsing (undefined, null or "" keep it; any other
+// value is an init error, exit 107), so one TOML compares the two desktop
+// apps: buzz.load('./local-desktop.toml', { desktopMode: __ENV.DESKTOP_MODE }).
+// sc.desktopMode is the mode in effect; the report's desktop_mode names it
+// when the scenario has desktop humans.
 //
 // sc.options(overrides) returns k6 options: one ramping-vus scenario per
 // population with clients (humans, desktop, agents, hot_authors; exec human,

@@ -46,7 +46,7 @@ func (in *instance) throw(err error) {
 	panic(in.rt().NewGoError(err))
 }
 
-// jsLoad is buzz.load(path, {shard}): init code only.
+// jsLoad is buzz.load(path, {shard, desktopMode}): init code only.
 func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 	env := in.vu.InitEnv()
 	if env == nil {
@@ -57,7 +57,7 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 		in.throw(errors.New("buzz.load(path): path is required, e.g. buzz.load('./local-smoke.toml')"))
 	}
 	p := path.String()
-	var shard scenario.Shard
+	var lo loadOptions
 	if o := call.Argument(1); !sobek.IsUndefined(o) && !sobek.IsNull(o) {
 		obj := o.ToObject(in.rt())
 		if s := obj.Get("shard"); s != nil && !sobek.IsUndefined(s) && !sobek.IsNull(s) && s.String() != "" {
@@ -65,18 +65,36 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 			if err != nil {
 				in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
 			}
-			shard = sh
+			lo.shard = sh
+		}
+		if s := obj.Get("desktopMode"); s != nil && !sobek.IsUndefined(s) && !sobek.IsNull(s) {
+			mode, err := ParseDesktopMode(s.String())
+			if err != nil {
+				in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
+			}
+			lo.desktopMode = mode
 		}
 	}
 	data, err := env.Open(p)
 	if err != nil {
 		in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
 	}
-	l, err := in.m.load(p, data, shard)
+	l, err := in.m.load(p, data, lo)
 	if err != nil {
 		in.throw(err)
 	}
 	return in.scenarioObject(l)
+}
+
+// ParseDesktopMode checks buzz.load's desktopMode option: "" keeps the
+// file's [desktop].mode, "legacy" or "current" replaces it.
+func ParseDesktopMode(s string) (string, error) {
+	switch s {
+	case "", scenario.ModeLegacy, scenario.ModeCurrent:
+		return s, nil
+	}
+	return "", fmt.Errorf("option desktopMode %q: want %q or %q (or empty to keep the file's [desktop].mode)",
+		s, scenario.ModeLegacy, scenario.ModeCurrent)
 }
 
 // ParseShard parses "i/n" (0 ≤ i < n), buzz-loadgen's --shard.

@@ -20,6 +20,7 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 	set := func(name string, fn func(sobek.FunctionCall) sobek.Value) { _ = o.Set(name, fn) }
 	_ = o.Set("runId", l.base.RunID)
 	_ = o.Set("file", l.base.File)
+	_ = o.Set("desktopMode", l.base.Desktop.Mode) // after buzz.load's desktopMode override
 	set("options", func(c sobek.FunctionCall) sobek.Value { return in.jsOptions(l, c.Argument(0)) })
 	set("thresholds", func(c sobek.FunctionCall) sobek.Value {
 		ops, err := in.fromJS(c.Argument(0))

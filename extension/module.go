@@ -185,11 +185,18 @@ func (m *Module) embedded() (*localrelay.Relay, error) {
 	return r, nil
 }
 
-// load parses a scenario file once per run (and shard) and shares it. The
+// loadOptions are buzz.load's options.
+type loadOptions struct {
+	shard scenario.Shard
+	// desktopMode, when set, replaces the file's [desktop].mode.
+	desktopMode string
+}
+
+// load parses a scenario file once per run (and options) and shares it. The
 // file is known by its path as written and its content.
-func (m *Module) load(path string, data []byte, shard scenario.Shard) (*loaded, error) {
+func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error) {
 	sum := sha256.Sum256(data)
-	key := fmt.Sprintf("%s#%x#%d/%d", path, sum[:8], shard.Index, shard.Count)
+	key := fmt.Sprintf("%s#%x#%d/%d#%s", path, sum[:8], lo.shard.Index, lo.shard.Count, lo.desktopMode)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l := m.scenarios[key]; l != nil {
@@ -199,7 +206,10 @@ func (m *Module) load(path string, data []byte, shard scenario.Shard) (*loaded, 
 	if err != nil {
 		return nil, err
 	}
-	l := newLoaded(m, sc, shard)
+	if lo.desktopMode != "" {
+		sc.Desktop.Mode = lo.desktopMode // after parsing: the file's other keys still validate
+	}
+	l := newLoaded(m, sc, lo.shard)
 	m.scenarios[key] = l
 	return l, nil
 }

@@ -319,3 +319,27 @@ func TestReportOfAnInterruptedRunIsNotOK(t *testing.T) {
 		t.Errorf("a crossed threshold should explain the failure before the interruption: %q", rep.AbortReason)
 	}
 }
+
+// buzz.load's desktopMode replaces [desktop].mode after parsing, is part of
+// what identifies a loaded scenario, and the report names it.
+func TestLoadDesktopModeReachesTheReport(t *testing.T) {
+	m := New(Options{})
+	data := []byte(strings.Replace(optsTOML, "[hot_thread]", "[desktop]\nfraction = 0.5\n[hot_thread]", 1))
+	cur, err := m.load("opts.toml", data, loadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leg, err := m.load("opts.toml", data, loadOptions{desktopMode: scenario.ModeLegacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur == leg || cur.base.Desktop.Mode != scenario.ModeCurrent || leg.base.Desktop.Mode != scenario.ModeLegacy {
+		t.Fatalf("modes %q / %q (same loaded: %v)", cur.base.Desktop.Mode, leg.base.Desktop.Mode, cur == leg)
+	}
+	if rep := leg.BuildReport(nil); rep.DesktopMode != "legacy" || !strings.Contains(rep.Text(), "desktop legacy") {
+		t.Errorf("report desktop_mode %q", rep.DesktopMode)
+	}
+	if rep := newLoaded(m, parse(t, optsTOML), scenario.Shard{}).BuildReport(nil); rep.DesktopMode != "" {
+		t.Errorf("no desktop humans, yet desktop_mode %q", rep.DesktopMode)
+	}
+}

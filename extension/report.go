@@ -67,9 +67,13 @@ type Limits struct {
 
 // Report is the buzz-loadgen-style JSON report of one scenario file.
 type Report struct {
-	RunID       string               `json:"run_id"`
-	Scenario    string               `json:"scenario"`
-	Shard       string               `json:"shard,omitempty"`
+	RunID    string `json:"run_id"`
+	Scenario string `json:"scenario"`
+	Shard    string `json:"shard,omitempty"`
+	// DesktopMode is [desktop].mode (after buzz.load's desktopMode) when
+	// the scenario has desktop humans, so two reports of a comparison say
+	// which app each ran.
+	DesktopMode string               `json:"desktop_mode,omitempty"`
 	OK          bool                 `json:"ok"`
 	AbortReason string               `json:"abort_reason,omitempty"`
 	Limits      Limits               `json:"limits"`
@@ -158,6 +162,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: Limits(l.base.Abort), ThresholdsFailed: failedThresholds}
 	if l.shard.Count > 1 {
 		r.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
+	}
+	if l.base.Desktop.Fraction > 0 {
+		r.DesktopMode = l.base.Desktop.Mode
 	}
 	if len(a.setup) > 0 {
 		r.Setup = opsReport(a.setup)
@@ -265,6 +272,9 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "\n  buzz %s (%s)", r.RunID, r.Scenario)
 	if r.Shard != "" {
 		fmt.Fprintf(&b, " shard %s", r.Shard)
+	}
+	if r.DesktopMode != "" {
+		fmt.Fprintf(&b, " desktop %s", r.DesktopMode)
 	}
 	fmt.Fprintf(&b, "   limits: p99 <= %g ms, error rate <= %g%%\n", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
 	if sd := r.Seed; sd != nil {

@@ -1,0 +1,87 @@
+package extension_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/buzzload/buzzload/engine"
+	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/extension"
+	helpers "github.com/buzzload/buzzload/js"
+)
+
+// modeScript is the call scenarios/local-desktop.js makes, printing the mode
+// the loaded scenario ended up with.
+const modeScript = `import buzz from "k6/x/buzz";
+const sc = buzz.load('./local-desktop.toml', { desktopMode: __ENV.DESKTOP_MODE });
+export const options = { iterations: 1 };
+export default function () { console.log("mode=" + sc.desktopMode + "."); }
+`
+
+// loadMode runs modeScript in init and one iteration (nothing connects)
+// against a TOML whose [desktop].mode is fileMode; env is the script's
+// environment.
+func loadMode(t *testing.T, fileMode string, env map[string]string) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	toml := strings.Replace(tinySmoke, "[[ramp]]", "[desktop]\nfraction = 0.5\nmode = \""+fileMode+"\"\n\n[[ramp]]", 1)
+	if err := os.WriteFile(filepath.Join(dir, "local-desktop.toml"), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "script.js")
+	if err := os.WriteFile(script, []byte(modeScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := enginejs.NewRegistry()
+	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err := reg.Register(extension.ImportPath, mod); err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	var out, errb bytes.Buffer
+	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: env})
+	if mod.EmbeddedRelay() != nil {
+		t.Error("loading started the embedded relay")
+	}
+	return res.ExitCode, errb.String()
+}
+
+func TestLoadDesktopModeOverridesTheFile(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		env        map[string]string
+		want       string
+	}{
+		{"legacy over current", "current", map[string]string{"DESKTOP_MODE": "legacy"}, "legacy"},
+		{"current over legacy", "legacy", map[string]string{"DESKTOP_MODE": "current"}, "current"},
+		{"unset keeps the file", "legacy", nil, "legacy"},
+		{"empty keeps the file", "legacy", map[string]string{"DESKTOP_MODE": ""}, "legacy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stderr := loadMode(t, c.file, c.env)
+			if code != 0 || !strings.Contains(stderr, "mode="+c.want+".") {
+				t.Fatalf("exit %d, want mode %s:\n%s", code, c.want, stderr)
+			}
+		})
+	}
+}
+
+func TestLoadDesktopModeRefusesOtherValues(t *testing.T) {
+	for _, bad := range []string{"Legacy", "old", " current"} {
+		code, stderr := loadMode(t, "current", map[string]string{"DESKTOP_MODE": bad})
+		if code != engine.ExitScriptException {
+			t.Fatalf("%q: exit %d, want 107\n%s", bad, code, stderr)
+		}
+		// The log escapes quotes: look for the words.
+		for _, want := range []string{"option desktopMode", "want", "legacy", "or", "current", "local-desktop.toml"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%q: the error lacks %q:\n%s", bad, want, stderr)
+			}
+		}
+	}
+}
