@@ -15,7 +15,9 @@ export function rampStages(peak, up, hold, down) {
 }
 
 // stepStages climbs to `peak` in `steps` equal steps, each reached at once
-// (a zero-duration stage) and held for `hold`.
+// (a zero-duration stage) and held for `hold`. Both stages of step i are named
+// "step-<i>" (from 0), so a `window: "stage"` threshold judges each step as one
+// window, jump and hold together.
 export function stepStages(peak, steps, hold) {
   if (!(steps >= 1)) {
     throw new Error("stepStages: steps must be at least 1, got " + steps);
@@ -23,8 +25,9 @@ export function stepStages(peak, steps, hold) {
   const stages = [];
   for (let i = 1; i <= steps; i++) {
     const target = Math.round((peak * i) / steps);
-    stages.push({ duration: "0s", target: target });
-    stages.push({ duration: hold, target: target });
+    const name = "step-" + (i - 1);
+    stages.push({ duration: "0s", target: target, name: name });
+    stages.push({ duration: hold, target: target, name: name });
   }
   return stages;
 }
