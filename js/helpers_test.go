@@ -30,8 +30,8 @@ func TestRampStages(t *testing.T) {
 export const options = { a: rampStages(10, "1m", "5m", "30s"), b: rampStages(5, "10s", "", "10s"), c: stepStages(10, 2, "1m") };`)
 	want := `{"a":[{"duration":"1m","target":10},{"duration":"5m","target":10},{"duration":"30s","target":0}],` +
 		`"b":[{"duration":"10s","target":5},{"duration":"10s","target":0}],` +
-		`"c":[{"duration":"0s","target":5,"name":"step-0"},{"duration":"1m","target":5,"name":"step-0"},` +
-		`{"duration":"0s","target":10,"name":"step-1"},{"duration":"1m","target":10,"name":"step-1"}]}`
+		`"c":[{"duration":"0s","name":"step-0","target":5},{"duration":"1m","name":"step-0","target":5},` +
+		`{"duration":"0s","name":"step-1","target":10},{"duration":"1m","name":"step-1","target":10}]}`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
