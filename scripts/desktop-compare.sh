@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The desktop app before and after its request-volume fixes, side by side:
+# runs scenarios/local-desktop.js (embedded relay, about a minute plus the
+# seed) once with DESKTOP_MODE=legacy and once with DESKTOP_MODE=current,
+# keeping each run's result file, Buzz JSON report and console output, then
+# prints `buzzload compare legacy current`: one row per operation, with the
+# current/legacy count ratio in B/A.
+#
+#   scripts/desktop-compare.sh                   # into out/desktop-compare/
+#   scripts/desktop-compare.sh /tmp/cmp          # elsewhere
+#   SCRIPT=my-desktop.js scripts/desktop-compare.sh   # another script reading DESKTOP_MODE
+#
+# Files in the output directory: legacy.json and current.json (run --result),
+# legacy-report.json and current-report.json (the Buzz report),
+# legacy.log and current.log (the console), compare.txt (the table).
+#
+# Exit status: 0 when both runs held their limits and the table was printed;
+# 1 when a run exited non-zero (its limits broke: the table is still printed,
+# read its log) or the two runs did not run different modes; 2 on bad usage.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+out=${1:-out/desktop-compare}
+buzzload=${BUZZLOAD:-bin/buzzload}
+script=${SCRIPT:-scenarios/local-desktop.js}
+if [ $# -gt 1 ]; then
+	echo "usage: $0 [output-dir]" >&2
+	exit 2
+fi
+
+if [ -z "${BUZZLOAD:-}" ]; then
+	make --no-print-directory build >&2
+fi
+mkdir -p "$out"
+
+status=0
+for mode in legacy current; do
+	echo "desktop-compare: $mode run of $script ($out/$mode.log)" >&2
+	rc=0
+	"$buzzload" run -q -e DESKTOP_MODE="$mode" -e BUZZ_REPORT="$out/$mode-report.json" \
+		--result "$out/$mode.json" "$script" >"$out/$mode.log" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "desktop-compare: the $mode run exited $rc (see $out/$mode.log)" >&2
+		status=1
+		if [ ! -s "$out/$mode.json" ]; then
+			exit 1
+		fi
+	fi
+done
+
+"$buzzload" compare "$out/legacy.json" "$out/current.json" | tee "$out/compare.txt"
+
+# legacy never closes a replay at EOSE; current does for every member in
+# more than 10 channels, which the scenario has. Equal counts here mean the
+# script ignored DESKTOP_MODE and both runs used the scenario's own mode.
+replays=$(awk '$1 == "desktop_replay_eose" { print $2, $3 }' "$out/compare.txt")
+if [ "${replays%% *}" != "0" ] || [ "${replays##* }" = "0" ] || [ -z "$replays" ]; then
+	echo "desktop-compare: desktop_replay_eose legacy/current is '${replays:-absent}', want 0 and above 0: the runs did not use different modes (does the script pass desktopMode: __ENV.DESKTOP_MODE to buzz.load?)" >&2
+	status=1
+fi
+exit "$status"
