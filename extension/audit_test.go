@@ -1,0 +1,144 @@
+package extension_test
+
+// Audit test for issue 5, "Every client operation becomes samples of the
+// metrics in docs/architecture.md tagged with op, scenario and the ramp
+// step". Self-contained (its own TOML and runner call) so it does not
+// depend on the helpers of the other test files.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/engine"
+	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/extension"
+	helpers "github.com/buzzload/buzzload/js"
+)
+
+const auditTagsTOML = `run_id = "audit-tags"
+[shape]
+communities = 1
+channels_per_community = 2
+history_messages_per_channel = 2
+thread_roots_per_channel = 1
+thread_depth = 1
+seed_concurrency = 4
+[population]
+humans = 2
+agents = 1
+channels_per_member = 2
+connect_rate_per_sec = 50
+[human]
+presence_interval_secs = 1
+messages_per_hour = 7200
+[agent]
+query_interval_secs = 1
+events_per_hour = 3600
+[[ramp]]
+users = 1
+ramp_secs = 0
+hold_secs = 2
+[[ramp]]
+users = 2
+ramp_secs = 0
+hold_secs = 2
+[abort]
+max_p99_ms = 5000
+max_error_rate = 0.5
+`
+
+func TestAuditOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "scenarios", "local-smoke.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.js")
+	if err := os.WriteFile(script, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "local-smoke.toml"), []byte(auditTagsTOML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	points := filepath.Join(dir, "points.json")
+	reg := enginejs.NewRegistry()
+	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err := reg.Register(extension.ImportPath, mod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close() })
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+		SummaryMode: "compact", Stdout: &out, Stderr: &errb, Outputs: []string{"json=" + points},
+		ScriptEnv: map[string]string{"BUZZ_REPORT": filepath.Join(dir, "report.json")}})
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Err, out.String(), errb.String())
+	}
+	f, err := os.Open(points)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// seen[metric][op] = set of "scenario/step" pairs.
+	seen := map[string]map[string]map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Type   string `json:"type"`
+			Metric string `json:"metric"`
+			Data   struct {
+				Tags map[string]string `json:"tags"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("bad JSON output line %q: %v", sc.Text(), err)
+		}
+		if line.Type != "Point" {
+			continue
+		}
+		switch line.Metric {
+		case "buzz_op_duration", "buzz_op_failed":
+		default:
+			continue
+		}
+		tags := line.Data.Tags
+		op, step, scen := tags["op"], tags["step"], tags["scenario"]
+		if op == "" || step == "" {
+			t.Fatalf("%s sample without op or step: %v", line.Metric, tags)
+		}
+		if seen[line.Metric] == nil {
+			seen[line.Metric] = map[string]map[string]bool{}
+		}
+		if seen[line.Metric][op] == nil {
+			seen[line.Metric][op] = map[string]bool{}
+		}
+		seen[line.Metric][op][scen+"/"+step] = true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Operations in the ramp steps carry the population's scenario and the
+	// step index; both steps of the ramp appear.
+	for _, want := range []struct{ op, pair string }{
+		{"publish", "humans/0"}, {"publish", "humans/1"},
+		{"deliver", "humans/1"},
+		{"connect", "humans/0"},
+		{"http_query", "agents/1"},
+	} {
+		if !seen["buzz_op_duration"][want.op][want.pair] {
+			t.Errorf("no buzz_op_duration{op:%s} sample tagged scenario/step %s; seen %v", want.op, want.pair, seen["buzz_op_duration"][want.op])
+		}
+	}
+	if len(seen["buzz_op_failed"]) == 0 {
+		t.Error("no buzz_op_failed samples")
+	}
+}
