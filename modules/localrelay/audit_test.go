@@ -164,3 +164,67 @@ func TestAuditRateLimitSwitchOff(t *testing.T) {
 		}
 	}
 }
+
+// "Rate limits per (community, pubkey) and tier with the digest's
+// defaults" and the §1.3 limits: DefaultConfig is the digest's table.
+func TestAuditDefaultsAreTheDigests(t *testing.T) {
+	c := DefaultConfig()
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"§2.1 human messages/min", c.HumanMessagesPerMin, 60},
+		{"§2.1 human API calls/min", c.HumanAPICallsPerMin, 300},
+		{"§2.1 agent messages/min", c.AgentMessagesPerMin, 120},
+		{"§2.1 agent API calls/min", c.AgentAPICallsPerMin, 600},
+		{"§2.1 WS frames per window", c.WSFramesPerWindow, 50},
+		{"§2.1 WS frame window", c.WSFrameWindow, 5 * time.Second},
+		{"rate limits on by default", c.RateLimit, true},
+		{"§1.3 frame bytes", c.MaxFrameBytes, 524288},
+		{"§1.3 content bytes", c.MaxContentBytes, 262144},
+		{"§1.3 created_at skew", c.CreatedAtSkew, 900 * time.Second},
+		{"§1.3 filters per REQ", c.MaxFilters, 10},
+		{"§1.3 subscriptions per connection", c.MaxSubscriptions, 1024},
+		{"§1.3 historical limit", c.MaxHistoricalLimit, 2000},
+		{"§1.5 AUTH skew", c.AuthSkew, 60 * time.Second},
+		{"§1.1 AUTH deadline", c.AuthTimeout, 5 * time.Second},
+		{"§3.2 NIP-98 replay window", c.ReplayWindow, 120 * time.Second},
+		{"signatures verified", c.VerifySignatures, true},
+		{"X-Pubkey fallback off", c.AllowDevPubkey, false},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// "an optional cap on retained events": Config.MaxEventsPerCommunity
+// reaches the store; the newest events stay, the earliest go.
+func TestAuditRetentionCapThroughTheRelay(t *testing.T) {
+	const capN = 20
+	r := startRelay(t, func(c *Config) { c.MaxEventsPerCommunity = capN })
+	alice := key("alice")
+	c := authed(t, r, alice)
+	ch := c.createChannel("capped", "open")
+	var last string
+	base := time.Now().Add(-time.Minute)
+	for i := 0; i < 3*capN; i++ {
+		e := evAt(t, alice, 9, base.Add(time.Duration(i)*time.Second), fmt.Sprint("m", i), []string{"h", ch})
+		c.mustPublish(e)
+		last = e.ID
+	}
+	evs, reason := c.req("all", map[string]any{"kinds": []int{9}, "#h": []string{ch}})
+	if reason != "" || len(evs) == 0 || len(evs) > capN {
+		t.Fatalf("%d messages kept with a cap of %d (closed %q)", len(evs), capN, reason)
+	}
+	found := false
+	for _, e := range evs {
+		found = found || e.ID == last
+		if e.Content == "m0" {
+			t.Error("the earliest message survived the cap")
+		}
+	}
+	if !found {
+		t.Error("the newest message was evicted")
+	}
+}
