@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +91,7 @@ func TestAuditOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
 	defer f.Close()
 	// seen[metric][op] = set of "scenario/step" pairs.
 	seen := map[string]map[string]map[string]bool{}
+	emitted := map[string]bool{} // every buzz_* metric with a sample
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -104,6 +107,9 @@ func TestAuditOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
 		}
 		if line.Type != "Point" {
 			continue
+		}
+		if strings.HasPrefix(line.Metric, "buzz_") {
+			emitted[line.Metric] = true
 		}
 		switch line.Metric {
 		case "buzz_op_duration", "buzz_op_failed":
@@ -140,5 +146,67 @@ func TestAuditOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
 	}
 	if len(seen["buzz_op_failed"]) == 0 {
 		t.Error("no buzz_op_failed samples")
+	}
+	// Whatever the module emits, xk6.yaml declares.
+	declared := manifestMetrics(t)
+	for m := range emitted {
+		if !declared[m] {
+			t.Errorf("metric %s is emitted but not declared in xk6.yaml", m)
+		}
+	}
+}
+
+var manifestMetricRe = regexp.MustCompile(`(?m)^\s*- \{ name: (buzz_[a-z_]+),`)
+
+func manifestMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "xk6.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range manifestMetricRe.FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// Issue 5, "xk6.yaml describes this module (name, import path, JS API,
+// metrics)": the manifest's import path is the module's, and its metrics
+// are exactly the table of docs/architecture.md.
+func TestAuditManifestMatchesModuleAndArchitecture(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "xk6.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^import_path: ` + regexp.QuoteMeta(extension.ImportPath) + `$`).Match(b) {
+		t.Errorf("xk6.yaml import_path is not %s", extension.ImportPath)
+	}
+	for _, api := range []string{"load(", "options(", "setup()", "human()", "agent()", "hotAuthor()", "report(", "connect(", "http("} {
+		if !strings.Contains(string(b), api) {
+			t.Errorf("xk6.yaml js_api lacks %s", api)
+		}
+	}
+	arch, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(buzz_[a-z_]+)` \\|").FindAllStringSubmatch(string(arch), -1) {
+		want[m[1]] = true
+	}
+	got := manifestMetrics(t)
+	if len(want) == 0 || len(got) == 0 {
+		t.Fatalf("no metrics found: architecture %v, manifest %v", want, got)
+	}
+	for m := range want {
+		if !got[m] {
+			t.Errorf("%s is in docs/architecture.md but not in xk6.yaml", m)
+		}
+	}
+	for m := range got {
+		if !want[m] {
+			t.Errorf("%s is in xk6.yaml but not in docs/architecture.md", m)
+		}
 	}
 }
