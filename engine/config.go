@@ -59,6 +59,9 @@ type RunConfig struct {
 
 	Stdout, Stderr       io.Writer
 	StdoutTTY, StderrTTY bool
+	// PlainProgressEvery is how often a progress line is appended when
+	// stderr is not a terminal; 0 means every 10 s.
+	PlainProgressEvery time.Duration
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }

@@ -7,14 +7,23 @@ import (
 	"time"
 )
 
-// progressInterval is how often the live progress line is redrawn.
-const progressInterval = 500 * time.Millisecond
+// progressInterval is how often the live progress line is redrawn on a
+// terminal; plainProgressInterval how often a plain line is appended when
+// stderr is a file or a CI log (k6 keeps reporting there too; every 10 s keeps
+// a long run's log readable).
+const (
+	progressInterval      = 500 * time.Millisecond
+	plainProgressInterval = 10 * time.Second
+)
 
-// startProgress draws a one-line progress report on stderr while the run
-// goes: only on a terminal and without -q (k6 prints nothing else there).
+// startProgress reports progress on stderr while the run goes, unless -q: a
+// line redrawn in place on a terminal, a plain line every 10 s elsewhere.
 func (r *runner) startProgress(ctx context.Context) (stop func()) {
-	if r.cfg.Quiet || !r.cfg.StderrTTY {
+	if r.cfg.Quiet {
 		return func() {}
+	}
+	if !r.cfg.StderrTTY {
+		return r.startPlainProgress(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -29,6 +38,29 @@ func (r *runner) startProgress(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 				fmt.Fprintf(r.cfg.Stderr, "\r%s\x1b[K", r.progressLine())
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (r *runner) startPlainProgress(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		every := r.cfg.PlainProgressEvery
+		if every <= 0 {
+			every = plainProgressInterval
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fmt.Fprintln(r.cfg.Stderr, r.progressLine())
 			}
 		}
 	}()

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +26,30 @@ func TestProgressOnlyOnATerminalWithoutQuiet(t *testing.T) {
 		stop()
 		if got := buf.Len() > 0; got != c.want {
 			t.Errorf("tty %v quiet %v: wrote %q", c.tty, c.quiet, buf.String())
+		}
+	}
+}
+
+// Off a terminal (a CI log, a file) progress is still reported, as plain
+// lines at an interval; -q silences it.
+func TestPlainProgressLinesOffTerminal(t *testing.T) {
+	const src = `import { sleep } from "k6";
+export const options = { vus: 2, duration: "1s" };
+export default function () { sleep(0.05); }`
+	for _, quiet := range []bool{false, true} {
+		_, _, errs := runScript(t, src, nil, func(c *RunConfig) {
+			c.Quiet = quiet
+			c.PlainProgressEvery = 150 * time.Millisecond
+		})
+		n := strings.Count(errs, "running (")
+		if quiet && n != 0 {
+			t.Errorf("-q printed %d progress lines:\n%s", n, errs)
+		}
+		if !quiet && n < 2 {
+			t.Errorf("%d progress lines in 1 s at 150 ms, want several:\n%s", n, errs)
+		}
+		if strings.Contains(errs, "\r") || strings.Contains(errs, "\x1b[") {
+			t.Errorf("terminal control characters off a terminal: %q", errs)
 		}
 	}
 }
