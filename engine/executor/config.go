@@ -294,6 +294,8 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 		}
 		c = cc
 	}
+	// Unknown keys inside a scenario are errors, as in k6 (strict decoding):
+	// a typo such as "startime" must not silently run a different test.
 	var warnings []string
 	known := map[string]bool{}
 	for _, k := range append(append([]string{}, commonKeys...), keys...) {
@@ -307,7 +309,7 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		warnings = append(warnings, fmt.Sprintf("scenarios.%s.%s: unknown option for %s, ignored", name, k, typ))
+		p.fail(k, "unknown option for %s", typ)
 	}
 	if p.errs != nil {
 		return nil, warnings, errors.Join(p.errs...)

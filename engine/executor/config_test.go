@@ -121,13 +121,11 @@ func TestValidationErrorsNameScenarioAndKey(t *testing.T) {
 	}
 }
 
-func TestUnknownKeysWarn(t *testing.T) {
-	_, w, err := ParseScenarios(json.RawMessage(`{"s":{"executor":"constant-vus","duration":"1s","startime":"1s"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(w) != 1 || !strings.Contains(w[0], "scenarios.s.startime") {
-		t.Fatalf("warnings %v", w)
+func TestUnknownKeysInAScenarioAreErrors(t *testing.T) {
+	_, _, err := ParseScenarios(json.RawMessage(`{"s":{"executor":"constant-vus","duration":"1s","startime":"1s"}}`))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.ExitCode() != 104 || !strings.Contains(err.Error(), "scenarios.s.startime: unknown option for constant-vus") {
+		t.Fatalf("err %v", err)
 	}
 }
 
