@@ -386,17 +386,28 @@ func (r *runner) load(ctx context.Context) error {
 	}
 	r.stageNames = stageNames(r.plan)
 
-	if !r.cfg.NoThresholds && len(r.opts.Thresholds) > 0 {
+	if len(r.opts.Thresholds) > 0 {
+		// With --no-thresholds the definitions are still parsed, and what
+		// would have been an error is a warning (as k6 does).
 		raw, err := json.Marshal(r.opts.Thresholds)
-		if err != nil {
-			return &OptionsError{Err: err}
-		}
 		var tc thresholds.Config
-		if err := json.Unmarshal(raw, &tc); err != nil {
-			return &OptionsError{Err: fmt.Errorf("thresholds: %w", err)}
+		if err == nil {
+			err = json.Unmarshal(raw, &tc)
 		}
-		if r.thr, err = thresholds.New(tc, r.reg); err != nil {
-			return &OptionsError{Err: err}
+		var set *thresholds.Set
+		if err == nil {
+			set, err = thresholds.New(tc, r.reg)
+		}
+		switch {
+		case err != nil && r.cfg.NoThresholds:
+			r.log.Log(js.LevelWarn, "thresholds (not evaluated, --no-thresholds): "+err.Error())
+		case err != nil:
+			return &OptionsError{Err: fmt.Errorf("thresholds: %w", err)}
+		case !r.cfg.NoThresholds:
+			r.thr = set
+			for _, w := range set.Warnings {
+				r.log.Log(js.LevelWarn, w)
+			}
 		}
 	}
 	merged, err := r.mergedOptionsJSON(exec)
@@ -426,6 +437,13 @@ func (r *runner) mergedOptionsJSON(exec executor.ExecutionOptions) (json.RawMess
 		if json.Unmarshal(exec.Scenarios, &sc) == nil {
 			m["scenarios"] = sc
 		}
+	} else if r.plan != nil {
+		// Shortcut options became scenarios; test.options shows those.
+		sc := map[string]any{}
+		for _, c := range r.plan.Scenarios {
+			sc[c.Base().Name] = executor.ShortcutScenarioJSON(c)
+		}
+		m["scenarios"] = sc
 	}
 	if exec.VUs != nil {
 		m["vus"] = *exec.VUs

@@ -206,3 +206,34 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 	cs, _, err := one(&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: DefaultMaxDuration})
 	return cs, warnings, err
 }
+
+// ShortcutScenarioJSON is the k6 JSON form of a scenario derived from the
+// shortcut options (shared-iterations, constant-vus or ramping-vus), so
+// `exec.test.options.scenarios` shows it as k6 does. Other executors come
+// only from explicit `scenarios`, whose JSON is kept as written; for them it
+// returns the common fields.
+func ShortcutScenarioJSON(c Config) map[string]any {
+	b := c.Base()
+	m := map[string]any{
+		"executor":     b.Type,
+		"startTime":    b.StartTime.String(),
+		"gracefulStop": b.GracefulStop.String(),
+		"exec":         b.Exec,
+	}
+	switch c := c.(type) {
+	case *SharedIterationsConfig:
+		m["vus"], m["iterations"], m["maxDuration"] = c.VUs, c.Iterations, c.MaxDuration.String()
+	case *ConstantVUsConfig:
+		m["vus"], m["duration"] = c.VUs, c.Duration.String()
+	case *RampingVUsConfig:
+		st := make([]map[string]any, len(c.Stages))
+		for i, s := range c.Stages {
+			st[i] = map[string]any{"duration": s.Duration.String(), "target": s.Target}
+			if s.Name != "" {
+				st[i]["name"] = s.Name
+			}
+		}
+		m["startVUs"], m["stages"], m["gracefulRampDown"] = c.StartVUs, st, c.GracefulRampDown.String()
+	}
+	return m
+}
