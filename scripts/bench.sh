@@ -55,7 +55,8 @@ fi
 # BENCH_EXTRA: commands separated by ";", run one after another.
 IFS=';' read -r -a extras <<<"${BENCH_EXTRA:-}"
 for cmd in "${extras[@]}"; do
-	[ -n "${cmd// /}" ] || continue
+	cmd=$(echo "$cmd" | sed 's/^ *//; s/ *$//')
+	[ -n "$cmd" ] || continue
 	echo "extra: $cmd" >>"$out"
 	# shellcheck disable=SC2086 # each extra is a command line
 	timeout --kill-after=30s "${BENCH_EXTRA_TIMEOUT:-10m}" $cmd | tee -a "$out"
