@@ -65,4 +65,4 @@ run: build
 	./bin/buzzload run -e BUZZ_REPORT=$(REPORT) $(SCENARIO)
 
 clean:
-	rm -rf bin bench.txt
+	rm -rf bin bench.txt out
