@@ -157,9 +157,9 @@ func resultJS(r relay.Result) map[string]any {
 	return m
 }
 
-// jsConnect is sc.connect(global | kind, index): an authenticated socket
-// session of that client, closed at the latest when the iteration ends.
-func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
+// lowClient resolves the (global | kind, index) arguments of a low-level
+// call to the client's target, keys, NIP-OA tag and the sink its ops go to.
+func (in *instance) lowClient(l *loaded, c sobek.FunctionCall) (relay.Target, *nostr.Keys, []string, relay.Sink) {
 	g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
 	if err != nil {
 		in.throw(err)
@@ -172,6 +172,13 @@ func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
 	if err != nil {
 		in.throw(err)
 	}
+	return t, keys, oa, sink
+}
+
+// jsConnect is sc.connect(global | kind, index): an authenticated socket
+// session of that client, closed at the latest when the iteration ends.
+func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
+	t, keys, oa, sink := in.lowClient(l, c)
 	ct := relay.DefaultConnectTimeout
 	if s := l.base.Target.ConnectTimeoutSecs; s > 0 {
 		ct = scenario.Secs(s)
@@ -229,18 +236,7 @@ func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
 // jsHTTP is sc.http(global | kind, index): NIP-98 signed HTTP calls as
 // that client.
 func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
-	g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
-	if err != nil {
-		in.throw(err)
-	}
-	sink, err := in.lowSink(l)
-	if err != nil {
-		in.throw(err)
-	}
-	t, keys, oa, err := in.identity(l, g)
-	if err != nil {
-		in.throw(err)
-	}
+	t, keys, oa, sink := in.lowClient(l, c)
 	pool, err := in.m.httpPool()
 	if err != nil {
 		in.throw(err)
