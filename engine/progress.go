@@ -17,7 +17,8 @@ const (
 )
 
 // startProgress reports progress on stderr while the run goes, unless -q: a
-// line redrawn in place on a terminal, a plain line every 10 s elsewhere.
+// block redrawn in place on a terminal (a summary line and a bar per
+// scenario), a plain line every 10 s elsewhere.
 func (r *runner) startProgress(ctx context.Context) (stop func()) {
 	if r.cfg.Quiet {
 		return func() {}
@@ -31,17 +32,70 @@ func (r *runner) startProgress(ctx context.Context) (stop func()) {
 		defer close(done)
 		t := time.NewTicker(progressInterval)
 		defer t.Stop()
+		drawn := 0
+		draw := func() {
+			// Move back over the previous block, then redraw every line
+			// (k6 draws the same way: a summary line and a bar per scenario).
+			var b strings.Builder
+			if drawn > 0 {
+				fmt.Fprintf(&b, "\x1b[%dA", drawn)
+			}
+			lines := r.progressBlock()
+			for _, l := range lines {
+				b.WriteString("\r" + l + "\x1b[K\n")
+			}
+			drawn = len(lines)
+			fmt.Fprint(r.cfg.Stderr, b.String())
+		}
 		for {
 			select {
 			case <-ctx.Done():
-				fmt.Fprintf(r.cfg.Stderr, "\r%s\n", r.progressLine())
+				draw()
 				return
 			case <-t.C:
-				fmt.Fprintf(r.cfg.Stderr, "\r%s\x1b[K", r.progressLine())
+				draw()
 			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// progressBlock is the terminal view: the summary line, then per scenario
+// its bar, share done, active VUs and completed iterations.
+func (r *runner) progressBlock() []string {
+	lines := []string{r.summaryLine()}
+	if s := r.sched.Load(); s != nil {
+		ps := s.Progress()
+		width := 0
+		for _, p := range ps {
+			width = max(width, len(p.Name))
+		}
+		for _, p := range ps {
+			lines = append(lines, fmt.Sprintf("%-*s %s %3.0f%% %02d VUs %d complete", width, p.Name,
+				progressBar(p.Progress, 30), 100*p.Progress, p.ActiveVUs, p.Completed))
+		}
+	}
+	return lines
+}
+
+// progressBar draws a share in [0,1] as [=====>----] of the given width.
+func progressBar(share float64, width int) string {
+	share = min(max(share, 0), 1)
+	full := int(share * float64(width))
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; i < width; i++ {
+		switch {
+		case i < full:
+			b.WriteByte('=')
+		case i == full && share < 1:
+			b.WriteByte('>')
+		default:
+			b.WriteByte('-')
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 func (r *runner) startPlainProgress(ctx context.Context) (stop func()) {
@@ -70,16 +124,23 @@ func (r *runner) startPlainProgress(ctx context.Context) (stop func()) {
 // progressLine is k6's summary line: `running (0m05.2s), 02/10 VUs, 120
 // complete and 0 interrupted iterations`, plus each scenario's percentage.
 func (r *runner) progressLine() string {
+	var b strings.Builder
+	b.WriteString(r.summaryLine())
+	if s := r.sched.Load(); s != nil {
+		for _, p := range s.Progress() {
+			fmt.Fprintf(&b, " | %s %3.0f%%", p.Name, 100*p.Progress)
+		}
+	}
+	return b.String()
+}
+
+// summaryLine is the first part: elapsed time, VUs and iterations.
+func (r *runner) summaryLine() string {
 	elapsed := r.now().Sub(r.runStart)
 	st := (*control)(r).Instance()
 	var b strings.Builder
 	fmt.Fprintf(&b, "running (%dm%04.1fs), %02d/%02d VUs, %d complete and %d interrupted iterations",
 		int(elapsed.Minutes()), elapsed.Seconds()-60*float64(int(elapsed.Minutes())),
 		st.VUsActive, st.VUsInitialized, st.IterationsCompleted, st.IterationsInterrupted)
-	if s := r.sched.Load(); s != nil {
-		for _, p := range s.Progress() {
-			fmt.Fprintf(&b, " | %s %3.0f%%", p.Name, 100*p.Progress)
-		}
-	}
 	return b.String()
 }

@@ -53,3 +53,37 @@ export default function () { sleep(0.05); }`
 		}
 	}
 }
+
+func TestProgressBar(t *testing.T) {
+	for _, c := range []struct {
+		share float64
+		want  string
+	}{
+		{0, "[>---------]"},
+		{0.45, "[====>-----]"},
+		{1, "[==========]"},
+		{1.7, "[==========]"},
+		{-1, "[>---------]"},
+	} {
+		if got := progressBar(c.share, 10); got != c.want {
+			t.Errorf("progressBar(%v) = %q, want %q", c.share, got, c.want)
+		}
+	}
+}
+
+// On a terminal the block is redrawn in place: after the first draw every
+// redraw moves the cursor back up over the lines it drew.
+func TestTerminalProgressRedrawsInPlace(t *testing.T) {
+	var buf bytes.Buffer
+	r := &runner{cfg: RunConfig{Stderr: &buf, StderrTTY: true}, now: time.Now, runStart: time.Now()}
+	stop := r.startProgress(context.Background())
+	time.Sleep(3 * progressInterval / 2)
+	stop()
+	out := buf.String()
+	if n := strings.Count(out, "running ("); n < 2 {
+		t.Fatalf("%d draws, want at least 2: %q", n, out)
+	}
+	if !strings.Contains(out, "\x1b[1A") {
+		t.Fatalf("redraw does not move back over the previous block: %q", out)
+	}
+}
