@@ -69,22 +69,32 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 	defer pl.stop()
 	res, err := seed.Seed(ctx, sc, seed.Options{Operator: op, Progress: pl.update})
 	pl.stop()
+	return finish(name, env, *jsonOut, res, err,
+		func(r *seed.Result) { printSeedSummary(env.Stdout, sc, r) },
+		func(r *seed.Result) bool { return !r.OK() })
+}
+
+// finish prints a seed or teardown result (as JSON or as its summary) and
+// turns it into the exit status: 1 when the command failed, its result says
+// it did, or there is no result at all.
+func finish[R any](name string, env cliEnv, jsonOut bool, res *R, err error, summary func(*R), failed func(*R) bool) int {
 	if res == nil {
 		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	if *jsonOut {
+	if jsonOut {
 		if e := writeJSON(env.Stdout, res); e != nil {
 			fmt.Fprintf(env.Stderr, "%s: %v\n", name, e)
 			return 1
 		}
 	} else {
-		printSeedSummary(env.Stdout, sc, res)
+		summary(res)
 	}
-	if err != nil || !res.OK() {
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
-		}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	if failed(res) {
 		return 1
 	}
 	return 0

@@ -59,25 +59,9 @@ func teardownCmd(ctx context.Context, args []string, env cliEnv) int {
 	defer pl.stop()
 	res, err := seed.Teardown(ctx, sc, seed.TeardownOptions{Operator: op, Progress: pl.update})
 	pl.stop()
-	if res == nil {
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	if *jsonOut {
-		if e := writeJSON(env.Stdout, res); e != nil {
-			fmt.Fprintf(env.Stderr, "%s: %v\n", name, e)
-			return 1
-		}
-	} else {
-		printTeardownSummary(env.Stdout, sc, res)
-	}
-	if err != nil || res.Failed() > 0 {
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
-		}
-		return 1
-	}
-	return 0
+	return finish(name, env, *jsonOut, res, err,
+		func(r *seed.TeardownResult) { printTeardownSummary(env.Stdout, sc, r) },
+		func(r *seed.TeardownResult) bool { return r.Failed() > 0 })
 }
 
 func printTeardownSummary(w io.Writer, sc *scenario.Scenario, r *seed.TeardownResult) {
