@@ -282,9 +282,9 @@ func (r *Report) Text() string {
 		if sd.Embedded {
 			where = "the embedded relay"
 		}
-		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s (%d new, %d already there) in %s\n",
-			sd.Communities, sd.Channels, sd.Members, sd.Posts, where, sd.Created, sd.Existing,
-			(time.Duration(sd.DurationMs) * time.Millisecond).String())
+		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
+			sd.Communities, sd.Channels, sd.Members, sd.Posts, where,
+			(time.Duration(sd.DurationMs) * time.Millisecond).String(), sd.Created, sd.Existing)
 	}
 	for _, s := range r.Steps {
 		var cl []string
