@@ -16,7 +16,9 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-func TestProgressOnlyOnATerminalWithoutQuiet(t *testing.T) {
+// A terminal gets its block at once (and at the stop); off a terminal nothing
+// is written before the first plain interval; -q writes nothing.
+func TestProgressDrawnAtStopOnlyOnATerminalWithoutQuiet(t *testing.T) {
 	for _, c := range []struct {
 		tty, quiet, want bool
 	}{{false, false, false}, {true, true, false}, {true, false, true}} {
