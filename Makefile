@@ -50,7 +50,7 @@ bench: build
 # Raw output in out/bench-scale.txt, medians in out/bench-scale-report.md.
 bench-scale: build
 	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
-		BENCH_PKGS='./modules/localrelay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
+		BENCH_PKGS='./modules/relay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
 		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000" \
 		BENCH_EXTRA_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/executor"
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 )
 
 // Layer is one configuration layer above the script: the K6_* environment
@@ -25,7 +25,7 @@ type RunConfig struct {
 	Script string
 	Source []byte
 	// Registry holds the Go modules (built-ins plus extensions).
-	Registry *modules.Registry
+	Registry *jsmodule.Registry
 	// Helpers is the embedded JS helpers FS (served as buzzload/<file>).
 	Helpers fs.FS
 	// ScriptEnv is __ENV: the system env when included, plus -e values.

@@ -4,8 +4,8 @@ import (
 	"errors"
 
 	"github.com/buzzload/buzzload/engine/executor"
-	"github.com/buzzload/buzzload/engine/js"
-	"github.com/buzzload/buzzload/engine/js/eventloop"
+	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/engine/jshost/eventloop"
 )
 
 // Exit codes (k6-compat.md §4.5).
@@ -42,7 +42,7 @@ func ExitCode(err error) int {
 	if errors.As(err, &re) {
 		return re.Code
 	}
-	var ab *js.AbortError
+	var ab *jshost.AbortError
 	if errors.As(err, &ab) {
 		return ExitScriptAborted
 	}
@@ -50,7 +50,7 @@ func ExitCode(err error) int {
 	if errors.As(err, &pe) {
 		return ExitGoPanic
 	}
-	var to *js.TimeoutError
+	var to *jshost.TimeoutError
 	if errors.As(err, &to) {
 		switch to.Phase {
 		case "setup":
@@ -60,14 +60,14 @@ func ExitCode(err error) int {
 		}
 		return ExitGenericTimeout
 	}
-	var ce *js.ConfigError
+	var ce *jshost.ConfigError
 	var ece *executor.ConfigError
 	var oe *OptionsError
 	if errors.As(err, &ce) || errors.As(err, &ece) || errors.As(err, &oe) {
 		return ExitInvalidConfig
 	}
-	var se *js.ScriptError
-	var syn *js.SyntaxError
+	var se *jshost.ScriptError
+	var syn *jshost.SyntaxError
 	if errors.As(err, &se) || errors.As(err, &syn) {
 		return ExitScriptException
 	}

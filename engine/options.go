@@ -1,5 +1,5 @@
 // Package engine wires a k6-compatible run together: the script host
-// (engine/js), the consolidated options, the executors, metrics, thresholds,
+// (engine/jshost), the consolidated options, the executors, metrics, thresholds,
 // outputs and the summary, and it decides the exit code (k6-compat.md §4.5).
 package engine
 

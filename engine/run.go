@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/executor"
-	"github.com/buzzload/buzzload/engine/js"
-	"github.com/buzzload/buzzload/engine/js/eventloop"
+	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/engine/jshost/eventloop"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/output"
 	"github.com/buzzload/buzzload/engine/segment"
@@ -72,12 +72,12 @@ type RunInfo struct {
 // runner is one `buzzload run`.
 type runner struct {
 	cfg    RunConfig
-	log    *js.Logger
+	log    *jshost.Logger
 	now    func() time.Time
 	reg    *metrics.Registry
 	bi     *metrics.Builtins
 	coll   *metrics.Collector
-	bundle *js.Bundle
+	bundle *jshost.Bundle
 	opts   Resolved
 	plan   *executor.Plan
 	tuple  *segment.Tuple
@@ -119,14 +119,14 @@ func Run(ctx context.Context, cfg RunConfig) Result {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	level := js.LevelInfo
+	level := jshost.LevelInfo
 	if cfg.Verbose {
-		level = js.LevelDebug
+		level = jshost.LevelDebug
 	}
-	r.log = js.NewLogger(cfg.Stderr, level)
+	r.log = jshost.NewLogger(cfg.Stderr, level)
 	res := r.run(ctx)
 	if res.Err != nil && res.ExitCode != ExitOK {
-		r.log.Log(js.LevelError, res.Err.Error())
+		r.log.Log(jshost.LevelError, res.Err.Error())
 	}
 	return res
 }
@@ -288,7 +288,7 @@ func (r *runner) printBanner() {
 func (r *runner) stopOutputs() {
 	for _, o := range r.outs {
 		if err := o.Stop(); err != nil {
-			r.log.Log(js.LevelError, "output: "+err.Error())
+			r.log.Log(jshost.LevelError, "output: "+err.Error())
 		}
 	}
 	r.outs = nil
@@ -297,7 +297,7 @@ func (r *runner) stopOutputs() {
 // load compiles the script, runs the first init and consolidates the
 // options, scenarios, thresholds and the execution plan.
 func (r *runner) load(ctx context.Context) error {
-	b, err := js.NewBundle(ctx, js.Config{
+	b, err := jshost.NewBundle(ctx, jshost.Config{
 		Filename: r.cfg.Script, Source: r.cfg.Source, Registry: r.cfg.Registry, Helpers: r.cfg.Helpers,
 		Env: r.cfg.ScriptEnv, Logger: r.log, Collector: r.coll, Control: (*control)(r),
 	})
@@ -320,7 +320,7 @@ func (r *runner) load(ctx context.Context) error {
 		return &OptionsError{Err: err}
 	}
 	for _, w := range append(w1, w2...) {
-		r.log.Log(js.LevelWarn, w)
+		r.log.Log(jshost.LevelWarn, w)
 	}
 	fileExec, err := executor.ParseExecutionOptions(r.cfg.ConfigFile)
 	if err != nil {
@@ -338,7 +338,7 @@ func (r *runner) load(ctx context.Context) error {
 		var warns []string
 		exec, warns = executor.Merge(exec, l.o, l.name)
 		for _, w := range warns {
-			r.log.Log(js.LevelWarn, w)
+			r.log.Log(jshost.LevelWarn, w)
 		}
 	}
 	opts := Options{}.Apply(fileOpts).Apply(scriptOpts).Apply(r.cfg.Env.Options).Apply(r.cfg.CLI.Options)
@@ -346,7 +346,7 @@ func (r *runner) load(ctx context.Context) error {
 		return &OptionsError{Err: err}
 	}
 	if r.cfg.SummaryMode == "legacy" {
-		r.log.Log(js.LevelWarn, "the legacy summary layout is not available; printing the compact one")
+		r.log.Log(jshost.LevelWarn, "the legacy summary layout is not available; printing the compact one")
 	}
 	if err := r.summaryOptions().Validate(); err != nil {
 		return &OptionsError{Err: err}
@@ -355,7 +355,7 @@ func (r *runner) load(ctx context.Context) error {
 
 	configs, warns, err := exec.DeriveScenarios()
 	for _, w := range warns {
-		r.log.Log(js.LevelWarn, w)
+		r.log.Log(jshost.LevelWarn, w)
 	}
 	if err != nil {
 		return err
@@ -400,13 +400,13 @@ func (r *runner) load(ctx context.Context) error {
 		}
 		switch {
 		case err != nil && r.cfg.NoThresholds:
-			r.log.Log(js.LevelWarn, "thresholds (not evaluated, --no-thresholds): "+err.Error())
+			r.log.Log(jshost.LevelWarn, "thresholds (not evaluated, --no-thresholds): "+err.Error())
 		case err != nil:
 			return &OptionsError{Err: fmt.Errorf("thresholds: %w", err)}
 		case !r.cfg.NoThresholds:
 			r.thr = set
 			for _, w := range set.Warnings {
-				r.log.Log(js.LevelWarn, w)
+				r.log.Log(jshost.LevelWarn, w)
 			}
 		}
 	}
@@ -417,7 +417,7 @@ func (r *runner) load(ctx context.Context) error {
 	b.SetMergedOptions(merged)
 	r.merged = merged
 	b.SetThrow(r.opts.Throw)
-	b.SetSystemTags(js.NewSystemTags(r.opts.SystemTags))
+	b.SetSystemTags(jshost.NewSystemTags(r.opts.SystemTags))
 	return nil
 }
 
@@ -533,10 +533,10 @@ func (r *runner) execute(ctx, runCtx context.Context) {
 func (r *runner) waitForStart(ctx context.Context) error {
 	wait := r.cfg.StartAt.Sub(r.now())
 	if wait <= 0 {
-		r.log.Log(js.LevelWarn, fmt.Sprintf("--start-at %s is already %s past; starting now", r.cfg.StartAt.Format(time.RFC3339Nano), (-wait).Round(time.Millisecond)))
+		r.log.Log(jshost.LevelWarn, fmt.Sprintf("--start-at %s is already %s past; starting now", r.cfg.StartAt.Format(time.RFC3339Nano), (-wait).Round(time.Millisecond)))
 		return nil
 	}
-	r.log.Log(js.LevelInfo, fmt.Sprintf("VUs initialised; waiting %s until %s to start", wait.Round(time.Millisecond), r.cfg.StartAt.Format(time.RFC3339Nano)))
+	r.log.Log(jshost.LevelInfo, fmt.Sprintf("VUs initialised; waiting %s until %s to start", wait.Round(time.Millisecond), r.cfg.StartAt.Format(time.RFC3339Nano)))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -551,7 +551,7 @@ func (r *runner) waitForStart(ctx context.Context) error {
 // err when the context is still live.
 func (r *runner) failFromCause(runCtx context.Context, err error) {
 	cause := context.Cause(runCtx)
-	var ab *js.AbortError
+	var ab *jshost.AbortError
 	switch {
 	case runCtx.Err() == nil && err != nil:
 		r.fail(ExitCode(err), err)
@@ -578,7 +578,7 @@ func (r *runner) checkThresholds(ctx context.Context) {
 		case <-t.C:
 			r.coll.Flush()
 			if out := r.ev.Check(); out.Abort {
-				r.log.Log(js.LevelError, "thresholds on metrics '"+out.AbortedBy.Key+"' were crossed; at least one has abortOnFail enabled, stopping test prematurely")
+				r.log.Log(jshost.LevelError, "thresholds on metrics '"+out.AbortedBy.Key+"' were crossed; at least one has abortOnFail enabled, stopping test prematurely")
 				r.cancelRun(errThresholdAbort)
 				return
 			}
@@ -614,17 +614,17 @@ type control runner
 func (c *control) Abort(reason string) {
 	r := (*runner)(c)
 	if r.cancelRun != nil {
-		r.cancelRun(&js.AbortError{Reason: reason})
+		r.cancelRun(&jshost.AbortError{Reason: reason})
 	} else {
-		r.fail(ExitScriptAborted, &js.AbortError{Reason: reason})
+		r.fail(ExitScriptAborted, &jshost.AbortError{Reason: reason})
 	}
 }
 
 func (c *control) Fail(string) { (*runner)(c).failed.Store(true) }
 
-func (c *control) Instance() js.InstanceStats {
+func (c *control) Instance() jshost.InstanceStats {
 	r := (*runner)(c)
-	var st js.InstanceStats
+	var st jshost.InstanceStats
 	if !r.runStart.IsZero() {
 		st.CurrentTestRunDuration = r.now().Sub(r.runStart)
 	}
@@ -663,7 +663,7 @@ func (o *observer) StageEnded(ev executor.StageEvent) {
 	}
 	r.coll.Flush()
 	if out := r.ev.StageEnded(ev.Scenario, ev.Index, ev.Name, ev.Time); out.Abort {
-		r.log.Log(js.LevelError, "stage thresholds crossed with abortOnFail; stopping the test")
+		r.log.Log(jshost.LevelError, "stage thresholds crossed with abortOnFail; stopping the test")
 		r.cancelRun(errThresholdAbort)
 	}
 }
@@ -706,7 +706,7 @@ func (o *observer) DroppedIterations(d executor.Dropped) {
 }
 
 func (o *observer) InsufficientVUs(scenario string, maxVUs int64) {
-	(*runner)(o).log.Log(js.LevelWarn, fmt.Sprintf("Insufficient VUs, reached %d active VUs and cannot initialize more", maxVUs), "executor", "arrival-rate", "scenario", scenario)
+	(*runner)(o).log.Log(jshost.LevelWarn, fmt.Sprintf("Insufficient VUs, reached %d active VUs and cannot initialize more", maxVUs), "executor", "arrival-rate", "scenario", scenario)
 }
 
 func (r *runner) systemTag(name string) bool {
@@ -727,12 +727,12 @@ func (r *runner) newVU(ctx context.Context, id, idInTest uint64) (executor.VU, e
 	return &vuAdapter{r: r, vu: vu}, nil
 }
 
-// vuAdapter runs executor iterations on a js.VU.
+// vuAdapter runs executor iterations on a jshost.VU.
 type vuAdapter struct {
 	r        *runner
-	vu       *js.VU
+	vu       *jshost.VU
 	setupSet bool
-	sc       *js.Scenario
+	sc       *jshost.Scenario
 	scFor    *executor.ScenarioInfo
 }
 
@@ -742,7 +742,7 @@ func (a *vuAdapter) Activate(sc *executor.ScenarioInfo) {
 		a.setupSet = true
 	}
 	if a.scFor != sc {
-		a.sc = &js.Scenario{Name: sc.Name, Executor: sc.Executor, StartTime: sc.StartTime, Progress: sc.Progress}
+		a.sc = &jshost.Scenario{Name: sc.Name, Executor: sc.Executor, StartTime: sc.StartTime, Progress: sc.Progress}
 		a.scFor = sc
 	}
 	tags := make(map[string]string, len(a.r.opts.Tags)+len(sc.Tags))
@@ -757,7 +757,7 @@ func (a *vuAdapter) Activate(sc *executor.ScenarioInfo) {
 
 func (a *vuAdapter) RunIteration(ctx context.Context, it *executor.Iteration) {
 	start := time.Now()
-	res := a.vu.RunIteration(ctx, js.Iteration{InInstance: it.InInstance, InTest: it.InTest, Stage: it.Stage, StageName: it.StageName})
+	res := a.vu.RunIteration(ctx, jshost.Iteration{InInstance: it.InInstance, InTest: it.InTest, Stage: it.Stage, StageName: it.StageName})
 	var pe *eventloop.PanicError
 	if errors.As(res.Err, &pe) {
 		// A Go panic is a bug, not a script error: stop the run (exit 109).

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buzzload/buzzload/engine/js"
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
-func runScript(t *testing.T, src string, reg *modules.Registry, mut func(*RunConfig)) (Result, string, string) {
+func runScript(t *testing.T, src string, reg *jsmodule.Registry, mut func(*RunConfig)) (Result, string, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "script.js")
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
@@ -31,12 +31,12 @@ func runScript(t *testing.T, src string, reg *modules.Registry, mut func(*RunCon
 
 // opModule is a stand-in for k6/x/buzz: it records a sample per call with
 // the VU's tags plus its own.
-func opModule(vu modules.VU) (modules.Instance, error) {
+func opModule(vu jsmodule.VU) (jsmodule.Instance, error) {
 	m, err := vu.Metrics().Registry().New("fake_op_duration", metrics.Trend, metrics.Time)
 	if err != nil {
 		return nil, err
 	}
-	return modules.StaticExports{Named: map[string]any{
+	return jsmodule.StaticExports{Named: map[string]any{
 		"op": func(name string) {
 			vu.Metrics().Push(metrics.Sample{Metric: m, Tags: vu.State().Tags.TagSet().With("op", name), Value: 3})
 		},
@@ -49,8 +49,8 @@ func opModule(vu modules.VU) (modules.Instance, error) {
 }
 
 func TestExtensionModuleSamplesReachThresholdsAndSummary(t *testing.T) {
-	reg := js.NewRegistry()
-	if err := reg.Register("k6/x/fake", modules.ModuleFunc(opModule)); err != nil {
+	reg := jshost.NewRegistry()
+	if err := reg.Register("k6/x/fake", jsmodule.ModuleFunc(opModule)); err != nil {
 		t.Fatal(err)
 	}
 	res, _, errs := runScript(t, `
@@ -68,8 +68,8 @@ export default function () { op("publish"); op("auth"); }`, reg, nil)
 }
 
 func TestGoPanicInModuleExits109(t *testing.T) {
-	reg := js.NewRegistry()
-	if err := reg.Register("k6/x/fake", modules.ModuleFunc(opModule)); err != nil {
+	reg := jshost.NewRegistry()
+	if err := reg.Register("k6/x/fake", jsmodule.ModuleFunc(opModule)); err != nil {
 		t.Fatal(err)
 	}
 	res, _, errs := runScript(t, `
@@ -92,8 +92,8 @@ export default function () {}`, nil, nil)
 }
 
 func TestModulesSeeScenarioAndTestOptions(t *testing.T) {
-	reg := js.NewRegistry()
-	if err := reg.Register("k6/x/fake", modules.ModuleFunc(opModule)); err != nil {
+	reg := jshost.NewRegistry()
+	if err := reg.Register("k6/x/fake", jsmodule.ModuleFunc(opModule)); err != nil {
 		t.Fatal(err)
 	}
 	res, _, errs := runScript(t, `

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/summary"
 )
 
@@ -49,28 +49,28 @@ func (r *runner) summarize(ctx context.Context) {
 	}
 	data, err := summary.Data(in)
 	if err != nil {
-		r.log.Log(js.LevelError, "summary: "+err.Error())
+		r.log.Log(jshost.LevelError, "summary: "+err.Error())
 		return
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		r.log.Log(js.LevelError, "summary data: "+err.Error())
+		r.log.Log(jshost.LevelError, "summary data: "+err.Error())
 		return
 	}
 	outs, handled, err := r.bundle.RunHandleSummary(ctx, r.opts.HandleSummaryTimeout, raw, r.setupData)
 	if err != nil {
-		var to *js.TimeoutError
+		var to *jshost.TimeoutError
 		if errors.As(err, &to) {
 			r.fail(ExitGenericTimeout, err)
 		}
-		r.log.Log(js.LevelError, "handleSummary() failed: "+err.Error(), "source", "handleSummary")
+		r.log.Log(jshost.LevelError, "handleSummary() failed: "+err.Error(), "source", "handleSummary")
 		handled = false
 	}
 	var errs []string
 	if !handled {
 		text, err := summary.Text(in)
 		if err != nil {
-			r.log.Log(js.LevelError, "summary: "+err.Error())
+			r.log.Log(jshost.LevelError, "summary: "+err.Error())
 		} else {
 			fmt.Fprint(r.cfg.Stdout, text)
 		}
@@ -92,11 +92,11 @@ func (r *runner) summarize(ctx context.Context) {
 		}
 	}
 	if len(errs) > 0 {
-		r.log.Log(js.LevelError, "Could not save some summary information: "+strings.Join(errs, "; "))
+		r.log.Log(jshost.LevelError, "Could not save some summary information: "+strings.Join(errs, "; "))
 	}
 }
 
-func (r *runner) writeSummaryOutput(o js.SummaryOutput) error {
+func (r *runner) writeSummaryOutput(o jshost.SummaryOutput) error {
 	var w io.Writer
 	switch o.Dest {
 	case "stdout":

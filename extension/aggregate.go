@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -40,16 +40,16 @@ func (o *opAgg) addText(text string) {
 	o.errorTexts = append(o.errorTexts, text)
 }
 
-func (o *opAgg) add(r relay.Result, at time.Time) {
+func (o *opAgg) add(r relayclient.Result, at time.Time) {
 	switch r.Outcome {
-	case relay.OutcomeOK:
+	case relayclient.OutcomeOK:
 		o.ok++
 		o.trend.Add(ms(r.Duration), at)
-	case relay.OutcomeError:
+	case relayclient.OutcomeError:
 		o.addError(r.Error)
-	case relay.OutcomeThrottled:
+	case relayclient.OutcomeThrottled:
 		o.throttled++
-	case relay.OutcomePending:
+	case relayclient.OutcomePending:
 		o.pending++
 	}
 }
@@ -124,7 +124,7 @@ func (a *aggregator) cell(k cellKey) *opAgg {
 // lists the stages whose end it was still in flight at. It returns the
 // in-flight counts at those ends after the addition (for the pending
 // gauge).
-func (a *aggregator) record(r relay.Result, kind, stage int, straddled []int, at time.Time) (pending []int64) {
+func (a *aggregator) record(r relayclient.Result, kind, stage int, straddled []int, at time.Time) (pending []int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.cell(cellKey{stage, kind, r.Op}).add(r, at)
@@ -166,7 +166,7 @@ func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int
 	return out
 }
 
-func (a *aggregator) recordSetup(r relay.Result, at time.Time) {
+func (a *aggregator) recordSetup(r relayclient.Result, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	o := a.setup[r.Op]

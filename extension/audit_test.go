@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine"
-	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/extension"
-	helpers "github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/js"
 )
 
 const auditTagsTOML = `run_id = "audit-tags"
@@ -69,7 +69,7 @@ func TestAuditOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	points := filepath.Join(dir, "points.json")
-	reg := enginejs.NewRegistry()
+	reg := jshost.NewRegistry()
 	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestAuditOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
 		SummaryMode: "compact", Stdout: &out, Stderr: &errb, Outputs: []string{"json=" + points},
 		ScriptEnv: map[string]string{"BUZZ_REPORT": filepath.Join(dir, "report.json")}})
 	if res.ExitCode != 0 {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -35,7 +35,7 @@ func BenchmarkSinkRecord(b *testing.B) {
 		s := newOpSink(l, int(scenario.KindHuman), met, fakeVU{met: nopMetrics{reg}}, metrics.TagsFromMap(map[string]string{"scenario": "humans"}), start)
 		i := 0
 		for pb.Next() {
-			s.Record(relay.Result{Op: ops[i%len(ops)], Start: time.Now(), Duration: time.Duration(i%1000) * time.Microsecond, Outcome: relay.OutcomeOK})
+			s.Record(relayclient.Result{Op: ops[i%len(ops)], Start: time.Now(), Duration: time.Duration(i%1000) * time.Microsecond, Outcome: relayclient.OutcomeOK})
 			i++
 		}
 	})

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/buzzload/buzzload/engine"
-	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/extension"
-	helpers "github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/js"
 )
 
 // modeScript is the call scenarios/local-desktop.js makes, printing the mode
@@ -36,14 +36,14 @@ func loadMode(t *testing.T, fileMode string, env map[string]string) (int, string
 	if err := os.WriteFile(script, []byte(modeScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reg := enginejs.NewRegistry()
+	reg := jshost.NewRegistry()
 	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
 		t.Fatal(err)
 	}
 	defer mod.Close()
 	var out, errb bytes.Buffer
-	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
 		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: env})
 	if mod.EmbeddedRelay() != nil {
 		t.Error("loading started the embedded relay")

@@ -1,5 +1,5 @@
 // Package extension is the `k6/x/buzz` JS module: it turns JS calls into Go
-// calls on modules/ (scenario, seed, client, relay, localrelay) and every
+// calls on modules/ (scenario, seed, models, relayclient, relay) and every
 // relay operation into samples. It is exactly the surface an xk6 extension
 // would register; cmd/buzzload/run.go registers one per run and closes it
 // when the run is over:
@@ -70,7 +70,7 @@
 //
 // One iteration runs one client session (connect, work until the session
 // ends, the stop or a failure); the next iteration reconnects after the
-// client's backoff. A desktop human (modules/desktop.Human: the app's
+// client's backoff. A desktop human (modules/models/desktop.Human: the app's
 // subscriptions and reads plus the shared activity) reconnects by itself, so
 // its one iteration lasts the run. The k-th VU to start in a population scenario in this
 // process takes local slot k; with an execution segment the slot is
@@ -126,7 +126,7 @@
 //
 // # Embedded relay
 //
-// A scenario that names no relay runs against modules/localrelay, started
+// A scenario that names no relay runs against modules/relay, started
 // lazily on first use (once per run, on 127.0.0.1 with a free port, Buzz's
 // defaults plus any BUZZ_* variable of `buzzload relay`) and stopped by
 // sc.teardown(), sc.report() or Module.Close, whichever comes first. The run's copy of the scenario

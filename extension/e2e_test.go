@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine"
-	enginejs "github.com/buzzload/buzzload/engine/js"
+	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/extension"
-	helpers "github.com/buzzload/buzzload/js"
-	"github.com/buzzload/buzzload/modules/localrelay"
+	"github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -78,7 +78,7 @@ type run struct {
 // runScenario runs the shipped script scriptName (from scenarios/) against
 // toml saved under tomlName next to it, in-process through the runner, on
 // the embedded relay.
-func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*localrelay.Config), env map[string]string) *run {
+func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*relay.Config), env map[string]string) *run {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "scenarios", scriptName))
 	if err != nil {
@@ -89,7 +89,7 @@ func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*l
 
 // runInline runs script (saved as script.js in dir, next to toml) through
 // the runner in-process, with a fresh k6/x/buzz on the embedded relay.
-func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*localrelay.Config), onRelay func(*localrelay.Relay), env map[string]string) *run {
+func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*relay.Config), onRelay func(*relay.Relay), env map[string]string) *run {
 	t.Helper()
 	script := filepath.Join(dir, "script.js")
 	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
@@ -99,7 +99,7 @@ func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*local
 		t.Fatal(err)
 	}
 	reportPath := filepath.Join(dir, "report.json")
-	reg := enginejs.NewRegistry()
+	reg := jshost.NewRegistry()
 	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false },
 		Relay: mutate, OnRelay: onRelay})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
@@ -109,7 +109,7 @@ func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*local
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
 		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: scriptEnv(reportPath, env)})
 	r := &run{res: res, stdout: out.String(), stderr: errb.String(), mod: mod}
 	raw, err := os.ReadFile(reportPath)
@@ -246,7 +246,7 @@ func TestThrottledPublishesAreNotErrors(t *testing.T) {
 	// Nothing seeded by the humans, so the seed itself is not throttled.
 	toml := strings.Replace(tinySmoke, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
 	toml = strings.Replace(toml, "thread_roots_per_channel = 1", "thread_roots_per_channel = 0", 1)
-	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, func(c *localrelay.Config) {
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, func(c *relay.Config) {
 		c.RateLimit = true
 		c.HumanMessagesPerMin = 2
 	}, nil)
@@ -284,7 +284,7 @@ export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_
 func TestCancelledAtStopFailsTheRun(t *testing.T) {
 	dir := t.TempDir()
 	toml := strings.Replace(tinySmoke, "max_p99_ms = 3000", "max_p99_ms = 60000", 1)
-	r := runInline(t, dir, graceScript, "grace.toml", toml, func(c *localrelay.Config) {}, func(rl *localrelay.Relay) {
+	r := runInline(t, dir, graceScript, "grace.toml", toml, func(c *relay.Config) {}, func(rl *relay.Relay) {
 		// After the seed: every HTTP answer takes 5 s, longer than the grace.
 		time.AfterFunc(2500*time.Millisecond, func() { rl.Faults().SetHTTPLatency(5 * time.Second) })
 	}, nil)
@@ -441,14 +441,14 @@ export function human() { sc.human(); }
 	if err := os.WriteFile(filepath.Join(dir, "bad.toml"), []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reg := enginejs.NewRegistry()
+	reg := jshost.NewRegistry()
 	mod := extension.New(extension.Options{})
 	if err := reg.Register(extension.ImportPath, mod); err != nil {
 		t.Fatal(err)
 	}
 	defer mod.Close()
 	var out, errb bytes.Buffer
-	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: helpers.FS, Quiet: true,
+	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
 		SummaryMode: "compact", Stdout: &out, Stderr: &errb})
 	if res.ExitCode != engine.ExitScriptException {
 		t.Fatalf("exit %d, want 107\n%s", res.ExitCode, errb.String())
@@ -504,7 +504,7 @@ func TestSeedFailureIsInTheReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := sc.Keys(0).PubKey()
-	r := runInlineWithRelay(t, toml, func(rl *localrelay.Relay) { rl.Faults().RefuseMembers("", refused) })
+	r := runInlineWithRelay(t, toml, func(rl *relay.Relay) { rl.Faults().RefuseMembers("", refused) })
 	if r.res.ExitCode != engine.ExitScriptException {
 		r.dump(t)
 		t.Fatalf("exit %d, want 107", r.res.ExitCode)
@@ -514,7 +514,7 @@ func TestSeedFailureIsInTheReport(t *testing.T) {
 	}
 }
 
-func runInlineWithRelay(t *testing.T, toml string, onRelay func(*localrelay.Relay)) *run {
+func runInlineWithRelay(t *testing.T, toml string, onRelay func(*relay.Relay)) *run {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "scenarios", "local-smoke.js"))
 	if err != nil {

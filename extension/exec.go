@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/client"
-	"github.com/buzzload/buzzload/modules/desktop"
+	"github.com/buzzload/buzzload/modules/models"
+	"github.com/buzzload/buzzload/modules/models/desktop"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -60,7 +60,7 @@ func (p *pacer) wait(ctx context.Context) error {
 type slot struct {
 	kind   scenario.Kind
 	global int
-	cl     *client.Client
+	cl     *models.Client
 	desk   *desktop.Human
 	sink   *opSink
 	exited bool
@@ -71,7 +71,7 @@ type slot struct {
 // population p. It blocks for the session (one session per iteration).
 func (in *instance) runPopulation(l *loaded, p Population) error {
 	st := in.vu.State()
-	if st == nil || st.Phase != modules.PhaseIteration {
+	if st == nil || st.Phase != jsmodule.PhaseIteration {
 		return fmt.Errorf("%s() runs clients only in VU code (an exec function of a scenario)", p.Exec)
 	}
 	key := slotKey{l, st.Scenario}
@@ -108,7 +108,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	live := l.agg.clientDelta(p.Kind, 1, !sl.began)
 	sl.began = true
 	in.pushClients(l, sl, live)
-	var end client.End
+	var end models.End
 	if sl.desk != nil {
 		end = runDesktop(sl, stop, grace, stopAt)
 	} else {
@@ -116,7 +116,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	}
 	live = l.agg.clientDelta(p.Kind, -1, false)
 	in.pushClients(l, sl, live)
-	if end.Reason == client.EndCancelled && time.Now().Before(stopAt) {
+	if end.Reason == models.EndCancelled && time.Now().Before(stopAt) {
 		// The run was interrupted before the stop (an abortOnFail threshold,
 		// test.abort(), a signal): no grace was given, so this is a
 		// consequence of what stopped the run, not a client that failed.
@@ -147,7 +147,7 @@ func (in *instance) pushClients(_ *loaded, sl *slot, live int64) {
 // GlobalIndex(k) of the segment's stripe; the slot indexes the
 // population's clients in ramp order (Scenario.Clients at the peak, in this
 // shard).
-func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, error) {
+func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot, error) {
 	start, err := in.scenarioStart(l, st)
 	if err != nil {
 		return nil, err
@@ -159,13 +159,13 @@ func (in *instance) newSlot(l *loaded, p Population, st *modules.State) (*slot, 
 		// The client cannot run: an unexpected exit (it fails the run), once;
 		// the VU then idles until the stop instead of failing every iteration.
 		sl.exited = true
-		in.recordExit(l, sl, client.End{Reason: client.EndExited, Err: err})
+		in.recordExit(l, sl, models.End{Reason: models.EndExited, Err: err})
 		return sl, err
 	}
 	return sl, nil
 }
 
-func (in *instance) buildClient(l *loaded, p Population, st *modules.State, sl *slot) error {
+func (in *instance) buildClient(l *loaded, p Population, st *jsmodule.State, sl *slot) error {
 	sc, err := l.target()
 	if err != nil {
 		return err
@@ -190,13 +190,13 @@ func (in *instance) buildClient(l *loaded, p Population, st *modules.State, sl *
 			BeforeConnect: l.pacer().wait, PubKey: l.pubKey})
 		return err
 	}
-	sl.cl, err = client.New(client.Config{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
+	sl.cl, err = models.New(models.Config{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
 		BeforeConnect: l.pacer().wait})
 	return err
 }
 
 // recordExit counts a client that exited unexpectedly.
-func (in *instance) recordExit(l *loaded, sl *slot, end client.End) {
+func (in *instance) recordExit(l *loaded, sl *slot, end models.End) {
 	text := ""
 	if end.Err != nil {
 		text = end.Err.Error()
@@ -211,20 +211,20 @@ func (in *instance) recordExit(l *loaded, sl *slot, end client.End) {
 // (its client reconnects by itself). What the grace cuts short is recorded
 // as "unfinished at stop" and the client counted as cancelled; a Run that
 // fails before the stop is an exit.
-func runDesktop(sl *slot, stop, grace context.Context, stopAt time.Time) client.End {
+func runDesktop(sl *slot, stop, grace context.Context, stopAt time.Time) models.End {
 	unhook := context.AfterFunc(grace, func() { sl.sink.graceEnded.Store(true) })
 	defer unhook()
 	sl.sink.graceEnded.Store(false)
 	err := sl.desk.Run(stop, grace)
 	switch {
 	case grace.Err() != nil:
-		return client.End{Reason: client.EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
+		return models.End{Reason: models.EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
 	case err != nil:
-		return client.End{Reason: client.EndExited, Err: err}
+		return models.End{Reason: models.EndExited, Err: err}
 	case time.Now().Before(stopAt):
-		return client.End{Reason: client.EndExited, Err: errors.New("the desktop client stopped before the end of the run")}
+		return models.End{Reason: models.EndExited, Err: errors.New("the desktop client stopped before the end of the run")}
 	}
-	return client.End{Reason: client.EndStopped}
+	return models.End{Reason: models.EndStopped}
 }
 
 func waitUntil(ctx context.Context, at time.Time) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/grafana/sobek"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -17,13 +17,13 @@ import (
 // instance is one VU's `k6/x/buzz`.
 type instance struct {
 	m     *Module
-	vu    modules.VU
+	vu    jsmodule.VU
 	met   *metricSet
 	slots map[slotKey]*slot
 }
 
-// NewInstance implements modules.Module.
-func (m *Module) NewInstance(vu modules.VU) (modules.Instance, error) {
+// NewInstance implements jsmodule.Module.
+func (m *Module) NewInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 	met, err := m.metrics(vu.Metrics().Registry())
 	if err != nil {
 		return nil, err
@@ -31,13 +31,13 @@ func (m *Module) NewInstance(vu modules.VU) (modules.Instance, error) {
 	return &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}}, nil
 }
 
-// Exports implements modules.Instance.
-func (in *instance) Exports() modules.Exports {
+// Exports implements jsmodule.Instance.
+func (in *instance) Exports() jsmodule.Exports {
 	named := map[string]any{
 		"load":    in.jsLoad,
 		"version": Version,
 	}
-	return modules.Exports{Named: named}
+	return jsmodule.Exports{Named: named}
 }
 
 func (in *instance) rt() *sobek.Runtime { return in.vu.Runtime() }
@@ -114,7 +114,7 @@ func ParseShard(s string) (scenario.Shard, error) {
 
 // scenarioStart is when the active scenario's timeline started; without it
 // (a host that does not say), the start of the iteration's stage.
-func (in *instance) scenarioStart(l *loaded, st *modules.State) (time.Time, error) {
+func (in *instance) scenarioStart(l *loaded, st *jsmodule.State) (time.Time, error) {
 	if !st.ScenarioStart.IsZero() {
 		return st.ScenarioStart, nil
 	}

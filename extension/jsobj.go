@@ -8,7 +8,7 @@ import (
 
 	"github.com/grafana/sobek"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
@@ -62,7 +62,7 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 	}
 	set("run", func(sobek.FunctionCall) sobek.Value {
 		st := in.vu.State()
-		if st == nil || st.Phase != modules.PhaseIteration {
+		if st == nil || st.Phase != jsmodule.PhaseIteration {
 			in.throw(errors.New("run() runs clients only in VU code"))
 		}
 		p, ok := populationOf(st.Scenario)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/grafana/sobek"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -79,14 +79,14 @@ func (in *instance) globalArg(l *loaded, a, b sobek.Value) (int, error) {
 // lowSink is this VU's sink for low-level operations: in VU code the
 // scenario's steps tag them; in setup and teardown they are recorded like
 // the seed's operations (step "setup" / "teardown", outside the steps).
-func (in *instance) lowSink(l *loaded) (relay.Sink, error) {
+func (in *instance) lowSink(l *loaded) (relayclient.Sink, error) {
 	st := in.vu.State()
-	if st == nil || st.Phase == modules.PhaseInit {
+	if st == nil || st.Phase == jsmodule.PhaseInit {
 		return nil, errors.New("the low-level API is for VU code, setup and teardown, not init code")
 	}
-	if st.Phase != modules.PhaseIteration {
+	if st.Phase != jsmodule.PhaseIteration {
 		label := "setup"
-		if st.Phase != modules.PhaseSetup {
+		if st.Phase != jsmodule.PhaseSetup {
 			label = st.Phase.String()
 		}
 		return &setupSink{l: l, met: in.met, push: in.vu.Metrics().Push, base: st.Tags.TagSet(), step: label}, nil
@@ -104,14 +104,14 @@ func (in *instance) lowSink(l *loaded) (relay.Sink, error) {
 	return s, nil
 }
 
-func (in *instance) identity(l *loaded, g int) (relay.Target, *nostr.Keys, []string, error) {
+func (in *instance) identity(l *loaded, g int) (relayclient.Target, *nostr.Keys, []string, error) {
 	sc, err := l.target()
 	if err != nil {
-		return relay.Target{}, nil, nil, err
+		return relayclient.Target{}, nil, nil, err
 	}
 	info, _ := sc.Client(g)
 	ep := sc.Endpoint(info.Community)
-	t := relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL}
+	t := relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL}
 	if sc.Target.CommunityHostTemplate != "" {
 		t.Host, t.ConnectAddr = ep.Host, ep.DialAddr
 	}
@@ -148,8 +148,8 @@ func (o callOpts) timeout() time.Duration {
 	return time.Duration(o.Timeout * float64(time.Millisecond))
 }
 
-func resultJS(r relay.Result) map[string]any {
-	m := map[string]any{"ok": r.Outcome == relay.OutcomeOK, "outcome": r.Outcome.String(), "op": r.Op,
+func resultJS(r relayclient.Result) map[string]any {
+	m := map[string]any{"ok": r.Outcome == relayclient.OutcomeOK, "outcome": r.Outcome.String(), "op": r.Op,
 		"duration_ms": ms(r.Duration)}
 	if r.Error != "" {
 		m["error"] = r.Error
@@ -159,7 +159,7 @@ func resultJS(r relay.Result) map[string]any {
 
 // lowClient resolves the (global | kind, index) arguments of a low-level
 // call to the client's target, keys, NIP-OA tag and the sink its ops go to.
-func (in *instance) lowClient(l *loaded, c sobek.FunctionCall) (relay.Target, *nostr.Keys, []string, relay.Sink) {
+func (in *instance) lowClient(l *loaded, c sobek.FunctionCall) (relayclient.Target, *nostr.Keys, []string, relayclient.Sink) {
 	g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
 	if err != nil {
 		in.throw(err)
@@ -179,12 +179,12 @@ func (in *instance) lowClient(l *loaded, c sobek.FunctionCall) (relay.Target, *n
 // session of that client, closed at the latest when the iteration ends.
 func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
 	t, keys, oa, sink := in.lowClient(l, c)
-	ct := relay.DefaultConnectTimeout
+	ct := relayclient.DefaultConnectTimeout
 	if s := l.base.Target.ConnectTimeoutSecs; s > 0 {
 		ct = scenario.Secs(s)
 	}
 	ctx := in.vu.Context()
-	conn, err := relay.Connect(ctx, relay.Config{Target: t, Keys: keys, OATag: oa, Sink: sink, ConnectTimeout: ct})
+	conn, err := relayclient.Connect(ctx, relayclient.Config{Target: t, Keys: keys, OATag: oa, Sink: sink, ConnectTimeout: ct})
 	rt := in.rt()
 	o := rt.NewObject()
 	if err != nil {
@@ -201,8 +201,8 @@ func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
 		if err != nil {
 			in.throw(err)
 		}
-		op := in.opts(call.Argument(1), relay.OpPublish)
-		r := conn.Publish(ctx, ev, relay.PublishOptions{Op: op.Op, Timeout: op.timeout()})
+		op := in.opts(call.Argument(1), relayclient.OpPublish)
+		r := conn.Publish(ctx, ev, relayclient.PublishOptions{Op: op.Op, Timeout: op.timeout()})
 		m := resultJS(r)
 		m["id"] = ev.ID
 		return in.toJS(m)
@@ -212,9 +212,9 @@ func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
 		if err != nil {
 			in.throw(err)
 		}
-		op := in.opts(call.Argument(1), relay.OpSubscribeEOSE)
+		op := in.opts(call.Argument(1), relayclient.OpSubscribeEOSE)
 		n := 0
-		sub, r, err := conn.SubscribeEOSE(ctx, fs, relay.SubOptions{Op: op.Op, EOSETimeout: op.timeout()})
+		sub, r, err := conn.SubscribeEOSE(ctx, fs, relayclient.SubOptions{Op: op.Op, EOSETimeout: op.timeout()})
 		if sub != nil {
 			n = sub.Replayed()
 			_ = sub.Close()
@@ -241,7 +241,7 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 	if err != nil {
 		in.throw(err)
 	}
-	h, err := relay.NewHTTP(relay.HTTPConfig{Target: t, Keys: keys, OATag: oa, Sink: sink, Transport: pool})
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: t, Keys: keys, OATag: oa, Sink: sink, Transport: pool})
 	if err != nil {
 		in.throw(err)
 	}
@@ -252,8 +252,8 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 		if err != nil {
 			in.throw(err)
 		}
-		op := in.opts(call.Argument(1), relay.OpHTTPQuery)
-		evs, r := h.Query(in.vu.Context(), fs, relay.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		op := in.opts(call.Argument(1), relayclient.OpHTTPQuery)
+		evs, r := h.Query(in.vu.Context(), fs, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout()})
 		m := resultJS(r)
 		m["events"] = evs
 		return in.toJS(m)
@@ -263,8 +263,8 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 		if err != nil {
 			in.throw(err)
 		}
-		op := in.opts(call.Argument(1), relay.OpHTTPEvents)
-		rep, r := h.PublishHTTP(in.vu.Context(), ev, relay.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		op := in.opts(call.Argument(1), relayclient.OpHTTPEvents)
+		rep, r := h.PublishHTTP(in.vu.Context(), ev, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout()})
 		m := resultJS(r)
 		m["id"], m["accepted"], m["message"] = ev.ID, rep.Accepted, rep.Message
 		return in.toJS(m)
@@ -274,8 +274,8 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 		if err != nil {
 			in.throw(err)
 		}
-		op := in.opts(call.Argument(1), relay.OpHTTPCount)
-		n, r := h.CountHTTP(in.vu.Context(), fs, relay.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		op := in.opts(call.Argument(1), relayclient.OpHTTPCount)
+		n, r := h.CountHTTP(in.vu.Context(), fs, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout()})
 		m := resultJS(r)
 		m["count"] = n
 		return in.toJS(m)
@@ -321,7 +321,7 @@ func (in *instance) buildEvent(keys *nostr.Keys, v sobek.Value) (*nostr.Event, e
 
 // filters converts NIP-01 filters from JS: ids, authors, kinds, "#x" tag
 // filters, since, until, limit; any other key is a Buzz extension field.
-func (in *instance) filters(v sobek.Value) ([]relay.Filter, error) {
+func (in *instance) filters(v sobek.Value) ([]relayclient.Filter, error) {
 	x, err := in.fromJS(v)
 	if err != nil {
 		return nil, err
@@ -335,13 +335,13 @@ func (in *instance) filters(v sobek.Value) ([]relay.Filter, error) {
 	default:
 		return nil, errors.New("filters: want a filter object or an array of them")
 	}
-	var out []relay.Filter
+	var out []relayclient.Filter
 	for i, it := range list {
 		m, ok := it.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("filters[%d]: want an object", i)
 		}
-		var f relay.Filter
+		var f relayclient.Filter
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
@@ -443,7 +443,7 @@ func (in *instance) hotRoot(l *loaded) (string, error) {
 		return "", err
 	}
 	pool, _ := in.m.httpPool()
-	h, err := relay.NewHTTP(relay.HTTPConfig{Target: t, Keys: keys, Transport: pool})
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: t, Keys: keys, Transport: pool})
 	if err != nil {
 		return "", err
 	}
@@ -451,9 +451,9 @@ func (in *instance) hotRoot(l *loaded) (string, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	evs, r := h.Query(ctx, []relay.Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}},
-		Limit: 10, Extra: map[string]any{"search": scenario.HotRootMarker(sc.RunID)}}}, relay.CallOptions{})
-	if r.Outcome != relay.OutcomeOK {
+	evs, r := h.Query(ctx, []relayclient.Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}},
+		Limit: 10, Extra: map[string]any{"search": scenario.HotRootMarker(sc.RunID)}}}, relayclient.CallOptions{})
+	if r.Outcome != relayclient.OutcomeOK {
 		return "", fmt.Errorf("finding the hot root: %s", r.Error)
 	}
 	for _, e := range evs {

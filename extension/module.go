@@ -12,11 +12,11 @@ import (
 
 	"github.com/mstoykov/envconfig"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/segment"
-	"github.com/buzzload/buzzload/modules/localrelay"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -31,15 +31,15 @@ type Options struct {
 	// Registry is the registry the module is registered in. It is not
 	// needed any more (the VU gives the scenario start and the test
 	// options) and is accepted for callers that pass it.
-	Registry *modules.Registry
+	Registry *jsmodule.Registry
 	// LookupEnv reads BUZZ_* settings of the embedded relay (the variables
 	// of `buzzload relay`); nil is os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// Relay, when set, adjusts the embedded relay's config after the
 	// environment (tests lower limits here).
-	Relay func(*localrelay.Config)
+	Relay func(*relay.Config)
 	// OnRelay sees the embedded relay once it listens (tests inject faults).
-	OnRelay func(*localrelay.Relay)
+	OnRelay func(*relay.Relay)
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.
@@ -50,7 +50,7 @@ type Module struct {
 
 	mu        sync.Mutex
 	scenarios map[string]*loaded // by absolute path and shard
-	relay     *localrelay.Relay
+	relay     *relay.Relay
 	relayErr  error
 	stopRelay context.CancelFunc
 	transport *http.Transport
@@ -93,7 +93,7 @@ func (m *Module) Close() error {
 }
 
 // EmbeddedRelay returns the embedded relay if it was started (tests).
-func (m *Module) EmbeddedRelay() *localrelay.Relay {
+func (m *Module) EmbeddedRelay() *relay.Relay {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.relay
@@ -138,7 +138,7 @@ func (m *Module) httpPool() (*http.Transport, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.transport == nil {
-		t, err := relay.NewTransport(relay.TransportOptions{})
+		t, err := relayclient.NewTransport(relayclient.TransportOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (m *Module) httpPool() (*http.Transport, error) {
 }
 
 // embedded starts the embedded relay on first use and returns it.
-func (m *Module) embedded() (*localrelay.Relay, error) {
+func (m *Module) embedded() (*relay.Relay, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.relay != nil || m.relayErr != nil {
@@ -157,7 +157,7 @@ func (m *Module) embedded() (*localrelay.Relay, error) {
 	if m.closed {
 		return nil, errors.New("k6/x/buzz: the run has ended")
 	}
-	cfg := localrelay.DefaultConfig()
+	cfg := relay.DefaultConfig()
 	if err := envconfig.Process("", &cfg, m.opts.LookupEnv); err != nil {
 		m.relayErr = fmt.Errorf("embedded relay: environment: %w", err)
 		return nil, m.relayErr
@@ -167,7 +167,7 @@ func (m *Module) embedded() (*localrelay.Relay, error) {
 	if m.opts.Relay != nil {
 		m.opts.Relay(&cfg)
 	}
-	r, err := localrelay.New(cfg)
+	r, err := relay.New(cfg)
 	if err != nil {
 		m.relayErr = fmt.Errorf("embedded relay: %w", err)
 		return nil, m.relayErr

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/buzzload/buzzload/modules/client"
-	"github.com/buzzload/buzzload/modules/desktop"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/models"
+	"github.com/buzzload/buzzload/modules/models/desktop"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -15,17 +15,17 @@ import (
 // abort thresholds are declared for these (a threshold on an operation that
 // never happens has no value and passes).
 func OpsOf(k scenario.Kind) []string {
-	common := []string{relay.OpConnect, relay.OpAuth, relay.OpPublish, relay.OpSubscribeEOSE, client.OpDeliver,
-		relay.OpBadFrame, relay.OpNotice}
+	common := []string{relayclient.OpConnect, relayclient.OpAuth, relayclient.OpPublish, relayclient.OpSubscribeEOSE, models.OpDeliver,
+		relayclient.OpBadFrame, relayclient.OpNotice}
 	switch k {
 	case scenario.KindHuman:
-		return append(common, client.OpHistory)
+		return append(common, models.OpHistory)
 	case scenario.KindDesktop:
-		return append(append(common, relay.OpHTTPQuery), desktop.Ops...)
+		return append(append(common, relayclient.OpHTTPQuery), desktop.Ops...)
 	case scenario.KindAgent:
-		return append(common, relay.OpHTTPQuery, relay.OpHTTPEvents, client.OpTurnContext)
+		return append(common, relayclient.OpHTTPQuery, relayclient.OpHTTPEvents, models.OpTurnContext)
 	case scenario.KindHotAuthor:
-		return append(common, relay.OpHTTPQuery, relay.OpHTTPEvents, client.OpHotReply, client.OpThreadFetch)
+		return append(common, relayclient.OpHTTPQuery, relayclient.OpHTTPEvents, models.OpHotReply, models.OpThreadFetch)
 	}
 	return common
 }

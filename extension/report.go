@@ -11,7 +11,7 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/client"
+	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -137,7 +137,7 @@ func judge(lim scenario.Abort, ops map[string]*OpReport) string {
 		if o.OK > 0 && o.P99Ms > lim.MaxP99Ms {
 			reasons = append(reasons, fmt.Sprintf("%s p99 %.1f ms above max_p99_ms %g", name, o.P99Ms, lim.MaxP99Ms))
 		}
-		if name != client.OpDeliver && o.OK+o.Errors > 0 && float64(o.Errors)/float64(o.OK+o.Errors) > lim.MaxErrorRate {
+		if name != models.OpDeliver && o.OK+o.Errors > 0 && float64(o.Errors)/float64(o.OK+o.Errors) > lim.MaxErrorRate {
 			reasons = append(reasons, fmt.Sprintf("%s error rate %.2f%% (%d of %d) above max_error_rate %g%%",
 				name, 100*float64(o.Errors)/float64(o.OK+o.Errors), o.Errors, o.OK+o.Errors, 100*lim.MaxErrorRate))
 		}

@@ -5,12 +5,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
-// opSink turns every relay.Result of one VU's clients into samples and into
+// opSink turns every relayclient.Result of one VU's clients into samples and into
 // the report's aggregation. The step of a Result is the ramp step its
 // settlement falls in, by the clock from the population scenarios' start
 // (stage 2i and 2i+1 are step i); what settles after the last hold is the
@@ -28,7 +28,7 @@ type opSink struct {
 	tags map[tagKey]metrics.TagSet
 
 	// graceEnded turns operations cut short after the grace into
-	// "unfinished at stop" errors (desktop humans; modules/client marks its
+	// "unfinished at stop" errors (desktop humans; modules/models marks its
 	// own).
 	graceEnded atomic.Bool
 }
@@ -38,7 +38,7 @@ type tagKey struct {
 	step int
 }
 
-func newOpSink(l *loaded, kind int, met *metricSet, vu modules.VU, base metrics.TagSet, start time.Time) *opSink {
+func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics.TagSet, start time.Time) *opSink {
 	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: base, start: start,
 		tags: map[tagKey]metrics.TagSet{}}
 }
@@ -55,13 +55,13 @@ func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
 	return t
 }
 
-// Record implements relay.Sink.
-func (s *opSink) Record(r relay.Result) {
+// Record implements relayclient.Sink.
+func (s *opSink) Record(r relayclient.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
 	}
-	if r.Outcome == relay.OutcomePending && s.graceEnded.Load() {
-		r.Outcome = relay.OutcomeError
+	if r.Outcome == relayclient.OutcomePending && s.graceEnded.Load() {
+		r.Outcome = relayclient.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}
 	end := r.Start.Add(r.Duration)
@@ -80,14 +80,14 @@ func (s *opSink) Record(r relay.Result) {
 	}
 	tags := s.tagsFor(r.Op, stage/2)
 	switch r.Outcome {
-	case relay.OutcomeOK:
+	case relayclient.OutcomeOK:
 		s.push(
 			metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)},
 			metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0},
 		)
-	case relay.OutcomeError:
+	case relayclient.OutcomeError:
 		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
-	case relay.OutcomeThrottled:
+	case relayclient.OutcomeThrottled:
 		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
 	}
 	for i, st := range straddled {
@@ -109,7 +109,7 @@ type setupSink struct {
 	step string // "" is "setup"
 }
 
-func (s *setupSink) Record(r relay.Result) {
+func (s *setupSink) Record(r relayclient.Result) {
 	end := r.Start.Add(r.Duration)
 	s.l.agg.recordSetup(r, end)
 	step := s.step
@@ -118,14 +118,14 @@ func (s *setupSink) Record(r relay.Result) {
 	}
 	tags := s.base.With("op", r.Op).With("step", step)
 	switch r.Outcome {
-	case relay.OutcomeOK:
+	case relayclient.OutcomeOK:
 		s.push(
 			metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)},
 			metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0},
 		)
-	case relay.OutcomeError:
+	case relayclient.OutcomeError:
 		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
-	case relay.OutcomeThrottled:
+	case relayclient.OutcomeThrottled:
 		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
 	}
 }

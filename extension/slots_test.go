@@ -6,14 +6,14 @@ import (
 
 	"github.com/grafana/sobek"
 
-	"github.com/buzzload/buzzload/engine/js/eventloop"
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost/eventloop"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 )
 
 // fakeVU is just enough of a VU for the slot mapping: its test options.
 type fakeVU struct {
 	opts []byte
-	met  modules.Metrics
+	met  jsmodule.Metrics
 }
 
 func (f fakeVU) Runtime() *sobek.Runtime              { return nil }
@@ -21,9 +21,9 @@ func (f fakeVU) Context() context.Context             { return context.Backgroun
 func (f fakeVU) ScenarioContext() context.Context     { return context.Background() }
 func (f fakeVU) TestOptions() []byte                  { return f.opts }
 func (f fakeVU) RegisterCallback() eventloop.Enqueue  { return nil }
-func (f fakeVU) State() *modules.State                { return nil }
-func (f fakeVU) InitEnv() *modules.InitEnv            { return nil }
-func (f fakeVU) Metrics() modules.Metrics             { return f.met }
+func (f fakeVU) State() *jsmodule.State               { return nil }
+func (f fakeVU) InitEnv() *jsmodule.InitEnv           { return nil }
+func (f fakeVU) Metrics() jsmodule.Metrics            { return f.met }
 func (f fakeVU) AddDataTransfer(sent, received int64) {}
 
 // instanceWithSegment is a VU of a run with this segment.

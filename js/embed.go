@@ -9,7 +9,7 @@ package js
 
 import "embed"
 
-// FS is the embedded helpers, served by engine/js under "buzzload/".
+// FS is the embedded helpers, served by engine/jshost under "buzzload/".
 //
 //go:embed *.js
 var FS embed.FS

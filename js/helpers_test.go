@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	enginejs "github.com/buzzload/buzzload/engine/js"
-	helpers "github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/js"
 )
 
 // runHelper evaluates a script that imports the embedded helpers and
@@ -18,7 +18,7 @@ func runHelper(t *testing.T, src string) string {
 	if err := os.WriteFile(p, []byte(src+"\nexport default function () {}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := enginejs.NewBundle(context.Background(), enginejs.Config{Filename: p, Helpers: helpers.FS})
+	b, err := jshost.NewBundle(context.Background(), jshost.Config{Filename: p, Helpers: js.FS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestRampStagesRejectsBadInput(t *testing.T) {
 		if err := os.WriteFile(p, []byte(src+"\nexport default function () {}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := enginejs.NewBundle(context.Background(), enginejs.Config{Filename: p, Helpers: helpers.FS}); err == nil {
+		if _, err := jshost.NewBundle(context.Background(), jshost.Config{Filename: p, Helpers: js.FS}); err == nil {
 			t.Errorf("%s: accepted", src)
 		}
 	}

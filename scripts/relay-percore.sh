@@ -9,4 +9,4 @@
 set -euo pipefail
 runs=${1:-5}
 "${GO:-go}" test -run '^$' -bench '^BenchmarkPublishVerified$' -benchmem -cpu 1 -count "$runs" -timeout 5m \
-	./modules/localrelay/ | sed 's/^BenchmarkPublishVerified\([[:space:]]\)/BenchmarkPublishVerified\/gomaxprocs=1\1/'
+	./modules/relay/ | sed 's/^BenchmarkPublishVerified\([[:space:]]\)/BenchmarkPublishVerified\/gomaxprocs=1\1/'

@@ -13,7 +13,7 @@ import (
 	"github.com/mstoykov/envconfig"
 	"github.com/spf13/pflag"
 
-	"github.com/buzzload/buzzload/modules/localrelay"
+	"github.com/buzzload/buzzload/modules/relay"
 )
 
 const relayUsage = `usage: buzzload relay [flags]
@@ -48,7 +48,7 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 			fmt.Fprintf(env.Stderr, "%s "+format+"\n", append([]any{time.Now().UTC().Format(time.RFC3339)}, a...)...)
 		}
 	}
-	r, err := localrelay.New(cfg)
+	r, err := relay.New(cfg)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
 		return 1
@@ -94,8 +94,8 @@ func relayVerbose(fs *pflag.FlagSet) bool {
 }
 
 // relayConfig builds the configuration: defaults, then environment, then flags.
-func relayConfig(args []string, env cliEnv) (localrelay.Config, *pflag.FlagSet, error) {
-	cfg := localrelay.DefaultConfig()
+func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error) {
+	cfg := relay.DefaultConfig()
 	cfg.Listen = "127.0.0.1:7777"
 	cfg.OperatorSecretFile = filepath.Join(os.TempDir(), "buzzload-relay-operator.key")
 	lookup := relayLookup(env.Env)

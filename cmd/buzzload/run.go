@@ -16,10 +16,10 @@ import (
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/executor"
-	enginejs "github.com/buzzload/buzzload/engine/js"
-	"github.com/buzzload/buzzload/engine/js/modules"
+	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/extension"
-	helpers "github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/js"
 )
 
 // runEnv is the K6_* environment of `buzzload run` (k6-compat.md §8.1). Only
@@ -354,15 +354,15 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		}
 		cfg.Script, cfg.Source = "stdin.js", src
 	}
-	cfg.Helpers = helpers.FS
+	cfg.Helpers = js.FS
 	return cfg, nil
 }
 
 // newModuleRegistry is every Go module a script can import: the built-ins
 // and the extensions compiled into this binary. close ends what the
 // extensions started (the embedded relay) once the run is over.
-func newModuleRegistry(environ []string) (reg *modules.Registry, close func() error, err error) {
-	reg = enginejs.NewRegistry()
+func newModuleRegistry(environ []string) (reg *jsmodule.Registry, close func() error, err error) {
+	reg = jshost.NewRegistry()
 	buzz := extension.New(extension.Options{Registry: reg, LookupEnv: lookupFrom(environ)})
 	if err := reg.Register(extension.ImportPath, buzz); err != nil {
 		return nil, nil, err

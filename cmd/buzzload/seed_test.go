@@ -11,19 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzload/buzzload/modules/localrelay"
+	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
 
 // seedRelay runs an in-process relay on 127.0.0.1 for one CLI test.
-func seedRelay(t *testing.T) *localrelay.Relay {
+func seedRelay(t *testing.T) *relay.Relay {
 	t.Helper()
-	cfg := localrelay.DefaultConfig()
+	cfg := relay.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.RateLimit = false
 	cfg.DrainOnClose = 100 * time.Millisecond
-	r, err := localrelay.New(cfg)
+	r, err := relay.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ hold_secs = 1
 
 // writeScenario writes a scenario aimed at r (with a host template unless
 // noTemplate) and returns its path.
-func writeScenario(t *testing.T, r *localrelay.Relay, runID string, noTemplate bool) string {
+func writeScenario(t *testing.T, r *relay.Relay, runID string, noTemplate bool) string {
 	t.Helper()
 	addr := r.Addr()
 	target := fmt.Sprintf("[target]\nws_url = \"ws://%s\"\nhttp_url = \"http://%s\"\n", addr, addr)

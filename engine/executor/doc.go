@@ -5,7 +5,7 @@
 // the runtime scheduler that runs several scenarios at once on a shared VU
 // pool. Execution segments (package segment) split every plan exactly.
 //
-// It knows nothing about JavaScript or metrics. The integrator (engine/js
+// It knows nothing about JavaScript or metrics. The integrator (engine/jshost
 // and `buzzload run`) provides:
 //
 //   - VU: one initialised VU. Activate(*ScenarioInfo) is called when the VU

@@ -2,16 +2,16 @@ package relay
 
 import (
 	"bufio"
-	"bytes"
-	"context"
+	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,233 +20,260 @@ import (
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
-// The benchmarks that measure this client run a minimal relay in a child
-// process (this test binary re-executed), so its memory and CPU stay out
-// of the figures, as a real relay's would.
-const childServerEnv = "BUZZLOAD_RELAY_TEST_SERVER"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(childServerEnv) == "1" {
-		runChildServer()
-		return
-	}
-	os.Exit(m.Run())
+// benchConn is a minimal client without a reader goroutine, so the client
+// side adds little to what the benchmarks measure.
+type benchConn struct {
+	ws *websocket.Conn
 }
 
-// runChildServer: AUTH challenge on connect; OK true for AUTH and EVENT
-// (id found by a byte scan); EOSE for REQ; CLOSED "" for CLOSE. It prints
-// its address and serves until stdin closes.
-func runChildServer() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
-	}
-	up := websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(`["AUTH","`+testChallenge+`"]`))
-		for {
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			var out []byte
-			switch {
-			case bytes.HasPrefix(b, []byte(`["EVENT",`)), bytes.HasPrefix(b, []byte(`["AUTH",`)):
-				i := bytes.Index(b, []byte(`"id":"`))
-				if i < 0 || i+6+64 > len(b) {
-					continue
-				}
-				out = append(append([]byte(`["OK","`), b[i+6:i+6+64]...), `",true,""]`...)
-			case bytes.HasPrefix(b, []byte(`["REQ",`)), bytes.HasPrefix(b, []byte(`["CLOSE",`)):
-				verb := "EOSE"
-				if b[2] == 'C' {
-					verb = "CLOSED"
-				}
-				rest := b[bytes.IndexByte(b, ',')+1:]
-				j := bytes.IndexByte(rest, '"')
-				k := bytes.IndexByte(rest[j+1:], '"')
-				if j < 0 || k < 0 {
-					continue
-				}
-				id := rest[j+1 : j+1+k]
-				out = append(append([]byte(`["`+verb+`","`), id...), '"')
-				if verb == "CLOSED" {
-					out = append(out, `,""`...)
-				}
-				out = append(out, ']')
-			default:
-				continue
-			}
-			if err := ws.WriteMessage(websocket.TextMessage, out); err != nil {
-				return
-			}
-		}
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	fmt.Println(ln.Addr().String())
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // parent gone or done
-	os.Exit(0)
-}
-
-// startChildServer starts the child relay and returns its ws:// URL.
-func startChildServer(b testing.TB) string {
+func benchDial(b *testing.B, r *Relay, k *nostr.Keys) *benchConn {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
+	d := websocket.Dialer{ReadBufferSize: 512, WriteBufferSize: 512, WriteBufferPool: &sync.Pool{}}
+	ws, _, err := d.Dial(r.URLs().WS+"/", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	_, msg, err := ws.ReadMessage()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+	var f []string
+	json.Unmarshal(msg, &f)
+	auth, _ := k.NewEvent(22242, [][]string{{"relay", r.URLs().WS}, {"challenge", f[1]}}, "", time.Now())
+	frame, _ := json.Marshal([]any{"AUTH", auth})
+	ws.WriteMessage(websocket.TextMessage, frame)
+	if _, msg, err = ws.ReadMessage(); err != nil || !json.Valid(msg) {
+		b.Fatalf("auth: %v", err)
 	}
-	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || len(line) < 2 {
-		b.Fatalf("child server: %q %v", line, err)
-	}
-	return "ws://" + line[:len(line)-1]
+	return &benchConn{ws: ws}
 }
 
-// Exactly one goroutine per open connection (the reader), subscriptions
-// and in-flight publishes included; the relay is in another process so
-// only our goroutines are counted.
-func TestOneGoroutinePerConnection(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a child process")
+func benchRelay(b *testing.B) *Relay {
+	return startRelay(b, func(c *Config) {
+		c.MaxConnections = 20000
+		c.AuthTimeout = time.Minute
+	})
+}
+
+// BenchmarkPublishVerified: accepted EVENTs per second from 100 connections,
+// signature verification on (the relay's ingest ceiling on this machine).
+func BenchmarkPublishVerified(b *testing.B) {
+	r := benchRelay(b)
+	const conns = 100
+	owner := nostr.DeriveKeys("bench", nostr.RoleOwner, 0)
+	oc := benchDial(b, r, owner)
+	ch := newUUID()
+	create, _ := owner.NewEvent(9007, [][]string{{"h", ch}, {"name", "bench"}}, "", time.Now())
+	f, _ := json.Marshal([]any{"EVENT", create})
+	oc.ws.WriteMessage(websocket.TextMessage, f)
+	oc.ws.ReadMessage()
+
+	cs := make([]*benchConn, conns)
+	keys := make([]*nostr.Keys, conns)
+	for i := range cs {
+		keys[i] = nostr.DeriveKeys("bench", nostr.RoleHuman, i)
+		cs[i] = benchDial(b, r, keys[i])
 	}
-	url := startChildServer(t)
-	const n = 20
-	keys := testKeys(t, 1)
-	g0 := runtime.NumGoroutine()
-	var conns []*Conn
+	// Pre-sign so the timed part is the relay's work (plus client framing).
+	frames := make([][][]byte, conns)
+	now := time.Now()
+	for i := 0; i < b.N; i++ {
+		c := i % conns
+		e, _ := keys[c].NewEvent(9, [][]string{{"h", ch}}, fmt.Sprint("m", i), now)
+		fr, _ := json.Marshal([]any{"EVENT", e})
+		frames[c] = append(frames[c], fr)
+	}
+	var accepted atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range cs {
+		wg.Add(2)
+		go func(c *benchConn, fs [][]byte) {
+			defer wg.Done()
+			for _, fr := range fs {
+				c.ws.WriteMessage(websocket.TextMessage, fr)
+			}
+		}(cs[i], frames[i])
+		go func(c *benchConn, n int) {
+			defer wg.Done()
+			for j := 0; j < n; j++ {
+				_, msg, err := c.ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				var ok []any
+				if json.Unmarshal(msg, &ok) == nil && len(ok) == 4 && ok[2] == true {
+					accepted.Add(1)
+				}
+			}
+		}(cs[i], len(frames[i]))
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if accepted.Load() != int64(b.N) {
+		b.Fatalf("accepted %d of %d", accepted.Load(), b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkFanout1000: live deliveries per second to 1,000 channel
+// subscribers, verification on. Published in batches that fit the send
+// queue, so no delivery is dropped as a slow consumer.
+func BenchmarkFanout1000(b *testing.B) {
+	r := benchRelay(b)
+	const subs = 1000
+	pubKey := nostr.DeriveKeys("bench", nostr.RoleOwner, 1)
+	pub := benchDial(b, r, pubKey)
+	ch := newUUID()
+	create, _ := pubKey.NewEvent(9007, [][]string{{"h", ch}, {"name", "fan"}}, "", time.Now())
+	f, _ := json.Marshal([]any{"EVENT", create})
+	pub.ws.WriteMessage(websocket.TextMessage, f)
+	pub.ws.ReadMessage()
+
+	var received atomic.Int64
+	var wg sync.WaitGroup
+	conns := make([]*benchConn, subs)
+	for i := 0; i < subs; i++ {
+		c := benchDial(b, r, nostr.DeriveKeys("bench-sub", nostr.RoleHuman, i))
+		req, _ := json.Marshal([]any{"REQ", "s", map[string]any{"kinds": []int{9}, "#h": []string{ch}, "limit": 0}})
+		c.ws.WriteMessage(websocket.TextMessage, req)
+		c.ws.ReadMessage() // EOSE
+		conns[i] = c
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if _, _, err := c.ws.ReadMessage(); err != nil {
+					return
+				}
+				received.Add(1)
+			}
+		}()
+	}
+	events := make([][]byte, b.N)
+	for i := range events {
+		e, _ := pubKey.NewEvent(9, [][]string{{"h", ch}}, fmt.Sprint("m", i), time.Now())
+		events[i], _ = json.Marshal([]any{"EVENT", e})
+	}
+	const batch = 200
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i += batch {
+		end := min(i+batch, b.N)
+		for _, fr := range events[i:end] {
+			pub.ws.WriteMessage(websocket.TextMessage, fr)
+		}
+		for j := i; j < end; j++ {
+			pub.ws.ReadMessage()
+		}
+		want := int64(end) * subs
+		for received.Load() < want {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)*subs/elapsed.Seconds(), "deliveries/s")
+	for _, c := range conns {
+		c.ws.Close()
+	}
+	wg.Wait()
+	// Let the relay reap its side before the next benchmark measures memory.
+	for deadline := time.Now().Add(5 * time.Second); r.Stats().Connections > 1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkIdleConnectionMemory: the relay's memory per idle authenticated
+// connection. The clients run in a child process (this test binary, see
+// TestIdleClientHelper), so only the relay's side is measured: Go heap and
+// goroutine stacks, and the process RSS.
+func BenchmarkIdleConnectionMemory(b *testing.B) {
+	r := benchRelay(b)
+	const n = 500
+	for i := 0; i < b.N && i < 3; i++ {
+		var before, after runtime.MemStats
+		for gc := 0; gc < 4; gc++ {
+			runtime.GC()
+		}
+		runtime.ReadMemStats(&before)
+		rss0 := rssBytes()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientHelper$")
+		cmd.Env = append(os.Environ(), "LOCALRELAY_IDLE_CLIENT="+r.URLs().WS, fmt.Sprintf("LOCALRELAY_IDLE_N=%d", n))
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "ready") {
+			b.Fatalf("client helper: %q %v", line, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		for gc := 0; gc < 4; gc++ {
+			runtime.GC() // each cycle may halve an idle goroutine's grown stack
+		}
+		runtime.ReadMemStats(&after)
+		rss1 := rssBytes()
+		heap := (float64(after.HeapInuse) - float64(before.HeapInuse)) / n
+		stack := (float64(after.StackInuse) - float64(before.StackInuse)) / n
+		b.ReportMetric(heap+stack, "bytes/conn")
+		b.ReportMetric(stack, "stack-bytes/conn")
+		if rss0 > 0 && rss1 > 0 {
+			b.ReportMetric(float64(rss1-rss0)/n, "rss-bytes/conn")
+		}
+		stdin.Close()
+		cmd.Wait()
+		time.Sleep(100 * time.Millisecond) // let the relay reap the sockets
+	}
+}
+
+// rssBytes reads the process's resident set size (Linux), or 0.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, resident int64
+	fmt.Sscan(string(b), &size, &resident)
+	return resident * int64(os.Getpagesize())
+}
+
+// TestIdleClientHelper is the client side of BenchmarkIdleConnectionMemory,
+// run in a child process; it skips in a normal test run.
+func TestIdleClientHelper(t *testing.T) {
+	u := os.Getenv("LOCALRELAY_IDLE_CLIENT")
+	if u == "" {
+		t.Skip("helper process for BenchmarkIdleConnectionMemory")
+	}
+	n, _ := strconv.Atoi(os.Getenv("LOCALRELAY_IDLE_N"))
+	var conns []*websocket.Conn
 	for i := 0; i < n; i++ {
-		c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys})
+		d := websocket.Dialer{ReadBufferSize: 512, WriteBufferSize: 512}
+		ws, _, err := d.Dial(u+"/", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c)
-		for j := 0; j < 3; j++ {
-			if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{}); err != nil {
-				t.Fatal(err)
-			}
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
 		}
-		if r := c.Publish(context.Background(), signed(t, keys, fmt.Sprint(i)), PublishOptions{}); r.Outcome != OutcomeOK {
-			t.Fatalf("%+v", r)
+		var f []string
+		json.Unmarshal(msg, &f)
+		k := nostr.DeriveKeys("idle", nostr.RoleHuman, i)
+		auth, _ := k.NewEvent(22242, [][]string{{"relay", u}, {"challenge", f[1]}}, "", time.Now())
+		frame, _ := json.Marshal([]any{"AUTH", auth})
+		ws.WriteMessage(websocket.TextMessage, frame)
+		if _, msg, err = ws.ReadMessage(); err != nil || !strings.Contains(string(msg), "true") {
+			t.Fatalf("auth: %s %v", msg, err)
 		}
+		conns = append(conns, ws)
 	}
-	if d := runtime.NumGoroutine() - g0; d < n || d > n+2 {
-		t.Fatalf("%d goroutines for %d connections", d, n)
-	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin) // hold the sockets until the parent closes stdin
 	for _, c := range conns {
 		c.Close()
-		<-c.Done()
-	}
-}
-
-// BenchmarkParseFrameEvent: an inbound EVENT frame (a chat message with
-// four tags) parsed into a nostr.Event. Budget: ≤ 6 µs.
-func BenchmarkParseFrameEvent(b *testing.B) {
-	frame := eventFrame("sub-1", sampleEvent(b))
-	b.SetBytes(int64(len(frame)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseFrame(frame); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkParseFrameOK(b *testing.B) {
-	frame := []byte(`["OK","` + string(bytes.Repeat([]byte("ab"), 32)) + `",true,""]`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseFrame(frame); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkPublishRoundTrip: publish → OK on loopback against a relay in
-// another process, closed loop, one connection. Reports p50/p99 of the
-// recorded publish durations (events are signed before the clock starts).
-func BenchmarkPublishRoundTrip(b *testing.B) {
-	url := startChildServer(b)
-	c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: testKeys(b, 1)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	k := testKeys(b, 1)
-	events := make([]*nostr.Event, b.N)
-	for i := range events {
-		events[i] = signed(b, k, fmt.Sprint("bench ", i))
-	}
-	durs := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r := c.Publish(context.Background(), events[i], PublishOptions{})
-		if r.Outcome != OutcomeOK {
-			b.Fatalf("%+v", r)
-		}
-		durs = append(durs, r.Duration)
-	}
-	b.StopTimer()
-	slices.Sort(durs)
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(durs[min(len(durs)-1, len(durs)*99/100)].Microseconds()), "p99-µs")
-}
-
-// BenchmarkIdleConnMemory: heap + goroutine stack per connected,
-// authenticated, subscribed idle connection, over 500 connections (the
-// relay runs in another process). Budget context: a whole subscribed human
-// client should stay ≤ 100 KB.
-func BenchmarkIdleConnMemory(b *testing.B) {
-	const n = 500
-	url := startChildServer(b)
-	keys := testKeys(b, 1)
-	for range b.N {
-		conns := make([]*Conn, 0, n)
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		g0 := runtime.NumGoroutine()
-		for i := 0; i < n; i++ {
-			c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {"chan"}}}}, SubOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			conns = append(conns, c)
-		}
-		time.Sleep(50 * time.Millisecond) // let pooled buffers go back
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		g1 := runtime.NumGoroutine()
-		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
-		stack := float64(after.StackInuse) - float64(before.StackInuse)
-		b.ReportMetric(heap/n, "heap-B/conn")
-		b.ReportMetric(stack/n, "stack-B/conn")
-		b.ReportMetric((heap+stack)/n, "B/conn")
-		b.ReportMetric(float64(g1-g0)/n, "goroutines/conn")
-		var wg sync.WaitGroup
-		for _, c := range conns {
-			wg.Add(1)
-			go func() { defer wg.Done(); c.Close(); <-c.Done() }()
-		}
-		wg.Wait()
 	}
 }

@@ -1,962 +1,701 @@
 package relay
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
+	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
-// Defaults.
-const (
-	DefaultConnectTimeout = 10 * time.Second // connect + auth (target.connect_timeout_secs)
-	DefaultPublishTimeout = 30 * time.Second // from the start of the send to the OK
-	DefaultEOSETimeout    = 30 * time.Second // REQ → EOSE
-	DefaultWriteTimeout   = 10 * time.Second // any frame other than EVENT
-	DefaultMaxFrameBytes  = 4 << 20          // inbound frames larger than this are discarded and counted
-	DefaultReadBufferSize = 1024             // per connection, held for its life
-	writeBufferSize       = 4096             // pooled: only held while a frame is written
-)
+// conn is one WebSocket client. The HTTP handler goroutine reads; one writer
+// goroutine owns all writes through a bounded queue (digest §1.1: 1000
+// messages, dropped after 15 consecutive overflows).
+type conn struct {
+	r  *Relay
+	c  *community
+	ws *websocket.Conn
 
-// Default operation names (buzz-loadgen's).
-const (
-	OpConnect       = "connect"
-	OpAuth          = "auth"
-	OpPublish       = "publish"
-	OpSubscribeEOSE = "subscribe_eose"
-	OpCount         = "count"
-	OpBadFrame      = "bad_frame" // an inbound frame we could not use
-	OpNotice        = "notice"    // a rate-limited NOTICE that settled no operation
-)
-
-// Errors.
-var (
-	ErrClosed = errors.New("relay: connection closed")
-)
-
-// OpError is returned when an operation did not end ok; Result is what was
-// recorded (Outcome tells throttled from error, RetryAfter how long to wait).
-type OpError struct{ Result Result }
-
-func (e *OpError) Error() string {
-	return e.Result.Op + ": " + e.Result.Outcome.String() + ": " + e.Result.Error
-}
-
-// Config configures one WebSocket connection. Zero values take the defaults.
-type Config struct {
-	Target Target
-	Keys   *nostr.Keys // the identity AUTH signs with (required for Auth)
-	OATag  []string    // NIP-OA ["auth", owner, conditions, sig] for agents; nil for humans
-	Sink   Sink        // nil drops Results
-
-	ConnectTimeout time.Duration // bounds connect + auth in Connect
-	PublishTimeout time.Duration // default for Publish
-	EOSETimeout    time.Duration // default for Subscribe
-	WriteTimeout   time.Duration // deadline of a non-EVENT write
-	MaxFrameBytes  int           // inbound frame limit (discard and count beyond it)
-	ReadBufferSize int           // gorilla read buffer
-	// ReadIdleTimeout ends the connection (as lost) when neither a frame nor
-	// a ping arrives for this long; Buzz pings every 30 s. 0 = never.
-	ReadIdleTimeout time.Duration
-
-	Header http.Header // extra upgrade headers (e.g. Buzz-Client); Host is set from Target
-
-	// OnNotice sees every NOTICE with its arrival time (reader goroutine; must not block).
-	OnNotice func(text string, at time.Time)
-	// OnDisconnect is called once when the connection ends; err is nil after our Close.
-	OnDisconnect func(err error)
-}
-
-func (c *Config) withDefaults() {
-	if c.Sink == nil {
-		c.Sink = NopSink{}
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
-	}
-	if c.PublishTimeout <= 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.EOSETimeout == 0 {
-		c.EOSETimeout = DefaultEOSETimeout
-	}
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.MaxFrameBytes <= 0 {
-		c.MaxFrameBytes = DefaultMaxFrameBytes
-	}
-	if c.ReadBufferSize <= 0 {
-		c.ReadBufferSize = DefaultReadBufferSize
-	}
-}
-
-// Stats are a connection's counters.
-type Stats struct {
-	FramesIn   int64 // frames read
-	BytesIn    int64 // payload bytes read
-	FramesOut  int64 // frames written
-	BytesOut   int64 // payload bytes written
-	BadFrames  int64 // frames that became bad_frame errors
-	Notices    int64 // NOTICEs received
-	LateFrames int64 // answers for operations already settled (late OK, events after our CLOSE)
-}
-
-// Package-wide buffer pools. They hold no state a caller can observe: the
-// write pool is gorilla's shared WriteBufferPool (a buffer is held only while
-// a frame is written), the frame pool backs reads and envelope building.
-var (
-	writePool = &sync.Pool{}
-	framePool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-)
-
-func getFrameBuf() *[]byte { return framePool.Get().(*[]byte) }
-
-func putFrameBuf(b *[]byte) {
-	if cap(*b) > 64<<10 { // don't keep a rare huge frame's buffer alive
-		return
-	}
-	*b = (*b)[:0]
-	framePool.Put(b)
-}
-
-// Conn is one WebSocket connection to a relay. It runs exactly one reader
-// goroutine; writes are serialised by a mutex on the caller's goroutine with
-// a deadline on each. All methods are safe for concurrent use.
-//
-// Callbacks (OnEvent, OnEOSE, OnClosed, publish done funcs, OnNotice) run on
-// the reader goroutine or a deadline timer's goroutine: they must not block,
-// and must not call the blocking methods (Publish, Auth, Count, Sub.Wait)
-// of the same Conn; the Async forms are fine.
-type Conn struct {
-	cfg      Config
-	ws       *websocket.Conn
-	relayURL string    // public URL for the NIP-42 relay tag
-	born     time.Time // dial time; monotonic base for lastFrame
-
-	wmu sync.Mutex // serialises writes
-
-	mu        sync.Mutex
-	closed    bool  // no new operations
-	byUs      bool  // Close was called
-	lostErr   error // why the relay side ended
-	challenge string
-	chal      chan struct{} // closed when the first AUTH challenge arrives
-	authed    bool
-	seq       uint64
-	pubs      map[string]*pending // by event id (publishes and the AUTH event)
-	counts    map[string]*pending // by COUNT sub id
-	subs      map[string]*Sub
-	late      []string // recently timed-out event ids (bounded ring)
-
+	queue     sendQueue
+	done      chan struct{} // closed when the writer stops
+	doneOnce  sync.Once
 	closeOnce sync.Once
-	done      chan struct{} // closed when the reader has exited and everything is settled
+	closing   atomic.Bool // a close frame is queued or the socket is gone
+	overflows atomic.Int32
+	framesOut atomic.Int64
 
-	lastFrame atomic.Int64 // nanoseconds after born
-	stats     struct {
-		framesIn, bytesIn, framesOut, bytesOut, badFrames, notices, late atomic.Int64
-	}
+	challenge string
+	expected  string // the relay URL the AUTH relay tag must name
+
+	authed     atomic.Bool
+	pubkey     string           // written once before authed is set
+	pub        *btcec.PublicKey // pubkey parsed, for signature checks
+	agentOwner string           // NIP-OA owner, "" for humans
+	authFailed bool             // reader goroutine only
+
+	subs      map[string]*subscription // reader goroutine only
+	authTimer *time.Timer              // the AUTH deadline, stopped once authenticated
 }
 
-// Connect dials and authenticates within cfg.ConnectTimeout (and ctx),
-// recording "connect" and "auth". On failure the error is an *OpError (or
-// the context's error) and nothing stays open.
-func Connect(ctx context.Context, cfg Config) (*Conn, error) {
-	cfg.withDefaults()
-	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	defer cancel()
-	c, err := Dial(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Auth(ctx); err != nil {
-		c.Close()
-		<-c.done
-		return nil, err
-	}
-	return c, nil
+// outFrame is one queued frame: data, or for a live event the
+// subscription's shared `["EVENT","<sub>",` prefix (data), the event's shared
+// JSON (body) and a closing bracket, so a delivery copies nothing. op is 0
+// for a text frame, else a control opcode (pong, close).
+type outFrame struct {
+	data      []byte
+	body      []byte
+	op        byte
+	thenClose bool // close the socket once data is written
 }
 
-// Dial opens the WebSocket and starts the reader, recording "connect". It
-// does not authenticate: the relay's AUTH challenge is kept for Auth.
-// Without a deadline on ctx it is bounded by ConnectTimeout.
-func Dial(ctx context.Context, cfg Config) (*Conn, error) {
-	cfg.withDefaults()
-	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
-		defer cancel()
-	}
-	res := Result{Op: OpConnect, Start: start}
-	fail := func(o Outcome, msg string, retry time.Duration) (*Conn, error) {
-		res.Duration = time.Since(start)
-		res.Outcome, res.Error, res.RetryAfter = o, msg, retry
-		cfg.Sink.Record(res)
-		return nil, &OpError{Result: res}
-	}
-	ep, err := cfg.Target.ws()
-	if err != nil {
-		return fail(OutcomeError, err.Error(), 0)
-	}
-	laddr, err := localTCPAddr(cfg.Target.LocalAddr)
-	if err != nil {
-		return fail(OutcomeError, err.Error(), 0)
-	}
-	nd := &net.Dialer{LocalAddr: laddr}
-	d := websocket.Dialer{
-		NetDialContext:    nd.DialContext,
-		ReadBufferSize:    cfg.ReadBufferSize,
-		WriteBufferSize:   writeBufferSize,
-		WriteBufferPool:   writePool,
-		EnableCompression: false, // never: permessage-deflate costs ~830 KiB per connection
-	}
-	hdr := cfg.Header
-	if ep.host != "" {
-		hdr = hdr.Clone()
-		if hdr == nil {
-			hdr = http.Header{}
-		}
-		hdr.Set("Host", ep.host)
-	}
-	ws, resp, err := d.DialContext(ctx, ep.dialURL, hdr)
-	if err != nil {
-		if resp != nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			resp.Body.Close()
-			msg := fmt.Sprintf("upgrade refused: HTTP %d: %s", resp.StatusCode, errorText(body))
-			if resp.StatusCode == http.StatusTooManyRequests {
-				return fail(OutcomeThrottled, msg, retryAfter(resp.Header, body))
-			}
-			return fail(OutcomeError, msg, 0)
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fail(OutcomeError, "dial "+ep.dialURL+": "+ctxErr.Error(), 0)
-		}
-		return fail(OutcomeError, "dial "+ep.dialURL+": "+err.Error(), 0)
-	}
-	res.Duration = time.Since(start)
-	cfg.Sink.Record(res)
-	c := &Conn{
-		cfg:      cfg,
-		ws:       ws,
-		relayURL: ep.relayURL,
-		born:     start,
-		chal:     make(chan struct{}),
-		done:     make(chan struct{}),
-	}
-	// Our own limit discards oversize frames; gorilla's (which closes the
-	// connection) only guards against an endless one.
-	ws.SetReadLimit(int64(max(64<<20, 4*cfg.MaxFrameBytes)))
-	if idle := cfg.ReadIdleTimeout; idle > 0 {
-		_ = ws.SetReadDeadline(time.Now().Add(idle))
-		pong := ws.PingHandler()
-		ws.SetPingHandler(func(data string) error {
-			_ = ws.SetReadDeadline(time.Now().Add(idle))
-			return pong(data)
-		})
-	}
-	go c.readLoop()
-	return c, nil
-}
+var closeBracket = []byte{']'}
 
-// RelayURL is the public URL this connection claims in its NIP-42 relay tag.
-func (c *Conn) RelayURL() string { return c.relayURL }
-
-// Done is closed when the connection has ended and every operation on it
-// has settled.
-func (c *Conn) Done() <-chan struct{} { return c.done }
-
-// Err says why the connection ended: nil while open and after our Close.
-func (c *Conn) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lostErr
-}
-
-// LastFrameAt is when the latest frame arrived (zero before the first).
-func (c *Conn) LastFrameAt() time.Time {
-	d := c.lastFrame.Load()
-	if d == 0 {
-		return time.Time{}
-	}
-	return c.born.Add(time.Duration(d))
-}
-
-// Stats returns the connection's counters.
-func (c *Conn) Stats() Stats {
-	return Stats{
-		FramesIn:   c.stats.framesIn.Load(),
-		BytesIn:    c.stats.bytesIn.Load(),
-		FramesOut:  c.stats.framesOut.Load(),
-		BytesOut:   c.stats.bytesOut.Load(),
-		BadFrames:  c.stats.badFrames.Load(),
-		Notices:    c.stats.notices.Load(),
-		LateFrames: c.stats.late.Load(),
-	}
-}
-
-// InFlight is the number of publishes and COUNTs awaiting their answer.
-func (c *Conn) InFlight() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := len(c.counts)
-	for _, p := range c.pubs {
-		if p.kind == kindPublish {
-			n++
-		}
-	}
-	return n
-}
-
-// Close ends the connection: operations still in flight settle as pending.
-// It is idempotent, does not wait (wait on Done), and may be called from a
-// callback.
-func (c *Conn) Close() error {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.byUs = true
-		c.closed = true
-		c.mu.Unlock()
-		// A polite close frame, briefly; then the socket goes, which ends the reader.
-		_ = c.ws.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-		_ = c.ws.Close()
-	})
-	return nil
-}
-
-// abort ends the connection because of err (a write failed, the relay went away).
-func (c *Conn) abort(err error) {
-	c.mu.Lock()
-	if c.lostErr == nil && !c.byUs {
-		c.lostErr = err
-	}
-	c.closed = true
-	c.mu.Unlock()
-	_ = c.ws.Close()
-}
-
-// write sends one text frame with a deadline. Writers queue on the mutex;
-// the deadline bounds how long any one write can hold it.
-func (c *Conn) write(b []byte, deadline time.Time) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return ErrClosed
-	}
-	_ = c.ws.SetWriteDeadline(deadline)
-	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
-		err = fmt.Errorf("write: %w", err)
-		c.abort(err)
-		return err
-	}
-	c.stats.framesOut.Add(1)
-	c.stats.bytesOut.Add(int64(len(b)))
-	return nil
-}
-
-// readLoop is the connection's one reader goroutine.
-func (c *Conn) readLoop() {
-	var err error
-	defer func() { c.finish(err) }()
-	for {
-		var typ int
-		var r io.Reader
-		typ, r, err = c.ws.NextReader()
-		if err != nil {
-			return
-		}
-		// Timestamp on arrival, before reading the body and parsing.
-		at := time.Now()
-		c.lastFrame.Store(int64(at.Sub(c.born)))
-		if idle := c.cfg.ReadIdleTimeout; idle > 0 {
-			_ = c.ws.SetReadDeadline(at.Add(idle))
-		}
-		bp := getFrameBuf()
-		var n int64
-		var tooBig bool
-		*bp, n, tooBig, err = readFrame(r, *bp, c.cfg.MaxFrameBytes)
-		if err != nil {
-			putFrameBuf(bp)
-			return
-		}
-		c.stats.framesIn.Add(1)
-		c.stats.bytesIn.Add(n)
-		switch {
-		case tooBig:
-			c.badFrame(at, n, fmt.Errorf("frame too large (%d bytes, limit %d)", n, c.cfg.MaxFrameBytes), *bp)
-		case typ != websocket.TextMessage && typ != websocket.BinaryMessage:
-			c.badFrame(at, n, fmt.Errorf("unexpected message type %d", typ), *bp)
-		default:
-			c.dispatch(*bp, at)
-		}
-		putFrameBuf(bp)
-	}
-}
-
-// readFrame reads a whole message into buf, keeping at most limit bytes and
-// discarding the rest (the connection stays usable).
-func readFrame(r io.Reader, buf []byte, limit int) ([]byte, int64, bool, error) {
-	buf = buf[:0]
-	for {
-		if len(buf) > limit {
-			rest, err := io.Copy(io.Discard, r)
-			return buf[:limit], int64(len(buf)) + rest, true, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		end := min(cap(buf), limit+1) // read one byte past the limit to notice it
-		m, err := r.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+m]
-		if err == io.EOF {
-			if len(buf) > limit {
-				return buf[:limit], int64(len(buf)), true, nil
-			}
-			return buf, int64(len(buf)), false, nil
-		}
-		if err != nil {
-			return buf, int64(len(buf)), false, err
-		}
-	}
-}
-
-// finish settles everything once the reader has stopped.
-func (c *Conn) finish(readErr error) {
-	c.mu.Lock()
-	c.closed = true
-	byUs := c.byUs
-	if !byUs && c.lostErr == nil {
-		c.lostErr = connLost(readErr)
-		var ne net.Error
-		if errors.As(readErr, &ne) && ne.Timeout() && c.cfg.ReadIdleTimeout > 0 {
-			c.lostErr = fmt.Errorf("no frame or ping from the relay within %v: %w", c.cfg.ReadIdleTimeout, readErr)
-		}
-	}
-	lost := c.lostErr
-	pubs, counts, subs := c.pubs, c.counts, c.subs
-	c.pubs, c.counts, c.subs = nil, nil, nil
-	c.mu.Unlock()
-	_ = c.ws.Close()
-
-	o, why := OutcomePending, "connection closed with the operation in flight"
-	if !byUs {
-		o, why = OutcomeError, "connection lost: "+lost.Error()
-	}
-	now := time.Now()
-	for _, p := range pubs {
-		c.complete(p, p.result(now, o, why, 0, 0), 0)
-	}
-	for _, p := range counts {
-		c.complete(p, p.result(now, o, why, 0, 0), 0)
-	}
-	for _, s := range subs {
-		s.connEnded(now, o, why, byUs)
-	}
-	if c.cfg.OnDisconnect != nil {
-		c.cfg.OnDisconnect(lost)
-	}
-	close(c.done)
-}
-
-func connLost(err error) error {
-	var ce *websocket.CloseError
-	if errors.As(err, &ce) {
-		if ce.Text != "" {
-			return fmt.Errorf("closed by relay: code %d %q", ce.Code, trimReason(ce.Text))
-		}
-		return fmt.Errorf("closed by relay: code %d", ce.Code)
-	}
-	if err == nil {
-		err = io.EOF
-	}
-	return fmt.Errorf("read: %w", err)
-}
-
-// badFrame records an inbound frame we could not use, quoting its start.
-func (c *Conn) badFrame(at time.Time, n int64, err error, b []byte) {
-	c.stats.badFrames.Add(1)
-	c.cfg.Sink.Record(Result{
-		Op: OpBadFrame, Start: at, Outcome: OutcomeError, BytesReceived: n,
-		Error: err.Error() + ": " + quote(b),
-	})
-}
-
-// dispatch routes one parsed frame. It runs on the reader goroutine.
-func (c *Conn) dispatch(b []byte, at time.Time) {
-	f, err := ParseFrame(b)
-	if err != nil {
-		c.badFrame(at, int64(len(b)), err, b)
-		return
-	}
-	n := int64(len(b))
-	switch f.Verb {
-	case VerbAuth:
-		c.mu.Lock()
-		first := c.challenge == ""
-		c.challenge = f.Message
-		c.mu.Unlock()
-		if first && f.Message != "" {
-			close(c.chal)
-		}
-	case VerbOK:
-		c.onOK(&f, at, n, b)
-	case VerbEvent:
-		c.onEvent(&f, at, n, b)
-	case VerbEOSE:
-		c.onEOSE(&f, at, n, b)
-	case VerbClosed:
-		c.onClosed(&f, at, n, b)
-	case VerbCount:
-		c.onCount(&f, at, n, b)
-	case VerbNotice:
-		c.onNotice(&f, at, n)
-	}
-}
-
-// opKind tells what a pending entry waits for.
-type opKind uint8
-
+// WebSocket opcodes the writer emits (RFC 6455 §5.2).
 const (
-	kindPublish opKind = iota
-	kindAuth
-	kindCount
+	opText  = 0x1
+	opClose = 0x8
+	opPing  = 0x9
+	opPong  = 0xA
 )
 
-// pending is one operation awaiting its answer.
-type pending struct {
-	kind  opKind
-	op    string
-	key   string // event id or COUNT sub id
-	seq   uint64 // send order, for "oldest pending"
-	start time.Time
-	sent  int64
-	timer *time.Timer
-	done  func(Result, int64)
-}
-
-func (p *pending) result(now time.Time, o Outcome, msg string, recv int64, retry time.Duration) Result {
-	return Result{Op: p.op, Start: p.start, Duration: now.Sub(p.start), Outcome: o, Error: msg,
-		BytesSent: p.sent, BytesReceived: recv, RetryAfter: retry}
-}
-
-// complete records and hands over a settled operation; the caller has
-// already removed p from its map, so this runs once per operation.
-func (c *Conn) complete(p *pending, r Result, count int64) {
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	c.cfg.Sink.Record(r)
-	if p.done != nil {
-		p.done(r, count)
+// appendFrameHeader appends an unmasked server frame header (FIN set).
+func appendFrameHeader(dst []byte, op byte, n int) []byte {
+	dst = append(dst, 0x80|op)
+	switch {
+	case n < 126:
+		return append(dst, byte(n))
+	case n <= 0xFFFF:
+		return append(dst, 126, byte(n>>8), byte(n))
+	default:
+		return append(dst, 127, 0, 0, 0, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 	}
 }
 
-// register adds p under its key to m (allocated lazily) and arms its
-// deadline (timeout after p.start; 0 = none). The timer is set under the
-// lock so that whoever later takes p sees it.
-func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if *m == nil {
-		*m = make(map[string]*pending)
-	}
-	if _, dup := (*m)[p.key]; dup {
-		return fmt.Errorf("relay: %s %s is already in flight on this connection", p.op, p.key)
-	}
-	c.seq++
-	p.seq = c.seq
-	(*m)[p.key] = p
-	if timeout > 0 {
-		p.timer = time.AfterFunc(timeout-time.Since(p.start), func() {
-			if q := c.takeIf(m, p.key, p); q != nil {
-				if q.kind == kindPublish {
-					c.rememberLate(q.key)
-				}
-				msg := "no OK within " + timeout.String()
-				if q.kind == kindCount {
-					msg = "no COUNT reply within " + timeout.String()
-				}
-				c.complete(q, q.result(time.Now(), OutcomeError, msg, 0, 0), 0)
-			}
-		})
-	}
-	return nil
+// frameWriter gathers a batch of frames into one vectored write: under
+// fan-out a busy socket gets many frames per syscall, and event bodies are
+// never copied. The writer goroutine is the only writer of the socket
+// (pings, pongs and close frames go through it too), so frames never
+// interleave; gorilla/websocket only reads.
+type frameWriter struct {
+	hdrs []byte
+	bufs net.Buffers
+	size int
 }
 
-// takeIf removes key from m if it still maps to want (nil = any) and returns it.
-func (c *Conn) takeIf(m *map[string]*pending, key string, want *pending) *pending {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := (*m)[key]
-	if p == nil || (want != nil && p != want) {
+func (w *frameWriter) add(f outFrame) {
+	op := f.op
+	if op == 0 {
+		op = opText
+	}
+	n := len(f.data)
+	if f.body != nil {
+		n += len(f.body) + 1
+	}
+	start := len(w.hdrs)
+	w.hdrs = appendFrameHeader(w.hdrs, op, n)
+	// hdrs was sized for the whole batch, so this slice stays valid.
+	w.bufs = append(w.bufs, w.hdrs[start:len(w.hdrs):len(w.hdrs)], f.data)
+	if f.body != nil {
+		w.bufs = append(w.bufs, f.body, closeBracket)
+	}
+	w.size += n
+}
+
+func (w *frameWriter) reset(frames int) {
+	if cap(w.hdrs) < 14*frames {
+		w.hdrs = make([]byte, 0, 14*frames)
+	}
+	w.hdrs = w.hdrs[:0]
+	clear(w.bufs)
+	w.bufs = w.bufs[:0]
+	w.size = 0
+}
+
+// smallWrite is the batch size below which frames are copied into one
+// buffer rather than written with writev.
+const smallWrite = 16 << 10
+
+func (k *conn) flush(w *frameWriter) error {
+	if len(w.bufs) == 0 {
 		return nil
 	}
-	delete(*m, key)
-	return p
-}
-
-// rememberLate notes a timed-out event id so its late OK is not a bad frame.
-func (c *Conn) rememberLate(id string) {
-	const ring = 64
-	c.mu.Lock()
-	if len(c.late) >= ring {
-		copy(c.late, c.late[1:])
-		c.late = c.late[:ring-1]
-	}
-	c.late = append(c.late, id)
-	c.mu.Unlock()
-}
-
-func (c *Conn) wasLate(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, l := range c.late {
-		if l == id {
-			c.late = append(c.late[:i], c.late[i+1:]...)
-			return true
+	nc := k.ws.NetConn()
+	nc.SetWriteDeadline(time.Now().Add(k.r.cfg.WriteTimeout))
+	var err error
+	if w.size < smallWrite {
+		// Small batches are copied into one buffer and written plainly:
+		// writev keeps a per-socket iovec array alive (~10 KB per idle
+		// connection), which only large batches are worth.
+		out := make([]byte, 0, w.size+len(w.hdrs))
+		for _, b := range w.bufs {
+			out = append(out, b...)
 		}
+		_, err = nc.Write(out)
+	} else {
+		bufs := w.bufs // WriteTo consumes its receiver
+		_, err = bufs.WriteTo(nc)
 	}
-	return false
-}
-
-func (c *Conn) onOK(f *Frame, at time.Time, n int64, b []byte) {
-	p := c.takeIf(&c.pubs, f.EventID, nil)
-	if p == nil {
-		if c.wasLate(f.EventID) {
-			c.stats.late.Add(1)
-			return
-		}
-		c.badFrame(at, n, errors.New("OK for an event id with no publish in flight"), b)
-		return
-	}
-	if f.OK {
-		c.complete(p, p.result(at, OutcomeOK, "", n, 0), 0)
-		return
-	}
-	o, retry := Classify(f.Message)
-	c.complete(p, p.result(at, o, trimReason(f.Message), n, retry), 0)
-}
-
-func (c *Conn) onCount(f *Frame, at time.Time, n int64, b []byte) {
-	p := c.takeIf(&c.counts, f.SubID, nil)
-	if p == nil {
-		c.badFrame(at, n, errors.New("COUNT for a subscription id with no COUNT in flight"), b)
-		return
-	}
-	c.complete(p, p.result(at, OutcomeOK, "", n, 0), f.Count)
-}
-
-// onNotice handles NOTICE. A rate-limited NOTICE is how relay-v0.2.1
-// rejects an EVENT (no OK follows) or a COUNT: it settles the oldest
-// pending publish on this socket (else the oldest COUNT), so nothing waits
-// out its deadline for an OK that will never come.
-func (c *Conn) onNotice(f *Frame, at time.Time, n int64) {
-	c.stats.notices.Add(1)
-	if c.cfg.OnNotice != nil {
-		c.cfg.OnNotice(f.Message, at)
-	}
-	if !strings.HasPrefix(f.Message, "rate-limited:") {
-		return
-	}
-	o, retry := Classify(f.Message)
-	msg := "NOTICE without OK: " + trimReason(f.Message)
-	c.mu.Lock()
-	var oldest *pending
-	for _, p := range c.pubs {
-		if p.kind == kindPublish && (oldest == nil || p.seq < oldest.seq) {
-			oldest = p
-		}
-	}
-	m := &c.pubs
-	if oldest == nil {
-		m = &c.counts
-		for _, p := range c.counts {
-			if oldest == nil || p.seq < oldest.seq {
-				oldest = p
-			}
-		}
-	}
-	if oldest != nil {
-		delete(*m, oldest.key)
-	}
-	c.mu.Unlock()
-	if oldest == nil {
-		c.cfg.Sink.Record(Result{Op: OpNotice, Start: at, Outcome: o, Error: trimReason(f.Message),
-			BytesReceived: n, RetryAfter: retry})
-		return
-	}
-	c.complete(oldest, oldest.result(at, o, msg, n, retry), 0)
-}
-
-// --- AUTH ---
-
-// Auth answers the relay's challenge (NIP-42, with the NIP-OA tag for
-// agents) and waits for its OK, recording "auth". Without a deadline on
-// ctx it is bounded by ConnectTimeout.
-func (c *Conn) Auth(ctx context.Context) error {
-	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.ConnectTimeout)
-		defer cancel()
-	}
-	p := &pending{kind: kindAuth, op: OpAuth, start: start}
-	fail := func(o Outcome, msg string) error {
-		r := p.result(time.Now(), o, msg, 0, 0)
-		c.cfg.Sink.Record(r)
-		return &OpError{Result: r}
-	}
-	if c.cfg.Keys == nil {
-		return fail(OutcomeError, "no keys to authenticate with")
-	}
-	select {
-	case <-c.chal:
-	case <-ctx.Done():
-		return fail(OutcomeError, "no AUTH challenge from the relay: "+ctx.Err().Error())
-	case <-c.done:
-		return fail(OutcomeError, "no AUTH challenge: "+c.errText())
-	}
-	c.mu.Lock()
-	challenge := c.challenge
-	c.mu.Unlock()
-	ev, err := nostr.AuthEvent(c.cfg.Keys, c.relayURL, challenge, time.Now(), c.cfg.OATag)
-	if err != nil {
-		return fail(OutcomeError, "build AUTH: "+err.Error())
-	}
-	res := make(chan Result, 1)
-	p.key = ev.ID
-	p.done = func(r Result, _ int64) { res <- r }
-	bp := getFrameBuf()
-	defer putFrameBuf(bp)
-	*bp = appendEventEnvelope((*bp)[:0], "AUTH", ev)
-	p.sent = int64(len(*bp))
-	if err := c.register(&c.pubs, p, 0); err != nil {
-		return fail(OutcomeError, err.Error())
-	}
-	deadline, _ := ctx.Deadline()
-	err = c.write(*bp, deadline)
-	if err != nil {
-		if q := c.takeIf(&c.pubs, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomeError, err.Error(), 0, 0), 0)
-		}
-		r := <-res
-		return &OpError{Result: r}
-	}
-	select {
-	case r := <-res:
-		if r.Outcome != OutcomeOK {
-			return &OpError{Result: r}
-		}
-		c.mu.Lock()
-		c.authed = true
-		c.mu.Unlock()
-		return nil
-	case <-ctx.Done():
-		if q := c.takeIf(&c.pubs, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomeError, "no OK for AUTH: "+ctx.Err().Error(), 0, 0), 0)
-		}
-		return &OpError{Result: <-res}
-	}
-}
-
-// Authenticated reports whether Auth succeeded on this connection.
-func (c *Conn) Authenticated() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.authed
-}
-
-func (c *Conn) errText() string {
-	if err := c.Err(); err != nil {
-		return err.Error()
-	}
-	return "connection closed"
-}
-
-// --- publish ---
-
-// PublishOptions tune one publish.
-type PublishOptions struct {
-	Op      string        // default "publish" (e.g. "hot_reply")
-	Timeout time.Duration // from the start of the send to the OK; default Config.PublishTimeout
-}
-
-// PublishAsync sends ev and returns once it is written; done (may be nil)
-// gets the Result when the OK arrives, the deadline passes (error), a
-// rate-limited NOTICE settles it, or the connection ends. The Result is
-// recorded either way. A write that fails (or cannot finish by the
-// deadline) ends the connection. The returned error is the write's.
-// done may run before PublishAsync returns (a write error, a very fast OK).
-func (c *Conn) PublishAsync(ev *nostr.Event, opt PublishOptions, done func(Result)) error {
-	var fn func(Result, int64)
-	if done != nil {
-		fn = func(r Result, _ int64) { done(r) }
-	}
-	_, err := c.publish(ev, opt, fn)
+	w.reset(0)
 	return err
 }
 
-func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, int64)) (*pending, error) {
-	start := time.Now()
-	if opt.Op == "" {
-		opt.Op = OpPublish
+func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
+	if r.draining.Load() {
+		http.Error(w, "relay restarting", http.StatusServiceUnavailable)
+		return
 	}
-	if opt.Timeout <= 0 {
-		opt.Timeout = c.cfg.PublishTimeout
+	c := r.lookup(req.Host)
+	if c == nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, unmappedBody)
+		return
 	}
-	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, done: done}
-	bp := getFrameBuf()
-	defer putFrameBuf(bp)
-	*bp = appendEventEnvelope((*bp)[:0], "EVENT", ev)
-	p.sent = int64(len(*bp))
-	// The deadline counts from the start of the send; the timer may fire
-	// while the write is still blocked, and whichever settles first wins.
-	if err := c.register(&c.pubs, p, opt.Timeout); err != nil {
-		c.complete(p, p.result(time.Now(), OutcomeError, err.Error(), 0, 0), 0)
-		return p, err
-	}
-	err := c.write(*bp, start.Add(opt.Timeout))
+	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
-		if q := c.takeIf(&c.pubs, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomeError, err.Error(), 0, 0), 0)
+		return // the upgrader has answered
+	}
+	if n := r.conns.Add(1); n > int64(r.cfg.MaxConnections) {
+		// Beyond the cap Buzz drops new sockets without a message.
+		r.conns.Add(-1)
+		ws.NetConn().Close()
+		return
+	}
+	// connWG.Add must not race Close's Wait: both go under drainMu.
+	r.drainMu.Lock()
+	if r.draining.Load() {
+		r.drainMu.Unlock()
+		r.conns.Add(-1)
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "relay restarting"), time.Now().Add(time.Second))
+		ws.Close()
+		return
+	}
+	r.connWG.Add(1)
+	r.drainMu.Unlock()
+	r.stats.connsTotal.Add(1)
+	expected := r.cfg.PublicScheme + "://" + nostr.NormalizeHost(req.Host)
+	// The socket runs on its own goroutine and the handler returns: net/http
+	// then lets go of the request, its 4 KB response writer and the grown
+	// stack of its serving goroutine, which an idle socket does not need.
+	go func() {
+		defer r.connWG.Done()
+		defer r.conns.Add(-1)
+		r.runConn(c, ws, expected)
+	}()
+}
+
+// runConn serves one upgraded socket until it closes.
+func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
+	k := &conn{
+		r: r, c: c, ws: ws,
+		queue:     newSendQueue(),
+		done:      make(chan struct{}),
+		challenge: randomHex(32),
+		expected:  expected,
+		subs:      map[string]*subscription{},
+	}
+	c.addConn(k)
+	defer c.removeConn(k)
+	if r.draining.Load() {
+		k.closeWith(websocket.CloseServiceRestart, "relay restarting")
+	}
+	hardCap := int64(r.cfg.MaxFrameBytes)*4 + 1<<20
+	ws.SetReadLimit(hardCap)
+	idle := 3*r.cfg.PingInterval + 10*time.Second
+	ws.SetReadDeadline(time.Now().Add(idle))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(idle)) })
+	// Answers to the peer's pings and close frames go through the writer,
+	// the socket's only writer.
+	ws.SetPingHandler(func(data string) error {
+		k.queue.push(outFrame{op: opPong, data: []byte(data)}, 0)
+		return nil
+	})
+	ws.SetCloseHandler(func(code int, _ string) error {
+		k.closeWith(code, "")
+		return nil
+	})
+
+	writerDone := make(chan struct{})
+	go func() { k.writeLoop(); close(writerDone) }()
+	k.enqueue(appendAuthFrame(nil, k.challenge))
+	k.authTimer = time.AfterFunc(r.cfg.AuthTimeout, func() {
+		if !k.authed.Load() {
+			k.closeWith(websocket.ClosePolicyViolation, "auth-required: authentication timed out")
 		}
-		return p, err
+	})
+
+	k.readLoop(idle)
+
+	k.authTimer.Stop()
+	k.closeWith(websocket.CloseNormalClosure, "")
+	<-writerDone
+	ws.Close()
+	for _, s := range k.subs {
+		c.subs.remove(s)
 	}
-	return p, nil
+	if k.authed.Load() {
+		c.presenceConnClosed(k.pubkey)
+	}
 }
 
-// Publish sends ev and waits for its settlement (see PublishAsync). If ctx
-// ends first the publish is settled as pending (recorded so) and returned.
-func (c *Conn) Publish(ctx context.Context, ev *nostr.Event, opt PublishOptions) Result {
-	ch := make(chan Result, 1)
-	p, _ := c.publish(ev, opt, func(r Result, _ int64) { ch <- r })
-	select {
-	case r := <-ch:
-		return r
-	case <-ctx.Done():
-		if q := c.takeIf(&c.pubs, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomePending, "cancelled before the OK: "+ctx.Err().Error(), 0, 0), 0)
+func appendAuthFrame(dst []byte, challenge string) []byte {
+	dst = append(dst, `["AUTH","`...)
+	dst = append(dst, challenge...)
+	return append(dst, `"]`...)
+}
+
+func (k *conn) readLoop(idle time.Duration) {
+	limit := k.r.cfg.MaxFrameBytes
+	for {
+		mt, rd, err := k.ws.NextReader()
+		if err != nil {
+			return
 		}
-		return <-ch
-	}
-}
-
-// --- COUNT ---
-
-// CountOptions tune one COUNT.
-type CountOptions struct {
-	Op      string        // default "count"
-	ID      string        // subscription id; default generated
-	Timeout time.Duration // default Config.PublishTimeout
-}
-
-// Count sends a COUNT and waits for the reply, recording the Result. A
-// CLOSED for its id settles it with the relay's reason.
-func (c *Conn) Count(ctx context.Context, filters []Filter, opt CountOptions) (int64, Result) {
-	start := time.Now()
-	if opt.Op == "" {
-		opt.Op = OpCount
-	}
-	if opt.Timeout <= 0 {
-		opt.Timeout = c.cfg.PublishTimeout
-	}
-	if opt.ID == "" {
-		opt.ID = c.nextID('c')
-	}
-	type reply struct {
-		r Result
-		n int64
-	}
-	ch := make(chan reply, 1)
-	p := &pending{kind: kindCount, op: opt.Op, key: opt.ID, start: start,
-		done: func(r Result, n int64) { ch <- reply{r, n} }}
-	fail := func(msg string) (int64, Result) {
-		r := p.result(time.Now(), OutcomeError, msg, 0, 0)
-		c.cfg.Sink.Record(r)
-		return 0, r
-	}
-	if err := checkSubID(opt.ID); err != nil {
-		return fail(err.Error())
-	}
-	bp := getFrameBuf()
-	defer putFrameBuf(bp)
-	var err error
-	if *bp, err = appendSubEnvelope((*bp)[:0], "COUNT", opt.ID, filters); err != nil {
-		return fail(err.Error())
-	}
-	p.sent = int64(len(*bp))
-	if err := c.register(&c.counts, p, opt.Timeout); err != nil {
-		return fail(err.Error())
-	}
-	if err := c.write(*bp, earliest(ctx, start.Add(opt.Timeout))); err != nil {
-		if q := c.takeIf(&c.counts, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomeError, err.Error(), 0, 0), 0)
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			return
 		}
-	}
-	select {
-	case rp := <-ch:
-		return rp.n, rp.r
-	case <-ctx.Done():
-		if q := c.takeIf(&c.counts, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomePending, "cancelled before the COUNT reply: "+ctx.Err().Error(), 0, 0), 0)
+		k.ws.SetReadDeadline(time.Now().Add(idle))
+		if len(data) > limit {
+			k.enqueueClose([]byte(noticeFrame(fmt.Sprintf("error: frame too large (%d bytes, limit %d)", len(data), limit))))
+			return
 		}
-		rp := <-ch
-		return rp.n, rp.r
-	}
-}
-
-func (c *Conn) nextID(prefix byte) string {
-	c.mu.Lock()
-	c.seq++
-	n := c.seq
-	c.mu.Unlock()
-	return string(prefix) + strconv.FormatUint(n, 36)
-}
-
-func checkSubID(id string) error {
-	if len(id) < 1 || len(id) > 256 {
-		return fmt.Errorf("relay: subscription id must be 1-256 bytes, got %d", len(id))
-	}
-	return nil
-}
-
-// earliest returns the earlier of ctx's deadline and d.
-func earliest(ctx context.Context, d time.Time) time.Time {
-	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
-		return cd
-	}
-	return d
-}
-
-func retryAfter(h http.Header, body []byte) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second
+		if mt == websocket.BinaryMessage && !utf8.Valid(data) {
+			k.notice("invalid message: binary frame is not UTF-8")
+			continue
 		}
-		if t, err := http.ParseTime(v); err == nil {
-			if d := time.Until(t); d > 0 {
-				return d.Round(time.Second)
+		if k.closing.Load() {
+			continue // closing: drain the peer until it answers or the deadline passes
+		}
+		k.handle(data)
+	}
+}
+
+// writeLoop is the socket's only writer (see frameWriter).
+func (k *conn) writeLoop() {
+	defer k.finish()
+	ping := time.NewTicker(k.r.cfg.PingInterval)
+	defer ping.Stop()
+	var batch []outFrame
+	var w frameWriter
+	for {
+		select {
+		case <-k.done:
+			return
+		case <-k.queue.ready:
+			batch = k.queue.take(batch[:0])
+			w.reset(len(batch))
+			for i, f := range batch {
+				batch[i] = outFrame{} // let the frame be collected
+				w.add(f)
+				if f.op == opClose {
+					k.flush(&w)
+					return
+				}
+				if f.op != 0 {
+					continue
+				}
+				n := k.framesOut.Add(1)
+				if k.r.faults.shouldDrop(k.pubkeyIfAuthed(), n) {
+					k.flush(&w)
+					k.abort()
+					return
+				}
+				if f.thenClose {
+					w.add(closeFrame(websocket.ClosePolicyViolation, ""))
+					k.flush(&w)
+					return
+				}
+				if w.size >= 256<<10 { // keep one write's memory bounded
+					if err := k.flush(&w); err != nil {
+						k.abort()
+						return
+					}
+				}
+			}
+			if err := k.flush(&w); err != nil {
+				k.abort()
+				return
+			}
+			if cap(batch) > 64 {
+				batch = nil // do not pin a burst's worth of memory on an idle socket
+			}
+		case <-ping.C:
+			w.reset(1)
+			w.add(outFrame{op: opPing})
+			if err := k.flush(&w); err != nil {
+				k.abort()
+				return
 			}
 		}
 	}
-	return RetryIn(string(body))
+}
+
+func closeFrame(code int, reason string) outFrame {
+	msg := websocket.FormatCloseMessage(code, reason)
+	if code == websocket.CloseNoStatusReceived {
+		msg = []byte{}
+	}
+	return outFrame{op: opClose, data: msg}
+}
+
+func (k *conn) pubkeyIfAuthed() string {
+	if k.authed.Load() {
+		return k.pubkey
+	}
+	return ""
+}
+
+// closeWith queues a close frame behind what is already queued and lets
+// the reader finish the handshake (reading on until the peer answers or a
+// second passes), so queued frames are not lost to a TCP reset. A peer that
+// does not take the frames within WriteTimeout is dropped.
+func (k *conn) closeWith(code int, reason string) {
+	k.closeOnce.Do(func() {
+		k.closing.Store(true)
+		k.queue.push(closeFrame(code, reason), 0)
+		k.ws.SetReadDeadline(time.Now().Add(time.Second))
+		time.AfterFunc(k.r.cfg.WriteTimeout+time.Second, k.abort)
+	})
+}
+
+// finish marks the connection done (the writer has stopped).
+func (k *conn) finish() { k.doneOnce.Do(func() { close(k.done) }) }
+
+// abort drops the TCP connection without a close frame.
+func (k *conn) abort() {
+	k.closing.Store(true)
+	k.finish()
+	k.ws.NetConn().Close()
+}
+
+// enqueue queues a reply to the client's own request. Replies are not
+// dropped: they are bounded by what the client asks for (one REQ may replay
+// MaxFilters×MaxHistoricalLimit events). A client that lets more than that
+// plus four send buffers pile up is disconnected.
+func (k *conn) enqueue(b []byte) {
+	limit := 4*k.r.cfg.SendBuffer + k.r.cfg.MaxFilters*k.r.cfg.MaxHistoricalLimit
+	if !k.queue.push(outFrame{data: b}, limit) {
+		if !k.closing.Load() {
+			k.r.stats.slow.Add(1)
+		}
+		k.r.logf("relay: dropping slow consumer %s", k.pubkeyIfAuthed())
+		k.abort() // it is not reading: a close frame would only queue behind the backlog
+	}
+}
+
+func (k *conn) enqueueClose(b []byte) {
+	k.closing.Store(true)
+	k.queue.push(outFrame{data: b, thenClose: true}, 0)
+	// Wait for the writer so the caller's return does not race the close.
+	<-k.done
+}
+
+// deliver queues a live event without blocking. When SendBuffer frames are
+// already waiting the delivery is dropped; SlowClientGrace consecutive drops
+// disconnect the client (digest §1.1 item 7).
+func (k *conn) deliver(s *subscription, e *entry) {
+	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
+		k.overflows.Store(0)
+		k.r.stats.deliveries.Add(1)
+		return
+	}
+	k.r.stats.dropped.Add(1)
+	if int(k.overflows.Add(1)) == k.r.cfg.SlowClientGrace {
+		k.r.stats.slow.Add(1)
+		k.r.logf("relay: dropping slow consumer %s", k.pubkeyIfAuthed())
+		k.abort() // it is not reading: a close frame would only queue behind the backlog
+	}
+}
+
+// sendQueue is a connection's outbound queue. It holds nothing while the
+// socket is idle (a buffered channel of SendBuffer would pin ~32 KB per
+// connection), and the writer drains it in batches.
+type sendQueue struct {
+	mu    sync.Mutex
+	items []outFrame
+	ready chan struct{} // capacity 1: "items is non-empty"
+}
+
+func newSendQueue() sendQueue { return sendQueue{ready: make(chan struct{}, 1)} }
+
+// push appends f unless max > 0 and max frames are already queued.
+func (q *sendQueue) push(f outFrame, max int) bool {
+	q.mu.Lock()
+	if max > 0 && len(q.items) >= max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, f)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take moves every queued frame into dst.
+func (q *sendQueue) take(dst []outFrame) []outFrame {
+	q.mu.Lock()
+	dst = append(dst, q.items...)
+	clear(q.items)
+	if cap(q.items) > 256 {
+		q.items = nil
+	} else {
+		q.items = q.items[:0]
+	}
+	q.mu.Unlock()
+	return dst
+}
+
+func noticeFrame(msg string) string { return `["NOTICE",` + jsonString(msg) + `]` }
+
+func (k *conn) notice(msg string) { k.enqueue([]byte(noticeFrame(msg))) }
+
+func (k *conn) ok(id string, accepted bool, msg string) {
+	k.enqueue([]byte(`["OK",` + jsonString(id) + `,` + strconv.FormatBool(accepted) + `,` + jsonString(msg) + `]`))
+}
+
+func (k *conn) closed(sub, msg string) {
+	k.enqueue([]byte(`["CLOSED",` + jsonString(sub) + `,` + jsonString(msg) + `]`))
+}
+
+func (k *conn) eose(s string) {
+	k.enqueue([]byte(`["EOSE",` + jsonString(s) + `]`))
+}
+
+// handle dispatches one client frame (digest §1.2).
+func (k *conn) handle(data []byte) {
+	var msg []json.RawMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		k.notice("invalid message: " + trimDetail(err.Error()))
+		return
+	}
+	if len(msg) == 0 {
+		k.notice("invalid message: empty array")
+		return
+	}
+	var verb string
+	if err := json.Unmarshal(msg[0], &verb); err != nil {
+		k.notice("invalid message: verb is not a string")
+		return
+	}
+	switch verb {
+	case "AUTH":
+		k.handleAuth(msg)
+	case "EVENT":
+		k.handleEvent(msg)
+	case "REQ":
+		k.handleReq(msg, false)
+	case "COUNT":
+		k.handleReq(msg, true)
+	case "CLOSE":
+		k.handleClose(msg)
+	default:
+		k.notice("invalid message: unknown message type " + strconv.Quote(trimDetail(verb)))
+	}
+}
+
+func trimDetail(s string) string {
+	if len(s) > 200 {
+		return s[:200]
+	}
+	return s
+}
+
+func (k *conn) handleClose(msg []json.RawMessage) {
+	var sub string
+	if len(msg) < 2 || json.Unmarshal(msg[1], &sub) != nil {
+		k.notice("invalid message: CLOSE needs a subscription id")
+		return
+	}
+	if s := k.subs[sub]; s != nil {
+		k.c.subs.remove(s)
+		delete(k.subs, sub)
+	}
+	k.closed(sub, "")
+}
+
+// handleAuth is NIP-42 as Buzz applies it (digest §1.5).
+func (k *conn) handleAuth(msg []json.RawMessage) {
+	if len(msg) < 2 {
+		k.notice("invalid message: AUTH needs an event")
+		return
+	}
+	ev, err := nostr.ParseEvent(msg[1])
+	if err != nil {
+		k.notice("invalid message: AUTH event: " + trimDetail(err.Error()))
+		return
+	}
+	switch {
+	case k.authed.Load():
+		k.ok(ev.ID, false, "auth-required: already authenticated")
+		return
+	case k.authFailed:
+		k.ok(ev.ID, false, "auth-required: authentication already failed")
+		return
+	}
+	check := nostr.AuthCheck{
+		Challenge: k.challenge, RelayURL: k.expected, Now: time.Now(),
+		MaxSkew: k.r.cfg.AuthSkew, AllowOATags: true,
+	}
+	if k.r.cfg.PairingRelayURL != "" {
+		check.AlsoAccept = []string{k.r.cfg.PairingRelayURL}
+	}
+	oa, err := nostr.VerifyAuthEvent(ev, check)
+	owner := ""
+	if err == nil && oa != nil {
+		owner, err = verifyOATag(oa, ev.PubKey, ev.Kind, ev.CreatedAt)
+	}
+	if err != nil {
+		k.authFailed = true
+		k.r.stats.authFailed.Add(1)
+		k.r.logf("relay: %s: AUTH refused for %s: %v", k.c.host, trimDetail(ev.PubKey), err)
+		k.ok(ev.ID, false, "auth-required: verification failed")
+		return
+	}
+	k.r.stats.authOK.Add(1)
+	k.pubkey = ev.PubKey
+	k.pub, _ = nostr.ParsePubKey(ev.PubKey)
+	k.agentOwner = owner
+	k.authed.Store(true)
+	k.authTimer.Stop()
+	if owner != "" {
+		k.c.agentOwner.Store(ev.PubKey, owner)
+	}
+	k.c.presenceConnOpened(ev.PubKey)
+	k.ok(ev.ID, true, "")
+}
+
+// throttled answers a rate-limited frame: OK/CLOSED (newer relays) or a
+// NOTICE with no OK (relay-v0.2.1, Config.LegacyRateLimitNotice).
+func (k *conn) throttledEvent(id, reason string) {
+	if k.r.cfg.LegacyRateLimitNotice {
+		k.notice(reason)
+		return
+	}
+	k.ok(id, false, reason)
+}
+
+func (k *conn) handleEvent(msg []json.RawMessage) {
+	if len(msg) < 2 {
+		k.notice("invalid message: EVENT needs an event")
+		return
+	}
+	ev, err := nostr.ParseEvent(msg[1])
+	if err != nil {
+		k.notice("invalid message: " + trimDetail(err.Error()))
+		return
+	}
+	if !k.authed.Load() {
+		k.ok(ev.ID, false, "auth-required: not authenticated")
+		return
+	}
+	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
+		k.r.stats.throttled.Add(1)
+		k.throttledEvent(ev.ID, reason)
+		return
+	}
+	res := k.r.ingest(k.c, ev, ingestAuth{pubkey: k.pubkey, pub: k.pub, agentOwner: k.agentOwner, ws: true})
+	if res.throttled {
+		k.throttledEvent(ev.ID, res.message)
+		return
+	}
+	k.ok(ev.ID, res.accepted, res.message)
+}
+
+// handleReq serves REQ and COUNT (digest §1.6, §1.7).
+func (k *conn) handleReq(msg []json.RawMessage, count bool) {
+	var sub string
+	if len(msg) < 2 || json.Unmarshal(msg[1], &sub) != nil {
+		k.notice("invalid message: missing subscription id")
+		return
+	}
+	if !k.authed.Load() {
+		if !count {
+			k.notice("auth-required: authenticate before subscribing")
+		}
+		k.closed(sub, "auth-required: not authenticated")
+		return
+	}
+	if len(sub) == 0 || len(sub) > k.r.cfg.MaxSubIDLength {
+		k.closed(sub, fmt.Sprintf("invalid: subscription id must be 1-%d bytes", k.r.cfg.MaxSubIDLength))
+		return
+	}
+	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
+		k.r.stats.throttled.Add(1)
+		if count && k.r.cfg.LegacyRateLimitNotice {
+			k.notice(reason)
+		} else {
+			k.closed(sub, reason)
+		}
+		return
+	}
+	raws := msg[2:]
+	if len(raws) == 0 {
+		k.closed(sub, "invalid: at least one filter is required")
+		return
+	}
+	if len(raws) > k.r.cfg.MaxFilters {
+		k.closed(sub, fmt.Sprintf("invalid: too many filters (%d, limit %d)", len(raws), k.r.cfg.MaxFilters))
+		return
+	}
+	filters, err := parseReqFilters(raws)
+	if err != nil {
+		k.closed(sub, "invalid: "+err.Error())
+		return
+	}
+	mode := accessWS
+	if count {
+		mode = accessCOUNT
+	}
+	if reason := k.c.checkReadAccess(filters, k.pubkey, mode, k.r.cfg.MaxChannelsPerREQ); reason != "" {
+		k.closed(sub, reason)
+		return
+	}
+	if count {
+		n, reason := k.c.count(filters, k.pubkey)
+		if reason != "" {
+			k.closed(sub, reason)
+			return
+		}
+		k.enqueue([]byte(`["COUNT",` + jsonString(sub) + `,{"count":` + strconv.Itoa(n) + `}]`))
+		return
+	}
+	if old := k.subs[sub]; old != nil {
+		// A REQ reusing an id replaces the old subscription (NIP-01).
+		k.c.subs.remove(old)
+		delete(k.subs, sub)
+	}
+	if len(k.subs) >= k.r.cfg.MaxSubscriptions {
+		k.closed(sub, "error: too many subscriptions")
+		return
+	}
+	idJSON := jsonString(sub)
+	s := &subscription{conn: k, id: sub, prefix: []byte(`["EVENT",` + idJSON + `,`), filters: filters, channels: channelScope(filters)}
+	// Register before replaying so nothing published in between is missed;
+	// a live event may then also appear in the replay (clients dedupe by id).
+	k.c.subs.add(s)
+	k.subs[sub] = s
+	for _, e := range k.c.history(filters, k.pubkey, k.r.cfg.MaxHistoricalLimit) {
+		k.queue.push(outFrame{data: s.prefix, body: e.AppendJSON(make([]byte, 0, 320+len(e.Content)))}, 0)
+	}
+	switch d, withhold := k.r.faults.eoseDelay(sub); {
+	case withhold:
+	case d > 0:
+		time.AfterFunc(d, func() { k.eose(sub) })
+	default:
+		k.eose(sub)
+	}
 }

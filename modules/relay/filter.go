@@ -2,158 +2,52 @@ package relay
 
 import (
 	"encoding/json"
-	"fmt"
-	"sort"
-	"strconv"
 
-	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay/store"
 )
 
-// Filter is a NIP-01 filter as Buzz reads it, for REQ, COUNT, POST /query
-// and POST /count. Zero fields are left out.
-type Filter struct {
-	IDs     []string
-	Authors []string
-	Kinds   []int
-	Tags    map[string][]string // "h" → #h, "p" → #p, "e" → #e ... (name without '#')
-	Since   int64               // unix seconds; 0 = absent
-	Until   int64               // unix seconds; 0 = absent
-	Limit   int                 // 0 = absent unless LimitZero
-	// LimitZero sends "limit":0 (live-only: replay nothing).
-	LimitZero bool
-	// Extra holds Buzz's extension fields (top_level, thread_window,
-	// before_id, search, feed_types, depth_limit, ...), marshalled with
-	// encoding/json in key order after the standard fields.
-	Extra map[string]any
+// parseReqFilters decodes the filters of a REQ or COUNT frame.
+func parseReqFilters(raws []json.RawMessage) ([]store.Filter, error) {
+	out := make([]store.Filter, 0, len(raws))
+	for i, raw := range raws {
+		f, err := store.ParseFilter(raw, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
-// AppendJSON appends the filter as a JSON object.
-func (f *Filter) AppendJSON(dst []byte) ([]byte, error) {
-	dst = append(dst, '{')
-	first := true
-	key := func(k string) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = nostr.AppendString(dst, k)
-		dst = append(dst, ':')
+// onlyValues reports whether vals is non-empty and every value equals v.
+func onlyValues(vals []string, v string) bool {
+	if len(vals) == 0 {
+		return false
 	}
-	strs := func(k string, v []string) {
-		key(k)
-		dst = append(dst, '[')
-		for i, s := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = nostr.AppendString(dst, s)
-		}
-		dst = append(dst, ']')
-	}
-	if f.IDs != nil {
-		strs("ids", f.IDs)
-	}
-	if f.Authors != nil {
-		strs("authors", f.Authors)
-	}
-	if f.Kinds != nil {
-		key("kinds")
-		dst = append(dst, '[')
-		for i, k := range f.Kinds {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = strconv.AppendInt(dst, int64(k), 10)
-		}
-		dst = append(dst, ']')
-	}
-	if len(f.Tags) > 0 {
-		names := make([]string, 0, len(f.Tags))
-		for n := range f.Tags {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			strs("#"+n, f.Tags[n])
+	for _, x := range vals {
+		if x != v {
+			return false
 		}
 	}
-	if f.Since != 0 {
-		key("since")
-		dst = strconv.AppendInt(dst, f.Since, 10)
-	}
-	if f.Until != 0 {
-		key("until")
-		dst = strconv.AppendInt(dst, f.Until, 10)
-	}
-	if f.Limit != 0 || f.LimitZero {
-		key("limit")
-		dst = strconv.AppendInt(dst, int64(f.Limit), 10)
-	}
-	if len(f.Extra) > 0 {
-		names := make([]string, 0, len(f.Extra))
-		for n := range f.Extra {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			b, err := json.Marshal(f.Extra[n])
-			if err != nil {
-				return nil, fmt.Errorf("relay: filter field %q: %w", n, err)
-			}
-			key(n)
-			dst = append(dst, b...)
-		}
-	}
-	return append(dst, '}'), nil
+	return true
 }
 
-// MarshalJSON implements json.Marshaler.
-func (f Filter) MarshalJSON() ([]byte, error) { return f.AppendJSON(nil) }
-
-// appendFilters appends filters as comma-separated JSON objects.
-func appendFilters(dst []byte, filters []Filter) ([]byte, error) {
+// channelScope returns the union of #h values when every filter has #h
+// (a channel-scoped subscription), else nil (a global one).
+func channelScope(filters []store.Filter) []string {
+	seen := map[string]bool{}
+	var out []string
 	for i := range filters {
-		if i > 0 {
-			dst = append(dst, ',')
+		hs := filters[i].Tags["h"]
+		if len(hs) == 0 {
+			return nil
 		}
-		var err error
-		if dst, err = filters[i].AppendJSON(dst); err != nil {
-			return nil, err
-		}
-	}
-	return dst, nil
-}
-
-// FiltersJSON returns filters as a JSON array (the POST /query and /count body).
-func FiltersJSON(filters []Filter) ([]byte, error) {
-	dst, err := appendFilters(append(make([]byte, 0, 128), '['), filters)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, ']'), nil
-}
-
-// Client→relay envelopes, built by appending (no reflection on the hot path).
-
-func appendEventEnvelope(dst []byte, verb string, ev *nostr.Event) []byte {
-	dst = append(dst, `["`...)
-	dst = append(dst, verb...)
-	dst = append(dst, `",`...)
-	dst = ev.AppendJSON(dst)
-	return append(dst, ']')
-}
-
-func appendSubEnvelope(dst []byte, verb, subID string, filters []Filter) ([]byte, error) {
-	dst = append(dst, `["`...)
-	dst = append(dst, verb...)
-	dst = append(dst, `",`...)
-	dst = nostr.AppendString(dst, subID)
-	if len(filters) > 0 {
-		dst = append(dst, ',')
-		var err error
-		if dst, err = appendFilters(dst, filters); err != nil {
-			return nil, err
+		for _, h := range hs {
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
 		}
 	}
-	return append(dst, ']'), nil
+	return out
 }

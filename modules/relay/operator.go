@@ -1,240 +1,409 @@
 package relay
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"net/url"
+	"strings"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
 )
 
-// Operator API (buzz-protocol §3.9). Every call is NIP-98 signed with the
-// client's Keys (the operator key) against OperatorOrigin, with the payload
-// tag on bodies. Fields whose type the digest leaves open are raw JSON.
-
-// Default operation names of the operator calls.
-const (
-	OpProvisionCommunity = "operator_provision"
-	OpListCommunities    = "operator_list"
-	OpAvailability       = "operator_availability"
-	OpArchiveCommunity   = "operator_archive"
-	OpUnarchiveCommunity = "operator_unarchive"
-	OpDeleteCommunity    = "operator_delete"
-	OpTransferCommunity  = "operator_transfer"
-)
-
-// ProvisionReply answers POST /operator/communities.
-type ProvisionReply struct {
-	CommunityID string `json:"community_id"`
-	Host        string `json:"host"`
-	Status      string `json:"status"` // "created" or "existed"
-	OwnerPubkey string `json:"owner_pubkey"`
+// Deletion stages in order (digest §3.9, from buzz-db deletion.rs). A request
+// is accepted at "submitted" and then walks the stages on its own; the
+// community's events are purged at postgres_purged. The host stays reserved
+// (tombstoned) forever.
+var deletionStages = []string{
+	"submitted", "inventoried", "approved", "fenced", "drained", "bindings_removed",
+	"postgres_purged", "cache_purged", "logically_verified", "retention_pending",
 }
 
-// CommunityInfo is one row of GET /operator/communities.
-type CommunityInfo struct {
-	CommunityID string          `json:"community_id"`
-	Host        string          `json:"host"`
-	CreatedAt   json.RawMessage `json:"created_at"`
-	ArchivedAt  json.RawMessage `json:"archived_at"` // null when active
+// deletionStageStep is how long each stage lasts in the local relay.
+const deletionStageStep = 20 * time.Millisecond
+
+type deletionRequest struct {
+	requestID string
+	host      string
+	owner     string
+	version   int
+	stage     int // index into deletionStages
+	deletedAt int64
 }
 
-// CommunityList answers GET /operator/communities?owner_pubkey=.
-type CommunityList struct {
-	OwnerPubkey string          `json:"owner_pubkey"`
-	Communities []CommunityInfo `json:"communities"`
-	QuotaUsed   *int            `json:"quota_used"`
-	QuotaLimit  *int            `json:"quota_limit"`
-	CanCreate   *bool           `json:"can_create"`
+type opError struct {
+	status int
+	msg    string
+	code   string
 }
 
-// Availability answers GET /operator/communities/availability?host=.
-type Availability struct {
-	Host           string  `json:"host"`
-	NormalizedHost string  `json:"normalized_host"`
-	Available      bool    `json:"available"`
-	CommunityID    *string `json:"community_id"`
-}
-
-// ArchiveReply answers archive and unarchive.
-type ArchiveReply struct {
-	CommunityID string          `json:"community_id"`
-	Host        string          `json:"host"`
-	ArchivedAt  json.RawMessage `json:"archived_at"`
-	Status      string          `json:"status"`      // "archived" / "active"
-	Propagation string          `json:"propagation"` // "pending" on the 503 reply
-}
-
-// DeletionRequest is the body of POST /operator/communities/delete.
-type DeletionRequest struct {
-	Host                   string `json:"host"`
-	CommunityID            string `json:"community_id,omitempty"`
-	OwnerPubkey            string `json:"owner_pubkey"`
-	RequestID              string `json:"request_id"`
-	AcknowledgementVersion int    `json:"acknowledgement_version"`
-}
-
-// DeletionReply answers a deletion request (202).
-type DeletionReply struct {
-	RequestID              string `json:"request_id"`
-	CommunityID            string `json:"community_id"`
-	Host                   string `json:"host"`
-	AcknowledgementVersion int    `json:"acknowledgement_version"`
-	Status                 string `json:"status"` // the deletion stage
-}
-
-// TransferReply answers POST /operator/communities/transfer.
-type TransferReply struct {
-	CommunityID    string `json:"community_id"`
-	NewOwnerPubkey string `json:"new_owner_pubkey"`
-	Status         string `json:"status"` // "transferred" / "already_owner"
-	PreviousOwner  string `json:"previous_owner"`
-}
-
-func opName(opt CallOptions, def string) string {
-	if opt.Op != "" {
-		return opt.Op
+func (e opError) write(w http.ResponseWriter) {
+	body := map[string]string{"error": e.msg}
+	if e.code != "" {
+		body["code"] = e.code
 	}
-	return def
+	writeJSON(w, e.status, body)
 }
 
-func (h *HTTP) operator(ctx context.Context, opt CallOptions, def, method, path, rawQuery string, in, out any, validate func() error) (Response, Result) {
-	return h.jsonCall(ctx, Request{Op: opName(opt, def), Method: method, Path: path, RawQuery: rawQuery,
-		Operator: true, Timeout: opt.Timeout}, in, out, validate)
-}
-
-// ProvisionCommunity creates (or, without createOnly, finds) the community of host.
-func (h *HTTP) ProvisionCommunity(ctx context.Context, host, ownerPubkey string, createOnly bool, opt CallOptions) (ProvisionReply, Result) {
-	var out ProvisionReply
-	in := map[string]any{"host": host, "initial_owner_pubkey": ownerPubkey, "create_only": createOnly}
-	_, r := h.operator(ctx, opt, OpProvisionCommunity, http.MethodPost, "/operator/communities", "", in, &out,
-		func() error { return needStr(out.CommunityID, "community_id") })
-	return out, r
-}
-
-// ListCommunities lists the communities of an owner.
-func (h *HTTP) ListCommunities(ctx context.Context, ownerPubkey string, opt CallOptions) (CommunityList, Result) {
-	var out CommunityList
-	q := url.Values{"owner_pubkey": {ownerPubkey}}.Encode()
-	_, r := h.operator(ctx, opt, OpListCommunities, http.MethodGet, "/operator/communities", q, nil, &out, nil)
-	return out, r
-}
-
-// CommunityAvailability asks whether host is free.
-func (h *HTTP) CommunityAvailability(ctx context.Context, host string, opt CallOptions) (Availability, Result) {
-	var out Availability
-	q := url.Values{"host": {host}}.Encode()
-	_, r := h.operator(ctx, opt, OpAvailability, http.MethodGet, "/operator/communities/availability", q, nil, &out, nil)
-	return out, r
-}
-
-// ArchiveCommunity archives host as its owner. A 503 with
-// "propagation":"pending" is an error (retry) and out still holds the body.
-func (h *HTTP) ArchiveCommunity(ctx context.Context, host, ownerPubkey string, opt CallOptions) (ArchiveReply, Result) {
-	var out ArchiveReply
-	in := map[string]string{"host": host, "owner_pubkey": ownerPubkey}
-	resp, r := h.operator(ctx, opt, OpArchiveCommunity, http.MethodPost, "/operator/communities/archive", "", in, &out, nil)
-	if r.Outcome != OutcomeOK && resp.Status == http.StatusServiceUnavailable {
-		_ = json.Unmarshal(resp.Body, &out)
+// serveOperator handles /operator/* (digest §3.9). The Host header is not
+// used: NIP-98 u tags must name the configured operator origin.
+func (r *Relay) serveOperator(w http.ResponseWriter, req *http.Request) {
+	body, ok := r.readBody(w, req)
+	if !ok {
+		return
 	}
-	return out, r
+	ev, err := nostr.ParseHTTPAuth(req.Header.Get("Authorization"))
+	if err != nil {
+		writeJSONError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	u := r.opOrigin + req.URL.EscapedPath()
+	if req.URL.RawQuery != "" {
+		u += "?" + req.URL.RawQuery
+	}
+	if err := nostr.VerifyHTTPAuth(ev, nostr.HTTPCheck{
+		Method: req.Method, URL: u, Body: body,
+		RequirePayload: len(body) > 0 || req.Method == http.MethodPost || req.Method == http.MethodDelete,
+		Now:            time.Now(), MaxSkew: r.cfg.AuthSkew,
+	}); err != nil {
+		writeJSONError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	if req.URL.Path == "/operator/listener/pubkeys" {
+		// This relay configures no operator listeners.
+		writeJSONError(w, http.StatusForbidden, "actor not authorized: not a configured operator listener")
+		return
+	}
+	if !r.operators[ev.PubKey] {
+		writeJSONError(w, http.StatusForbidden, "actor not authorized: not a relay operator")
+		return
+	}
+	if r.opReplay.check(ev.ID, time.Now()) {
+		writeJSONError(w, http.StatusUnauthorized, "NIP-98: replay detected")
+		return
+	}
+	route := req.Method + " " + req.URL.Path
+	switch route {
+	case "POST /operator/communities":
+		r.opProvision(w, body)
+	case "GET /operator/communities":
+		r.opList(w, req)
+	case "GET /operator/communities/availability":
+		r.opAvailability(w, req)
+	case "POST /operator/communities/archive":
+		r.opArchive(w, body, true)
+	case "POST /operator/communities/unarchive":
+		r.opArchive(w, body, false)
+	case "POST /operator/communities/delete":
+		r.opDelete(w, body)
+	case "POST /operator/communities/transfer":
+		r.opTransfer(w, body)
+	default:
+		writeJSONError(w, http.StatusNotFound, "not found")
+	}
 }
 
-// UnarchiveCommunity reverses ArchiveCommunity.
-func (h *HTTP) UnarchiveCommunity(ctx context.Context, host, ownerPubkey string, opt CallOptions) (ArchiveReply, Result) {
-	var out ArchiveReply
-	in := map[string]string{"host": host, "owner_pubkey": ownerPubkey}
-	_, r := h.operator(ctx, opt, OpUnarchiveCommunity, http.MethodPost, "/operator/communities/unarchive", "", in, &out, nil)
-	return out, r
+// validHost accepts host[:port] with DNS-ish characters, after normalisation.
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
 }
 
-// DeleteCommunity requests the owner deletion of an archived community.
-func (h *HTTP) DeleteCommunity(ctx context.Context, req DeletionRequest, opt CallOptions) (DeletionReply, Result) {
-	var out DeletionReply
-	_, r := h.operator(ctx, opt, OpDeleteCommunity, http.MethodPost, "/operator/communities/delete", "", req, &out,
-		func() error { return needStr(out.Status, "status") })
-	return out, r
+func validPubKey(pk string) bool {
+	_, err := nostr.ParsePubKey(pk)
+	return err == nil && isHexLen(pk, 64)
 }
 
-// TransferCommunity moves a community to a new owner.
-func (h *HTTP) TransferCommunity(ctx context.Context, communityID, newOwner, expectedOwner string, opt CallOptions) (TransferReply, Result) {
-	var out TransferReply
-	in := map[string]string{"community_id": communityID, "new_owner_pubkey": newOwner, "expected_owner_pubkey": expectedOwner}
-	_, r := h.operator(ctx, opt, OpTransferCommunity, http.MethodPost, "/operator/communities/transfer", "", in, &out, nil)
-	return out, r
+func (r *Relay) opProvision(w http.ResponseWriter, body []byte) {
+	var in struct {
+		Host       string `json:"host"`
+		Owner      string `json:"initial_owner_pubkey"`
+		CreateOnly bool   `json:"create_only"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid provision-community JSON: "+err.Error())
+		return
+	}
+	host := nostr.NormalizeHost(in.Host)
+	if !validHost(host) {
+		writeJSONError(w, http.StatusBadRequest, "invalid host: "+jsonString(in.Host))
+		return
+	}
+	if in.Owner != "" && !validPubKey(in.Owner) {
+		writeJSONError(w, http.StatusBadRequest, "invalid initial_owner_pubkey")
+		return
+	}
+	if in.CreateOnly && in.Owner == "" {
+		writeJSONError(w, http.StatusBadRequest, "initial_owner_pubkey is required when create_only is true")
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.comms[host]; ok {
+		switch {
+		case in.CreateOnly || c.deletion != nil:
+			writeJSONError(w, http.StatusConflict, "community already exists")
+		case in.Owner != "" && c.owner != "" && c.owner != in.Owner:
+			writeJSONError(w, http.StatusConflict, "owner_conflict: the community has a different owner")
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "host": c.host, "status": "existed", "owner_pubkey": c.owner})
+		}
+		return
+	}
+	if in.Owner != "" && r.ownedLocked(in.Owner) >= r.cfg.MaxCommunitiesPerOwner {
+		writeJSON(w, http.StatusConflict, map[string]string{
+			"error": "limit_reached: owner already has the maximum number of communities", "code": "limit_reached"})
+		return
+	}
+	c := r.newCommunity(host, in.Owner, false)
+	r.comms[host] = c
+	writeJSON(w, http.StatusOK, map[string]any{
+		"community_id": c.id, "host": c.host, "status": "created", "owner_pubkey": c.owner,
+		"max_communities_per_owner": r.cfg.MaxCommunitiesPerOwner,
+	})
 }
 
-func needStr(v, field string) error {
-	if v == "" {
-		return errors.New("reply lacks " + field)
+// ownedLocked counts the owner's communities that are not deleted. Caller holds r.mu.
+func (r *Relay) ownedLocked(owner string) int {
+	n := 0
+	for _, c := range r.comms {
+		if c.owner == owner && c.deletion == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func rfc3339(ts int64) any {
+	if ts == 0 {
+		return nil
+	}
+	return time.Unix(ts, 0).UTC().Format(time.RFC3339)
+}
+
+func (r *Relay) opList(w http.ResponseWriter, req *http.Request) {
+	owner := req.URL.Query().Get("owner_pubkey")
+	if !validPubKey(owner) {
+		writeJSONError(w, http.StatusBadRequest, "invalid owner_pubkey")
+		return
+	}
+	r.mu.RLock()
+	list := []map[string]any{}
+	for _, c := range r.comms {
+		if c.owner == owner && c.deletion == nil {
+			list = append(list, map[string]any{
+				"community_id": c.id, "host": c.host, "created_at": rfc3339(c.createdAt), "archived_at": rfc3339(c.archivedAt),
+			})
+		}
+	}
+	r.mu.RUnlock()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"owner_pubkey": owner, "communities": list, "quota_used": len(list),
+		"quota_limit": r.cfg.MaxCommunitiesPerOwner, "can_create": len(list) < r.cfg.MaxCommunitiesPerOwner,
+	})
+}
+
+func (r *Relay) opAvailability(w http.ResponseWriter, req *http.Request) {
+	raw := req.URL.Query().Get("host")
+	host := nostr.NormalizeHost(raw)
+	if !validHost(host) {
+		writeJSONError(w, http.StatusBadRequest, "invalid host: "+jsonString(raw))
+		return
+	}
+	r.mu.RLock()
+	c := r.comms[host]
+	r.mu.RUnlock()
+	var id any
+	if c != nil {
+		id = c.id // a tombstoned host still resolves, so it is never available
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"host": raw, "normalized_host": host, "available": c == nil, "community_id": id})
+}
+
+func (r *Relay) opArchive(w http.ResponseWriter, body []byte, archive bool) {
+	var in struct {
+		Host  string `json:"host"`
+		Owner string `json:"owner_pubkey"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid JSON: "+err.Error())
+		return
+	}
+	host := nostr.NormalizeHost(in.Host)
+	r.mu.Lock()
+	c := r.comms[host]
+	if c == nil || c.owner == "" || c.owner != in.Owner {
+		r.mu.Unlock()
+		if c != nil && c.deployment {
+			writeJSONError(w, http.StatusConflict, "the deployment community cannot be archived")
+			return
+		}
+		writeJSONError(w, http.StatusNotFound, "community not found")
+		return
+	}
+	if c.deployment {
+		r.mu.Unlock()
+		writeJSONError(w, http.StatusConflict, "the deployment community cannot be archived")
+		return
+	}
+	if archive {
+		if c.archivedAt == 0 {
+			c.archivedAt = time.Now().Unix()
+		}
+		at := c.archivedAt
+		r.mu.Unlock()
+		c.closeAll(4000, "community archived")
+		writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "host": c.host, "archived_at": rfc3339(at), "status": "archived"})
+		return
+	}
+	if c.deletion != nil {
+		r.mu.Unlock()
+		opError{http.StatusConflict, "a deletion is pending for this community", "deletion_lifecycle_conflict"}.write(w)
+		return
+	}
+	c.archivedAt = 0
+	r.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "host": c.host, "archived_at": nil, "status": "active"})
+}
+
+// deletions by request id, guarded by r.mu.
+func (r *Relay) findDeletion(id string) *deletionRequest {
+	for _, c := range r.comms {
+		if c.deletion != nil && c.deletion.requestID == id {
+			return c.deletion
+		}
 	}
 	return nil
 }
 
-// --- /buzz/v1 (buzz-protocol §3.10) ---
-
-// Default operation names of the /buzz/v1 calls.
-const (
-	OpSidebar        = "buzz_v1_sidebar"
-	OpReadState      = "buzz_v1_read_state"
-	OpWriteReadState = "buzz_v1_write_read_state"
-)
-
-// CountValue is a /buzz/v1 count object: {"status":"exact"|"at_least","value":n} or {"status":"unknown"}.
-type CountValue struct {
-	Status string `json:"status"`
-	Value  *int64 `json:"value"`
-}
-
-// SidebarReply answers GET /buzz/v1/me/sidebar. Rows stay raw: their
-// identity fields differ between relay versions.
-type SidebarReply struct {
-	Account    json.RawMessage   `json:"account"`
-	Channels   []json.RawMessage `json:"channels"`
-	NextCursor *string           `json:"next_cursor"`
-}
-
-// Sidebar reads the sidebar; rawQuery is e.g. "limit=20" or "channel_ids=a,b".
-func (h *HTTP) Sidebar(ctx context.Context, rawQuery string, opt CallOptions) (SidebarReply, Result) {
-	var out SidebarReply
-	_, r := h.jsonCall(ctx, Request{Op: opName(opt, OpSidebar), Method: http.MethodGet, Path: "/buzz/v1/me/sidebar",
-		RawQuery: rawQuery, Timeout: opt.Timeout}, nil, &out, func() error {
-		if out.Channels == nil {
-			return errors.New("reply lacks channels")
-		}
-		return nil
-	})
-	return out, r
-}
-
-// ReadStateReply answers GET /buzz/v1/me/read-state.
-type ReadStateReply struct {
-	Account  json.RawMessage   `json:"account"`
-	Contexts []json.RawMessage `json:"contexts"`
-}
-
-// ReadState reads read contexts; targets is the JSON array the API takes
-// (it is URL-encoded here).
-func (h *HTTP) ReadState(ctx context.Context, targets []byte, opt CallOptions) (ReadStateReply, Result) {
-	var out ReadStateReply
-	if !json.Valid(targets) {
-		return out, h.recordLocal(opName(opt, OpReadState), errors.New("read-state targets are not valid JSON"))
+func (r *Relay) opDelete(w http.ResponseWriter, body []byte) {
+	var in struct {
+		Host        string `json:"host"`
+		CommunityID string `json:"community_id"`
+		Owner       string `json:"owner_pubkey"`
+		RequestID   string `json:"request_id"`
+		Version     int    `json:"acknowledgement_version"`
 	}
-	q := url.Values{"targets": {string(targets)}}.Encode()
-	_, r := h.jsonCall(ctx, Request{Op: opName(opt, OpReadState), Method: http.MethodGet, Path: "/buzz/v1/me/read-state",
-		RawQuery: q, Timeout: opt.Timeout}, nil, &out, func() error {
-		if out.Contexts == nil {
-			return errors.New("reply lacks contexts")
+	if err := json.Unmarshal(body, &in); err != nil {
+		opError{http.StatusBadRequest, "invalid JSON: " + err.Error(), "invalid_request"}.write(w)
+		return
+	}
+	if in.Version != 1 {
+		opError{http.StatusBadRequest, "unsupported acknowledgement_version", "unsupported_acknowledgement_version"}.write(w)
+		return
+	}
+	if !isUUID(in.RequestID) || in.CommunityID != "" && !isUUID(in.CommunityID) {
+		opError{http.StatusBadRequest, "request_id and community_id must be UUIDs", "invalid_request"}.write(w)
+		return
+	}
+	if in.Host == "" || nostr.NormalizeHost(in.Host) != in.Host {
+		opError{http.StatusBadRequest, "host must use its exact canonical authority spelling", "invalid_request"}.write(w)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.findDeletion(in.RequestID); d != nil {
+		if d.host != in.Host || d.owner != in.Owner || d.version != in.Version {
+			opError{http.StatusConflict, "request_id was used with different parameters", "deletion_request_conflict"}.write(w)
+			return
 		}
-		return nil
-	})
-	return out, r
+		writeJSON(w, http.StatusAccepted, r.deletionReply(d))
+		return
+	}
+	c := r.comms[in.Host]
+	switch {
+	case c != nil && c.deployment:
+		opError{http.StatusConflict, "the deployment community cannot be deleted", "protected_community"}.write(w)
+	case c == nil || c.owner == "" || c.owner != in.Owner:
+		opError{http.StatusNotFound, "community not found", "community_not_found"}.write(w)
+	case in.CommunityID != "" && !strings.EqualFold(in.CommunityID, c.id):
+		opError{http.StatusConflict, "community_id does not match the host", "community_id_mismatch"}.write(w)
+	case c.deletion != nil:
+		opError{http.StatusConflict, "a deletion is already active for this community", "deletion_lifecycle_conflict"}.write(w)
+	case c.archivedAt == 0:
+		opError{http.StatusConflict, "the community must be archived first", "community_not_archived"}.write(w)
+	default:
+		d := &deletionRequest{requestID: in.RequestID, host: c.host, owner: in.Owner, version: in.Version}
+		c.deletion = d
+		writeJSON(w, http.StatusAccepted, r.deletionReply(d))
+		go r.runDeletion(c, d)
+	}
 }
 
-// WriteReadState POSTs {"intents": intents} and decodes the reply into out
-// (nil: any JSON object).
-func (h *HTTP) WriteReadState(ctx context.Context, intents any, out any, opt CallOptions) Result {
-	_, r := h.JSON(ctx, Request{Op: opName(opt, OpWriteReadState), Method: http.MethodPost, Path: "/buzz/v1/me/read-state",
-		Timeout: opt.Timeout}, map[string]any{"intents": intents}, out)
-	return r
+func (r *Relay) deletionReply(d *deletionRequest) map[string]any {
+	c := r.comms[d.host]
+	return map[string]any{
+		"request_id": d.requestID, "community_id": c.id, "host": d.host,
+		"acknowledgement_version": d.version, "status": deletionStages[d.stage],
+	}
+}
+
+// runDeletion walks the stages; the data goes at postgres_purged.
+func (r *Relay) runDeletion(c *community, d *deletionRequest) {
+	for i := 1; i < len(deletionStages); i++ {
+		select {
+		case <-r.closed:
+			return
+		case <-time.After(deletionStageStep):
+		}
+		r.mu.Lock()
+		d.stage = i
+		if deletionStages[i] == "postgres_purged" {
+			d.deletedAt = time.Now().Unix()
+			c.st.Store(r.newStore())
+			c.channels.Clear()
+			c.reads.Store(nil)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// opTransfer moves ownership (digest §3.9); the previous owner is demoted.
+func (r *Relay) opTransfer(w http.ResponseWriter, body []byte) {
+	var in struct {
+		CommunityID string `json:"community_id"`
+		NewOwner    string `json:"new_owner_pubkey"`
+		Expected    string `json:"expected_owner_pubkey"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid transfer JSON: "+err.Error())
+		return
+	}
+	if !validPubKey(in.NewOwner) || !validPubKey(in.Expected) {
+		writeJSONError(w, http.StatusBadRequest, "invalid owner pubkey")
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var c *community
+	for _, x := range r.comms {
+		if strings.EqualFold(x.id, in.CommunityID) {
+			c = x
+		}
+	}
+	switch {
+	case c == nil || c.owner == "":
+		writeJSONError(w, http.StatusNotFound, "community has no owner to transfer from")
+	case c.owner != in.Expected:
+		writeJSONError(w, http.StatusConflict, "owner_conflict: the community is owned by another key")
+	case c.deletion != nil:
+		opError{http.StatusConflict, "a deletion is pending for this community", "deletion_lifecycle_conflict"}.write(w)
+	case c.archivedAt != 0:
+		writeJSONError(w, http.StatusConflict, "community must be active to transfer ownership")
+	case c.owner == in.NewOwner:
+		writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "new_owner_pubkey": in.NewOwner, "status": "already_owner"})
+	case r.ownedLocked(in.NewOwner) >= r.cfg.MaxCommunitiesPerOwner:
+		opError{http.StatusConflict, "limit_reached: the new owner already has the maximum number of communities", "limit_reached"}.write(w)
+	default:
+		prev := c.owner
+		c.owner = in.NewOwner
+		writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "new_owner_pubkey": in.NewOwner, "status": "transferred", "previous_owner": prev})
+	}
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -33,7 +33,7 @@ const (
 // per (community, identity), and the retry policy.
 type rpc struct {
 	sc        *scenario.Scenario
-	sink      relay.Sink
+	sink      relayclient.Sink
 	transport http.RoundTripper
 	ownPool   *http.Transport
 	timeout   time.Duration
@@ -41,7 +41,7 @@ type rpc struct {
 	retries   int
 
 	mu      sync.Mutex
-	clients map[clientKey]*relay.HTTP
+	clients map[clientKey]*relayclient.HTTP
 }
 
 type clientKey struct {
@@ -49,11 +49,11 @@ type clientKey struct {
 	pubkey    string
 }
 
-func newRPC(sc *scenario.Scenario, sink relay.Sink, tr http.RoundTripper, timeout time.Duration, throttles, retries, conc int) (*rpc, error) {
+func newRPC(sc *scenario.Scenario, sink relayclient.Sink, tr http.RoundTripper, timeout time.Duration, throttles, retries, conc int) (*rpc, error) {
 	n := &rpc{sc: sc, sink: sink, transport: tr, timeout: timeout, throttles: throttles, retries: retries,
-		clients: map[clientKey]*relay.HTTP{}}
+		clients: map[clientKey]*relayclient.HTTP{}}
 	if n.sink == nil {
-		n.sink = relay.NopSink{}
+		n.sink = relayclient.NopSink{}
 	}
 	if n.timeout <= 0 {
 		n.timeout = defaultTimeout
@@ -67,7 +67,7 @@ func newRPC(sc *scenario.Scenario, sink relay.Sink, tr http.RoundTripper, timeou
 		n.retries = defaultRetries
 	}
 	if n.transport == nil {
-		t, err := relay.NewTransport(relay.TransportOptions{MaxIdleConnsPerHost: max(conc*2, 16)})
+		t, err := relayclient.NewTransport(relayclient.TransportOptions{MaxIdleConnsPerHost: max(conc*2, 16)})
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func (n *rpc) close() {
 
 // community returns the HTTP client of keys (with the NIP-OA tag oa) in
 // community c.
-func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relay.HTTP, error) {
+func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relayclient.HTTP, error) {
 	k := clientKey{c, keys.PubKey()}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -92,8 +92,8 @@ func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relay.HTTP, erro
 		return h, nil
 	}
 	ep := n.sc.Endpoint(c)
-	h, err := relay.NewHTTP(relay.HTTPConfig{
-		Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{
+		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
 		Keys:   keys, OATag: oa, Sink: n.sink, Transport: n.transport, Timeout: n.timeout,
 	})
 	if err != nil {
@@ -106,7 +106,7 @@ func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relay.HTTP, erro
 // operator returns the operator API client. The operator API lives at the
 // deployment's own origin, so it takes target.http_url's host, dialled at
 // connect_addr when one is set (the relay's in-cluster service).
-func (n *rpc) operator(keys *nostr.Keys, origin string) (*relay.HTTP, error) {
+func (n *rpc) operator(keys *nostr.Keys, origin string) (*relayclient.HTTP, error) {
 	t := n.sc.Target
 	u, err := url.Parse(t.HTTPURL)
 	if err != nil {
@@ -118,11 +118,11 @@ func (n *rpc) operator(keys *nostr.Keys, origin string) (*relay.HTTP, error) {
 	if origin == "" {
 		origin = u.Scheme + "://" + u.Host
 	}
-	tgt := relay.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
 	if t.ConnectAddr != "" && t.CommunityHostTemplate != "" {
 		tgt.Host, tgt.ConnectAddr = u.Host, t.ConnectAddr
 	}
-	return relay.NewHTTP(relay.HTTPConfig{Target: tgt, Keys: keys, Sink: n.sink, Transport: n.transport,
+	return relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Keys: keys, Sink: n.sink, Transport: n.transport,
 		Timeout: n.timeout, OperatorOrigin: origin})
 }
 
@@ -132,13 +132,13 @@ var refusalRE = regexp.MustCompile(`: HTTP 4\d\d: |: not accepted: `)
 
 // refused reports whether an error Result is the relay's final refusal
 // rather than a transport failure or a 5xx worth retrying.
-func refused(r relay.Result) bool {
-	return r.Outcome == relay.OutcomeError && refusalRE.MatchString(r.Error)
+func refused(r relayclient.Result) bool {
+	return r.Outcome == relayclient.OutcomeError && refusalRE.MatchString(r.Error)
 }
 
 // reason trims a Result error to the relay's own words: "POST /events:
 // HTTP 400: restricted: member refused" → "restricted: member refused".
-func reason(r relay.Result) string {
+func reason(r relayclient.Result) string {
 	s := r.Error
 	if i := strings.Index(s, ": "); i > 0 && strings.Contains(s[:i], " /") {
 		s = s[i+2:]
@@ -162,20 +162,20 @@ var errCancelled = errors.New("cancelled")
 // the relay's retry-in (1 s to 1 min) and is resent up to n.throttles times;
 // a transport error or 5xx is resent up to n.retries times; a refusal is
 // final. The returned error is non-nil only when ctx ended.
-func (n *rpc) call(ctx context.Context, do func() relay.Result) (relay.Result, error) {
+func (n *rpc) call(ctx context.Context, do func() relayclient.Result) (relayclient.Result, error) {
 	throttled, failed := 0, 0
 	for {
 		r := do()
 		var wait time.Duration
 		switch r.Outcome {
-		case relay.OutcomeOK:
+		case relayclient.OutcomeOK:
 			return r, nil
-		case relay.OutcomePending:
+		case relayclient.OutcomePending:
 			if err := ctx.Err(); err != nil {
 				return r, err
 			}
 			return r, errCancelled
-		case relay.OutcomeThrottled:
+		case relayclient.OutcomeThrottled:
 			throttled++
 			if throttled > n.throttles {
 				return r, nil
@@ -209,17 +209,17 @@ type published struct {
 // build is called for every attempt so a resend after a long throttle
 // carries a fresh created_at. err is non-nil only when ctx ended or the
 // event could not be built.
-func (n *rpc) publish(ctx context.Context, h *relay.HTTP, op string, build func(at time.Time) (*nostr.Event, error)) (published, error) {
+func (n *rpc) publish(ctx context.Context, h *relayclient.HTTP, op string, build func(at time.Time) (*nostr.Event, error)) (published, error) {
 	var ev *nostr.Event
-	var rep relay.EventReply
+	var rep relayclient.EventReply
 	var buildErr error
-	r, err := n.call(ctx, func() relay.Result {
+	r, err := n.call(ctx, func() relayclient.Result {
 		ev, buildErr = build(time.Now())
 		if buildErr != nil {
-			return relay.Result{Op: op, Outcome: relay.OutcomeError, Error: buildErr.Error()}
+			return relayclient.Result{Op: op, Outcome: relayclient.OutcomeError, Error: buildErr.Error()}
 		}
-		var res relay.Result
-		rep, res = h.PublishHTTP(ctx, ev, relay.CallOptions{Op: op, Timeout: n.timeout})
+		var res relayclient.Result
+		rep, res = h.PublishHTTP(ctx, ev, relayclient.CallOptions{Op: op, Timeout: n.timeout})
 		return res
 	})
 	if buildErr != nil {
@@ -228,7 +228,7 @@ func (n *rpc) publish(ctx context.Context, h *relay.HTTP, op string, build func(
 	if err != nil {
 		return published{}, err
 	}
-	if r.Outcome != relay.OutcomeOK {
+	if r.Outcome != relayclient.OutcomeOK {
 		return published{why: reason(r)}, nil
 	}
 	return published{ev: ev, dup: strings.HasPrefix(rep.Message, "duplicate:")}, nil
@@ -236,17 +236,17 @@ func (n *rpc) publish(ctx context.Context, h *relay.HTTP, op string, build func(
 
 // query reads filters with the retry policy; a failure is an error that
 // says what was read.
-func (n *rpc) query(ctx context.Context, h *relay.HTTP, what string, filters []relay.Filter) ([]nostr.Event, error) {
+func (n *rpc) query(ctx context.Context, h *relayclient.HTTP, what string, filters []relayclient.Filter) ([]nostr.Event, error) {
 	var evs []nostr.Event
-	r, err := n.call(ctx, func() relay.Result {
-		var res relay.Result
-		evs, res = h.Query(ctx, filters, relay.CallOptions{Op: OpState, Timeout: n.timeout})
+	r, err := n.call(ctx, func() relayclient.Result {
+		var res relayclient.Result
+		evs, res = h.Query(ctx, filters, relayclient.CallOptions{Op: OpState, Timeout: n.timeout})
 		return res
 	})
 	if err != nil {
 		return nil, err
 	}
-	if r.Outcome != relay.OutcomeOK {
+	if r.Outcome != relayclient.OutcomeOK {
 		return nil, fmt.Errorf("reading %s: %s", what, reason(r))
 	}
 	return evs, nil

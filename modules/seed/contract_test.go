@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -19,14 +19,14 @@ func TestSeededRootsAreFoundBySearch(t *testing.T) {
 	}
 	search := func(g int, ch scenario.Channel, word string) []nostr.Event {
 		ep := sc.Endpoint(ch.Community)
-		h, err := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+		h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
 			Keys: sc.Keys(g)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, res := h.Query(context.Background(), []relay.Filter{{Kinds: []int{nostr.KindStreamMessage},
-			Tags: map[string][]string{"h": {sc.ChannelID(ch)}}, Limit: 50, Extra: map[string]any{"search": word}}}, relay.CallOptions{})
-		if res.Outcome != relay.OutcomeOK {
+		evs, res := h.Query(context.Background(), []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
+			Tags: map[string][]string{"h": {sc.ChannelID(ch)}}, Limit: 50, Extra: map[string]any{"search": word}}}, relayclient.CallOptions{})
+		if res.Outcome != relayclient.OutcomeOK {
 			t.Fatal(res.Error)
 		}
 		return evs

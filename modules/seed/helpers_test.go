@@ -8,25 +8,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzload/buzzload/modules/localrelay"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // startRelay runs an in-process relay on 127.0.0.1 for one test. Rate
 // limits are off unless mutate turns them on: the shapes here are small, but
 // the owner signs every 9007 and 9000 of its community.
-func startRelay(t *testing.T, mutate func(*localrelay.Config)) *localrelay.Relay {
+func startRelay(t *testing.T, mutate func(*relay.Config)) *relay.Relay {
 	t.Helper()
-	cfg := localrelay.DefaultConfig()
+	cfg := relay.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.RateLimit = false
 	cfg.DrainOnClose = 100 * time.Millisecond
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	r, err := localrelay.New(cfg)
+	r, err := relay.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ hold_secs = 10
 
 // scenarioFor builds a scenario aimed at r with a host template, run id and
 // the given shape.
-func scenarioFor(t *testing.T, r *localrelay.Relay, runID, shape string) *scenario.Scenario {
+func scenarioFor(t *testing.T, r *relay.Relay, runID, shape string) *scenario.Scenario {
 	t.Helper()
 	addr := r.Addr()
 	src := fmt.Sprintf(`run_id = %q
@@ -87,11 +87,11 @@ community_host_template = "c{n}.{run}.test"
 }
 
 // ownerHTTP is community c's owner as an HTTP client (reads as a member).
-func ownerHTTP(t *testing.T, sc *scenario.Scenario, c int) *relay.HTTP {
+func ownerHTTP(t *testing.T, sc *scenario.Scenario, c int) *relayclient.HTTP {
 	t.Helper()
 	ep := sc.Endpoint(c)
-	h, err := relay.NewHTTP(relay.HTTPConfig{
-		Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{
+		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
 		Keys:   sc.OwnerKeys(c)})
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +100,10 @@ func ownerHTTP(t *testing.T, sc *scenario.Scenario, c int) *relay.HTTP {
 }
 
 // operatorHTTP is the relay's operator as an HTTP client.
-func operatorHTTP(t *testing.T, r *localrelay.Relay, k *nostr.Keys) *relay.HTTP {
+func operatorHTTP(t *testing.T, r *relay.Relay, k *nostr.Keys) *relayclient.HTTP {
 	t.Helper()
 	u := r.URLs()
-	h, err := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: k,
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: k,
 		OperatorOrigin: r.OperatorOrigin()})
 	if err != nil {
 		t.Fatal(err)
@@ -111,13 +111,13 @@ func operatorHTTP(t *testing.T, r *localrelay.Relay, k *nostr.Keys) *relay.HTTP 
 	return h
 }
 
-func query(t *testing.T, h *relay.HTTP, f relay.Filter) []nostr.Event {
+func query(t *testing.T, h *relayclient.HTTP, f relayclient.Filter) []nostr.Event {
 	t.Helper()
 	if f.Limit == 0 {
 		f.Limit = 2000
 	}
-	evs, res := h.Query(context.Background(), []relay.Filter{f}, relay.CallOptions{})
-	if res.Outcome != relay.OutcomeOK {
+	evs, res := h.Query(context.Background(), []relayclient.Filter{f}, relayclient.CallOptions{})
+	if res.Outcome != relayclient.OutcomeOK {
 		t.Fatalf("query: %s", res.Error)
 	}
 	return evs
@@ -126,7 +126,7 @@ func query(t *testing.T, h *relay.HTTP, f relay.Filter) []nostr.Event {
 // members reads a channel's 39002 member list as its owner.
 func members(t *testing.T, sc *scenario.Scenario, ch scenario.Channel) map[string]bool {
 	t.Helper()
-	evs := query(t, ownerHTTP(t, sc, ch.Community), relay.Filter{Kinds: []int{nostr.KindGroupMembers},
+	evs := query(t, ownerHTTP(t, sc, ch.Community), relayclient.Filter{Kinds: []int{nostr.KindGroupMembers},
 		Tags: map[string][]string{"d": {sc.ChannelID(ch)}}, Limit: 1})
 	out := map[string]bool{}
 	if len(evs) == 0 {
@@ -143,11 +143,11 @@ func members(t *testing.T, sc *scenario.Scenario, ch scenario.Channel) map[strin
 // posts reads a channel's kind-9 events as its owner.
 func posts(t *testing.T, sc *scenario.Scenario, ch scenario.Channel) []nostr.Event {
 	t.Helper()
-	return query(t, ownerHTTP(t, sc, ch.Community), relay.Filter{Kinds: []int{nostr.KindStreamMessage},
+	return query(t, ownerHTTP(t, sc, ch.Community), relayclient.Filter{Kinds: []int{nostr.KindStreamMessage},
 		Tags: map[string][]string{"h": {sc.ChannelID(ch)}}})
 }
 
-func runSeed(t *testing.T, r *localrelay.Relay, sc *scenario.Scenario, sink relay.Sink) (*Result, error) {
+func runSeed(t *testing.T, r *relay.Relay, sc *scenario.Scenario, sink relayclient.Sink) (*Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

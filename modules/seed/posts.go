@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -165,12 +165,12 @@ func (s *seeder) readPosts(ctx context.Context, p *channelPlan) error {
 		var until int64
 		var before string
 		for {
-			f := relay.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {p.id}},
+			f := relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {p.id}},
 				Authors: chunk, Limit: queryPageLimit}
 			if until > 0 {
 				f.Until, f.Extra = until, map[string]any{"before_id": before}
 			}
-			evs, err := s.rpc.query(ctx, h, "the seeded posts of channel "+chName(p.ch), []relay.Filter{f})
+			evs, err := s.rpc.query(ctx, h, "the seeded posts of channel "+chName(p.ch), []relayclient.Filter{f})
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
 // Operation names Seed and Teardown record to the Sink. They are distinct
@@ -52,7 +52,7 @@ type Options struct {
 	// target.http_url's scheme://host.
 	OperatorOrigin string
 	// Sink receives every request's Result (nil drops them).
-	Sink relay.Sink
+	Sink relayclient.Sink
 	// Progress, when set, is called after every settled unit, never
 	// concurrently with itself. It must be quick.
 	Progress func(Progress)
@@ -155,7 +155,7 @@ func (r *Result) OK() bool {
 type TeardownOptions struct {
 	Operator       *nostr.Keys
 	OperatorOrigin string
-	Sink           relay.Sink
+	Sink           relayclient.Sink
 	Progress       func(Progress)
 	Transport      http.RoundTripper
 	Timeout        time.Duration

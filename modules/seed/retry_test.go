@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
 // A throttled publish waits the relay's retry-in and is resent with a fresh
@@ -30,14 +30,14 @@ func TestPublishRetryPolicy(t *testing.T) {
 		fmt.Fprint(w, `{"event_id":"x","accepted":true,"message":""}`)
 	}))
 	defer srv.Close()
-	var sink relay.CollectSink
+	var sink relayclient.CollectSink
 	n, err := newRPC(nil, &sink, nil, 5*time.Second, 1, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.close()
 	k, _ := nostr.GenerateKeys()
-	h, err := relay.NewHTTP(relay.HTTPConfig{Target: relay.Target{WSURL: "ws" + strings.TrimPrefix(srv.URL, "http"), HTTPURL: srv.URL}, Keys: k, Sink: &sink})
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: relayclient.Target{WSURL: "ws" + strings.TrimPrefix(srv.URL, "http"), HTTPURL: srv.URL}, Keys: k, Sink: &sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestPublishRetryPolicy(t *testing.T) {
 	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Fatalf("resent after %v, before the relay's retry-in", d)
 	}
-	if sink.Count(OpHistory, relay.OutcomeThrottled) != 1 || sink.Count(OpHistory, relay.OutcomeOK) != 1 {
+	if sink.Count(OpHistory, relayclient.OutcomeThrottled) != 1 || sink.Count(OpHistory, relayclient.OutcomeOK) != 1 {
 		t.Fatalf("sink %v", sink.Op(OpHistory))
 	}
 
@@ -80,13 +80,13 @@ func TestReasonTrimsToTheRelaysWords(t *testing.T) {
 		"POST /operator/communities: HTTP 409: community already exists":  "community already exists",
 		"POST /events: dial tcp 127.0.0.1:1: connect: connection refused": "dial tcp 127.0.0.1:1: connect: connection refused",
 	} {
-		r := relay.Result{Outcome: relay.OutcomeError, Error: in}
+		r := relayclient.Result{Outcome: relayclient.OutcomeError, Error: in}
 		if got := reason(r); got != want {
 			t.Errorf("reason(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if !refused(relay.Result{Outcome: relay.OutcomeError, Error: "POST /events: HTTP 403: restricted: x"}) ||
-		refused(relay.Result{Outcome: relay.OutcomeError, Error: "POST /events: HTTP 503: rate-limited: shared admission unavailable"}) {
+	if !refused(relayclient.Result{Outcome: relayclient.OutcomeError, Error: "POST /events: HTTP 403: restricted: x"}) ||
+		refused(relayclient.Result{Outcome: relayclient.OutcomeError, Error: "POST /events: HTTP 503: rate-limited: shared admission unavailable"}) {
 		t.Error("refused() misclassifies")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -23,7 +23,7 @@ var ErrEmbedded = errors.New("the scenario names no relay (target.ws_url and tar
 // Seed provisions sc's communities, channels, private membership, history,
 // deep threads and hot thread on the relay sc.Target names (see the package
 // doc for the order and the rerun rules). It works against any relay URL,
-// an in-process modules/localrelay included.
+// an in-process modules/relay included.
 //
 // The Result is returned whenever the seed started, also on failure; the
 // error is non-nil when the seed failed: a community that cannot be used, a
@@ -204,21 +204,21 @@ func (s *seeder) communities(ctx context.Context) error {
 
 // provision creates community i with create_only, or reuses it when this
 // run's fixture owner already owns it.
-func (s *seeder) provision(ctx context.Context, op *relay.HTTP, i int) Community {
+func (s *seeder) provision(ctx context.Context, op *relayclient.HTTP, i int) Community {
 	host := s.sc.CommunityHost(i)
 	owner := s.ids.owner(i).keys.PubKey()
 	c := Community{Index: i, Host: host, Owner: owner, Status: "failed"}
-	var rep relay.ProvisionReply
-	r, err := s.rpc.call(ctx, func() relay.Result {
-		var res relay.Result
-		rep, res = op.ProvisionCommunity(ctx, host, owner, true, relay.CallOptions{Op: OpProvision, Timeout: s.rpc.timeout})
+	var rep relayclient.ProvisionReply
+	r, err := s.rpc.call(ctx, func() relayclient.Result {
+		var res relayclient.Result
+		rep, res = op.ProvisionCommunity(ctx, host, owner, true, relayclient.CallOptions{Op: OpProvision, Timeout: s.rpc.timeout})
 		return res
 	})
 	if err != nil {
 		c.Error = fmt.Sprintf("host %s: provisioning cut short: %v", host, err)
 		return c
 	}
-	if r.Outcome == relay.OutcomeOK {
+	if r.Outcome == relayclient.OutcomeOK {
 		c.CommunityID = rep.CommunityID
 		if rep.OwnerPubkey != "" && rep.OwnerPubkey != owner {
 			c.Error = fmt.Sprintf("host %s belongs to another owner (%s)", host, rep.OwnerPubkey)
@@ -231,17 +231,17 @@ func (s *seeder) provision(ctx context.Context, op *relay.HTTP, i int) Community
 		return c
 	}
 	why := reason(r)
-	var list relay.CommunityList
-	lr, err := s.rpc.call(ctx, func() relay.Result {
-		var res relay.Result
-		list, res = op.ListCommunities(ctx, owner, relay.CallOptions{Op: OpList, Timeout: s.rpc.timeout})
+	var list relayclient.CommunityList
+	lr, err := s.rpc.call(ctx, func() relayclient.Result {
+		var res relayclient.Result
+		list, res = op.ListCommunities(ctx, owner, relayclient.CallOptions{Op: OpList, Timeout: s.rpc.timeout})
 		return res
 	})
 	if err != nil {
 		c.Error = fmt.Sprintf("host %s: ownership check cut short: %v", host, err)
 		return c
 	}
-	if lr.Outcome != relay.OutcomeOK {
+	if lr.Outcome != relayclient.OutcomeOK {
 		c.Error = fmt.Sprintf("host %s was not provisioned (%s) and the fixture owner's communities cannot be listed (%s)", host, why, reason(lr))
 		return c
 	}
@@ -391,7 +391,7 @@ func (s *seeder) readMembers(ctx context.Context, p *channelPlan) (map[string]bo
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.rpc.query(ctx, h, "the members of channel "+chName(p.ch), []relay.Filter{{
+	evs, err := s.rpc.query(ctx, h, "the members of channel "+chName(p.ch), []relayclient.Filter{{
 		Kinds: []int{nostr.KindGroupMembers}, Tags: map[string][]string{"d": {p.id}}, Limit: 1}})
 	if err != nil {
 		return nil, err

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzload/buzzload/modules/localrelay"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -25,7 +25,7 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 
 	// Community 0 exists already, owned by this run's fixture owner: seed
 	// must reuse it. It also lets us subscribe before the seed starts.
-	if _, res := op.ProvisionCommunity(context.Background(), sc.CommunityHost(0), sc.OwnerKeys(0).PubKey(), true, relay.CallOptions{}); res.Outcome != relay.OutcomeOK {
+	if _, res := op.ProvisionCommunity(context.Background(), sc.CommunityHost(0), sc.OwnerKeys(0).PubKey(), true, relayclient.CallOptions{}); res.Outcome != relayclient.OutcomeOK {
 		t.Fatal(res.Error)
 	}
 	var ids []string
@@ -33,21 +33,21 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 		ids = append(ids, sc.ChannelID(scenario.Channel{Community: 0, Index: i}))
 	}
 	ep := sc.Endpoint(0)
-	conn, err := relay.Connect(context.Background(), relay.Config{
-		Target: relay.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+	conn, err := relayclient.Connect(context.Background(), relayclient.Config{
+		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
 		Keys:   sc.OwnerKeys(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	var log kindLog
-	if _, err := conn.Subscribe([]relay.Filter{{Kinds: []int{nostr.KindCreateGroup, nostr.KindPutUser, nostr.KindStreamMessage},
+	if _, err := conn.Subscribe([]relayclient.Filter{{Kinds: []int{nostr.KindCreateGroup, nostr.KindPutUser, nostr.KindStreamMessage},
 		Tags: map[string][]string{"h": ids}, LimitZero: true}},
-		relay.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) { log.add(ev.Kind) }}); err != nil {
+		relayclient.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) { log.add(ev.Kind) }}); err != nil {
 		t.Fatal(err)
 	}
 
-	var sink relay.CollectSink
+	var sink relayclient.CollectSink
 	var pmu sync.Mutex
 	var phases []string
 	last := map[string]Progress{}
@@ -216,10 +216,10 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 	}
 
 	// Every request was recorded under the seed's own op names.
-	if sink.Count(OpMembers, relay.OutcomeOK) != res.MemberEvents || sink.Count(OpChannel, relay.OutcomeOK) != nch {
-		t.Errorf("sink: %d member events (result %d), %d channels", sink.Count(OpMembers, relay.OutcomeOK), res.MemberEvents, sink.Count(OpChannel, relay.OutcomeOK))
+	if sink.Count(OpMembers, relayclient.OutcomeOK) != res.MemberEvents || sink.Count(OpChannel, relayclient.OutcomeOK) != nch {
+		t.Errorf("sink: %d member events (result %d), %d channels", sink.Count(OpMembers, relayclient.OutcomeOK), res.MemberEvents, sink.Count(OpChannel, relayclient.OutcomeOK))
 	}
-	if n := sink.Count(OpHistory, relay.OutcomeOK) + sink.Count(OpThread, relay.OutcomeOK) + sink.Count(OpHot, relay.OutcomeOK); n != wantPosts {
+	if n := sink.Count(OpHistory, relayclient.OutcomeOK) + sink.Count(OpThread, relayclient.OutcomeOK) + sink.Count(OpHot, relayclient.OutcomeOK); n != wantPosts {
 		t.Errorf("sink: %d posts, want %d", n, wantPosts)
 	}
 }
@@ -237,7 +237,7 @@ func TestSeedRerunAddsNothing(t *testing.T) {
 	for _, ch := range sc.Channels() {
 		before[ch] = len(posts(t, sc, ch))
 	}
-	var sink relay.CollectSink
+	var sink relayclient.CollectSink
 	second, err := runSeed(t, r, sc, &sink)
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
@@ -334,7 +334,7 @@ hold_secs = 1
 	if res.MemberEvents != 3 || res.Members.Created != 250 {
 		t.Fatalf("%d member events, members %+v", res.MemberEvents, res.Members)
 	}
-	evs := query(t, ownerHTTP(t, sc, 0), relay.Filter{Kinds: []int{nostr.KindPutUser}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}}})
+	evs := query(t, ownerHTTP(t, sc, 0), relayclient.Filter{Kinds: []int{nostr.KindPutUser}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}}})
 	if len(evs) != 3 {
 		t.Fatalf("relay holds %d kind-9000 events", len(evs))
 	}
@@ -404,7 +404,7 @@ func TestSeedHostOfAnotherOwnerFails(t *testing.T) {
 	op := operatorHTTP(t, r, r.OperatorKeys())
 	stranger, _ := nostr.GenerateKeys()
 	host := sc.CommunityHost(1)
-	if _, res := op.ProvisionCommunity(context.Background(), host, stranger.PubKey(), true, relay.CallOptions{}); res.Outcome != relay.OutcomeOK {
+	if _, res := op.ProvisionCommunity(context.Background(), host, stranger.PubKey(), true, relayclient.CallOptions{}); res.Outcome != relayclient.OutcomeOK {
 		t.Fatal(res.Error)
 	}
 	res, err := runSeed(t, r, sc, nil)
@@ -415,8 +415,8 @@ func TestSeedHostOfAnotherOwnerFails(t *testing.T) {
 	if res.Communities[1].Status != "failed" || res.Channels.Created != 0 || res.Channels.Skipped != res.Channels.Planned {
 		t.Fatalf("communities %+v channels %+v", res.Communities, res.Channels)
 	}
-	list, lr := op.ListCommunities(context.Background(), stranger.PubKey(), relay.CallOptions{})
-	if lr.Outcome != relay.OutcomeOK || len(list.Communities) != 1 || archived(list.Communities[0].ArchivedAt) {
+	list, lr := op.ListCommunities(context.Background(), stranger.PubKey(), relayclient.CallOptions{})
+	if lr.Outcome != relayclient.OutcomeOK || len(list.Communities) != 1 || archived(list.Communities[0].ArchivedAt) {
 		t.Fatalf("the stranger's community changed: %+v %s", list, lr.Error)
 	}
 }
@@ -447,7 +447,7 @@ hold_secs = 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink relay.CollectSink
+	var sink relayclient.CollectSink
 	res, err := Seed(context.Background(), sc, Options{Sink: &sink})
 	if err != nil {
 		t.Fatal(err)
@@ -480,7 +480,7 @@ func TestSeedEmbeddedRefused(t *testing.T) {
 // A refused post is reported with its reason and fails the seed; a 5xx is
 // retried and does not.
 func TestSeedPostRefusalsAndRetries(t *testing.T) {
-	r := startRelay(t, func(c *localrelay.Config) { c.MaxContentBytes = 25 })
+	r := startRelay(t, func(c *relay.Config) { c.MaxContentBytes = 25 })
 	// "history 0 of channel 0/0" fits in 25 bytes; thread roots do not.
 	sc := scenarioFor(t, r, "refuse", `
 [shape]
@@ -497,7 +497,7 @@ users = 1
 hold_secs = 1
 `)
 	r.Faults().FailHTTPOnce("/events", 503)
-	var sink relay.CollectSink
+	var sink relayclient.CollectSink
 	res, err := runSeed(t, r, sc, &sink)
 	if err == nil || res.OK() {
 		t.Fatal("seed with refused posts succeeded")
@@ -512,14 +512,14 @@ hold_secs = 1
 		t.Fatalf("refusals %+v", res.Refusals)
 	}
 	mustContain(t, err.Error(), "did not accept 3 of 5 planned posts", "thread 0 root")
-	if sink.Count(OpChannel, relay.OutcomeError) != 1 {
+	if sink.Count(OpChannel, relayclient.OutcomeError) != 1 {
 		t.Errorf("the failed attempt was not recorded: %v", sink.Op(OpChannel))
 	}
 }
 
 // Cancelling stops the seed with the context's error.
 func TestSeedCancelled(t *testing.T) {
-	r := startRelay(t, func(c *localrelay.Config) {})
+	r := startRelay(t, func(c *relay.Config) {})
 	sc := scenarioFor(t, r, "cancel", privateShape)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

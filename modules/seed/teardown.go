@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -99,7 +99,7 @@ func Teardown(ctx context.Context, sc *scenario.Scenario, opt TeardownOptions) (
 // even when the host is not listed for its owner (already deleted hosts are
 // not listed): the relay answers a replayed request id with its stage and
 // refuses anything else as community_not_found, which is "absent".
-func teardownHost(ctx context.Context, n *rpc, op *relay.HTTP, sc *scenario.Scenario, i int, host string) TeardownHost {
+func teardownHost(ctx context.Context, n *rpc, op *relayclient.HTTP, sc *scenario.Scenario, i int, host string) TeardownHost {
 	host = nostr.NormalizeHost(host) // the delete route wants the exact canonical spelling
 	owner := sc.OwnerKeys(i).PubKey()
 	th := TeardownHost{Community: i, Host: host, RequestID: DeletionRequestID(sc.RunID, host), Stage: StageFailed}
@@ -107,16 +107,16 @@ func teardownHost(ctx context.Context, n *rpc, op *relay.HTTP, sc *scenario.Scen
 		th.Stage, th.Error = StageFailed, "cut short: "+err.Error()
 		return th
 	}
-	var list relay.CommunityList
-	lr, err := n.call(ctx, func() relay.Result {
-		var r relay.Result
-		list, r = op.ListCommunities(ctx, owner, relay.CallOptions{Op: OpOwnerList, Timeout: n.timeout})
+	var list relayclient.CommunityList
+	lr, err := n.call(ctx, func() relayclient.Result {
+		var r relayclient.Result
+		list, r = op.ListCommunities(ctx, owner, relayclient.CallOptions{Op: OpOwnerList, Timeout: n.timeout})
 		return r
 	})
 	if err != nil {
 		return cancelled(err)
 	}
-	if lr.Outcome != relay.OutcomeOK {
+	if lr.Outcome != relayclient.OutcomeOK {
 		th.Error = "listing the fixture owner's communities: " + reason(lr)
 		return th
 	}
@@ -128,31 +128,31 @@ func teardownHost(ctx context.Context, n *rpc, op *relay.HTTP, sc *scenario.Scen
 	}
 	archiveErr := ""
 	if held {
-		ar, err := n.call(ctx, func() relay.Result {
-			_, r := op.ArchiveCommunity(ctx, host, owner, relay.CallOptions{Op: OpArchive, Timeout: n.timeout})
+		ar, err := n.call(ctx, func() relayclient.Result {
+			_, r := op.ArchiveCommunity(ctx, host, owner, relayclient.CallOptions{Op: OpArchive, Timeout: n.timeout})
 			return r
 		})
 		if err != nil {
 			return cancelled(err)
 		}
-		if ar.Outcome == relay.OutcomeOK {
+		if ar.Outcome == relayclient.OutcomeOK {
 			th.Archived = true
 		} else {
 			archiveErr = "archive: " + reason(ar)
 		}
 	}
-	var rep relay.DeletionReply
-	dr, err := n.call(ctx, func() relay.Result {
-		var r relay.Result
-		rep, r = op.DeleteCommunity(ctx, relay.DeletionRequest{Host: host, CommunityID: th.CommunityID, OwnerPubkey: owner,
-			RequestID: th.RequestID, AcknowledgementVersion: 1}, relay.CallOptions{Op: OpDelete, Timeout: n.timeout})
+	var rep relayclient.DeletionReply
+	dr, err := n.call(ctx, func() relayclient.Result {
+		var r relayclient.Result
+		rep, r = op.DeleteCommunity(ctx, relayclient.DeletionRequest{Host: host, CommunityID: th.CommunityID, OwnerPubkey: owner,
+			RequestID: th.RequestID, AcknowledgementVersion: 1}, relayclient.CallOptions{Op: OpDelete, Timeout: n.timeout})
 		return r
 	})
 	if err != nil {
 		return cancelled(err)
 	}
 	switch {
-	case dr.Outcome == relay.OutcomeOK:
+	case dr.Outcome == relayclient.OutcomeOK:
 		th.Stage, th.Error = rep.Status, archiveErr
 		if rep.CommunityID != "" {
 			th.CommunityID = rep.CommunityID
@@ -169,6 +169,6 @@ func teardownHost(ctx context.Context, n *rpc, op *relay.HTTP, sc *scenario.Scen
 }
 
 // notFound reports a deletion answered community_not_found (404).
-func notFound(r relay.Result) bool {
+func notFound(r relayclient.Result) bool {
 	return refused(r) && (strings.Contains(r.Error, "community_not_found") || strings.Contains(r.Error, "HTTP 404"))
 }

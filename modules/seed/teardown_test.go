@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzload/buzzload/modules/localrelay"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -28,7 +28,7 @@ users = 1
 hold_secs = 1
 `
 
-func runTeardown(t *testing.T, r *localrelay.Relay, sc *scenario.Scenario, k *nostr.Keys) (*TeardownResult, error) {
+func runTeardown(t *testing.T, r *relay.Relay, sc *scenario.Scenario, k *nostr.Keys) (*TeardownResult, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -45,7 +45,7 @@ func TestTeardownStagesAndReplay(t *testing.T) {
 	// Community 2's host is held by someone else before the seed: seed
 	// fails on it but provisions 0 and 1.
 	stranger, _ := nostr.GenerateKeys()
-	if _, res := op.ProvisionCommunity(context.Background(), sc.CommunityHost(2), stranger.PubKey(), true, relay.CallOptions{}); res.Outcome != relay.OutcomeOK {
+	if _, res := op.ProvisionCommunity(context.Background(), sc.CommunityHost(2), stranger.PubKey(), true, relayclient.CallOptions{}); res.Outcome != relayclient.OutcomeOK {
 		t.Fatal(res.Error)
 	}
 	if _, err := runSeed(t, r, sc, nil); err == nil {
@@ -72,13 +72,13 @@ func TestTeardownStagesAndReplay(t *testing.T) {
 		t.Fatalf("by stage %v", res.ByStage())
 	}
 	// The stranger's community is untouched.
-	list, lr := op.ListCommunities(context.Background(), stranger.PubKey(), relay.CallOptions{})
-	if lr.Outcome != relay.OutcomeOK || len(list.Communities) != 1 || archived(list.Communities[0].ArchivedAt) {
+	list, lr := op.ListCommunities(context.Background(), stranger.PubKey(), relayclient.CallOptions{})
+	if lr.Outcome != relayclient.OutcomeOK || len(list.Communities) != 1 || archived(list.Communities[0].ArchivedAt) {
 		t.Fatalf("the stranger's community changed: %+v %s", list, lr.Error)
 	}
 	// The seeded hosts are gone from their owners' lists.
 	for i := range 2 {
-		l, _ := op.ListCommunities(context.Background(), sc.OwnerKeys(i).PubKey(), relay.CallOptions{})
+		l, _ := op.ListCommunities(context.Background(), sc.OwnerKeys(i).PubKey(), relayclient.CallOptions{})
 		if len(l.Communities) != 0 {
 			t.Errorf("owner %d still lists %+v", i, l.Communities)
 		}
@@ -140,7 +140,7 @@ func TestTeardownNeedsHostTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink relay.CollectSink
+	var sink relayclient.CollectSink
 	_, err = Teardown(context.Background(), sc, TeardownOptions{Operator: r.OperatorKeys(), Sink: &sink})
 	if !errors.Is(err, ErrNoHostTemplate) {
 		t.Fatalf("err = %v", err)

@@ -1,9 +1,9 @@
-// Independent check of modules/localrelay with nostr-tools (a client we did
+// Independent check of modules/relay with nostr-tools (a client we did
 // not write): authenticate (NIP-42), create a channel, subscribe, publish and
 // receive live, see the relay's duplicate and refusal answers, then read over
 // HTTP with a NIP-98 token nostr-tools signs, including a NIP-CW window whose
 // relay-signed 39006 nostr-tools verifies. Run by
-// `go test ./modules/localrelay` (TestNodeCrossCheck); needs `make node-deps`.
+// `go test ./modules/relay` (TestNodeCrossCheck); needs `make node-deps`.
 //
 // argv[2]: {"ws_url": "...", "http_url": "...", "relay_pubkey": "..."}
 // stdout: {"ok": true, "steps": [...]} or {"ok": false, "error": "...", "steps": [...]}

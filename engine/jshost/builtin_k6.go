@@ -1,0 +1,232 @@
+package jshost
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/metrics"
+)
+
+// NewRegistry returns a registry holding the built-in modules: k6,
+// k6/metrics, k6/execution and k6/timers. Extensions are added with
+// Register before the bundle is built.
+func NewRegistry() *jsmodule.Registry {
+	r := jsmodule.NewRegistry()
+	must := func(err error) {
+		if err != nil {
+			panic(err) // fixed paths on a fresh registry cannot clash
+		}
+	}
+	must(r.Register("k6", jsmodule.ModuleFunc(newK6Module)))
+	must(r.Register("k6/metrics", jsmodule.ModuleFunc(newMetricsModule)))
+	must(r.Register("k6/execution", jsmodule.ModuleFunc(newExecutionModule)))
+	must(r.Register("k6/timers", jsmodule.ModuleFunc(newTimersModule)))
+	must(r.Register("k6/data", jsmodule.ModuleFunc(newDataModule)))
+	return r
+}
+
+func hostVU(vu jsmodule.VU) (*VU, error) {
+	v, ok := vu.(*VU)
+	if !ok {
+		return nil, fmt.Errorf("built-in module needs the engine/jshost VU, got %T", vu)
+	}
+	return v, nil
+}
+
+func newTimersModule(mvu jsmodule.VU) (jsmodule.Instance, error) {
+	v, err := hostVU(mvu)
+	if err != nil {
+		return nil, err
+	}
+	return jsmodule.StaticExports{Named: map[string]any{
+		"setTimeout": v.timers.setTimeout, "setInterval": v.timers.setInterval,
+		"clearTimeout": v.timers.clear, "clearInterval": v.timers.clear,
+	}}, nil
+}
+
+func newK6Module(mvu jsmodule.VU) (jsmodule.Instance, error) {
+	v, err := hostVU(mvu)
+	if err != nil {
+		return nil, err
+	}
+	k := &k6Module{vu: v}
+	return jsmodule.StaticExports{Named: map[string]any{
+		"check": k.check, "group": k.group, "sleep": k.sleep, "fail": k.fail, "randomSeed": k.randomSeed,
+	}}, nil
+}
+
+type k6Module struct{ vu *VU }
+
+func (k *k6Module) needState(fn string) *jsmodule.State {
+	st := k.vu.state
+	if st == nil {
+		k.vu.throw(fmt.Errorf("%s() can't be called in the init context", fn))
+	}
+	return st
+}
+
+// check(value, {name: fnOrValue}, [tags]) emits one `checks` sample per key.
+func (k *k6Module) check(call sobek.FunctionCall) sobek.Value {
+	rt := k.vu.rt
+	st := k.needState("check")
+	val := call.Argument(0)
+	sets, ok := call.Argument(1).(*sobek.Object)
+	if !ok {
+		k.vu.throw(errors.New("check() needs an object of checks as its second argument"))
+	}
+	extra, err := tagArg(rt, call.Argument(2))
+	if err != nil {
+		k.vu.throw(err)
+	}
+	all := true
+	for _, name := range sets.Keys() {
+		if strings.Contains(name, "::") {
+			k.vu.throw(fmt.Errorf("check name %q contains the reserved '::'", name))
+		}
+		item := sets.Get(name)
+		pass := false
+		var thrown any
+		if fn, isFn := sobek.AssertFunction(item); isFn {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						thrown = r
+					}
+				}()
+				res, err := fn(sobek.Undefined(), val)
+				if err != nil {
+					thrown = err
+					return
+				}
+				if _, isP := res.Export().(*sobek.Promise); isP {
+					thrown = rt.NewGoError(errors.New("check() does not support async functions"))
+					return
+				}
+				pass = res.ToBoolean()
+			}()
+		} else {
+			pass = item.ToBoolean()
+		}
+		tags := withTags(st.Tags.TagSet(), extra)
+		if k.vu.sys.Check {
+			tags = tags.With("check", name)
+		}
+		var value float64
+		if pass {
+			value = 1
+		} else {
+			all = false
+		}
+		k.vu.buf.Add(metrics.Sample{Metric: k.vu.b.metrics.Checks, Time: time.Now(), Value: value, Tags: tags, Metadata: k.vu.metadata()})
+		if thrown != nil {
+			if ex, isEx := thrown.(*sobek.Exception); isEx {
+				panic(ex.Value())
+			}
+			panic(thrown)
+		}
+	}
+	return rt.ToValue(all)
+}
+
+// group(name, fn) runs fn with the group tag set to <parent>::name.
+func (k *k6Module) group(name string, fn sobek.Callable) (sobek.Value, error) {
+	st := k.needState("group")
+	if strings.Contains(name, "::") {
+		return nil, fmt.Errorf("group name %q contains the reserved '::'", name)
+	}
+	if fn == nil {
+		return nil, errors.New("group() needs a function")
+	}
+	parent := st.Group
+	path := parent + "::" + name
+	prevTag, _ := st.Tags.Get("group")
+	st.Group = path
+	if k.vu.sys.Group {
+		st.Tags.Set("group", path)
+	}
+	start := time.Now()
+	ret, err := fn(sobek.Undefined())
+	end := time.Now()
+	st.Group = parent
+	tags := st.Tags.TagSet()
+	if k.vu.sys.Group {
+		st.Tags.Set("group", prevTag)
+		tags = tags.With("group", path)
+	}
+	k.vu.buf.Add(metrics.Sample{Metric: k.vu.b.metrics.GroupDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: k.vu.metadata()})
+	if err != nil {
+		return nil, err
+	}
+	if ret != nil {
+		if _, isP := ret.Export().(*sobek.Promise); isP {
+			return nil, errors.New("group() does not support async functions")
+		}
+	}
+	return ret, nil
+}
+
+// sleep blocks the VU (and its event loop, as in k6) for float seconds; it
+// returns early when the VU's context ends.
+func (k *k6Module) sleep(secs float64) {
+	if secs <= 0 {
+		return
+	}
+	t := time.NewTimer(time.Duration(secs * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-k.vu.ctx.Done():
+	}
+}
+
+func (k *k6Module) fail(msg string) {
+	k.vu.throw(errors.New(msg))
+}
+
+func (k *k6Module) randomSeed(seed int64) {
+	r := rand.New(rand.NewSource(seed)) //nolint:gosec // Math.random is not crypto
+	k.vu.rt.SetRandSource(r.Float64)
+}
+
+// withTags lays extra tags over base.
+func withTags(base metrics.TagSet, extra map[string]string) metrics.TagSet {
+	if len(extra) == 0 {
+		return base
+	}
+	return base.Merge(metrics.TagsFromMap(extra))
+}
+
+// tagArg reads an optional tags object: values must be strings, numbers or
+// booleans.
+func tagArg(rt *sobek.Runtime, v sobek.Value) (map[string]string, error) {
+	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+		return nil, nil
+	}
+	o, ok := v.(*sobek.Object)
+	if !ok {
+		return nil, errors.New("tags must be an object")
+	}
+	out := map[string]string{}
+	for _, k := range o.Keys() {
+		s, err := tagValue(o.Get(k))
+		if err != nil {
+			return nil, fmt.Errorf("tag %q: %w", k, err)
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+func tagValue(v sobek.Value) (string, error) {
+	switch v.Export().(type) {
+	case string, int64, float64, bool:
+		return v.String(), nil
+	}
+	return "", fmt.Errorf("invalid tag value type %s (want string, number or boolean)", typeName(v))
+}

@@ -1,0 +1,113 @@
+package jshost
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/grafana/sobek"
+)
+
+// ScriptError is an uncaught exception (or a syntax error) in script code.
+// In init, setup or teardown it ends the run with exit code 107.
+type ScriptError struct {
+	Phase string // "init", "setup", "teardown", "iteration", "handleSummary"
+	Err   error
+}
+
+func (e *ScriptError) Error() string { return e.Err.Error() }
+func (e *ScriptError) Unwrap() error { return e.Err }
+
+// AbortError is test.abort(): the run stops, exit code 108.
+type AbortError struct{ Reason string }
+
+func (e *AbortError) Error() string {
+	if e.Reason == "" {
+		return "test aborted"
+	}
+	return "test aborted: " + e.Reason
+}
+
+// TimeoutError is a setup, teardown or handleSummary call that ran past its
+// timeout (exit 100, 101, 102).
+type TimeoutError struct {
+	Phase   string
+	Timeout string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s() execution timed out after %s", e.Phase, e.Timeout)
+}
+
+// errInterrupted marks a VU interrupted because its context ended.
+var errInterrupted = errors.New("interrupted")
+
+// jsError turns a sobek error into one whose message names the position
+// (file:line:column) and, for exceptions, carries the JS stack.
+func jsError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *sobek.InterruptedError
+	if errors.As(err, &ie) {
+		if inner, ok := ie.Value().(error); ok {
+			return inner
+		}
+		return errInterrupted
+	}
+	var ex *sobek.Exception
+	if errors.As(err, &ex) {
+		if inner := ex.Unwrap(); inner != nil {
+			var ab *AbortError
+			if errors.As(inner, &ab) {
+				return ab
+			}
+		}
+		return &jsException{ex: ex}
+	}
+	return err
+}
+
+// jsException keeps the exception's value and stack for logging.
+type jsException struct{ ex *sobek.Exception }
+
+func (e *jsException) Error() string {
+	if o, ok := e.ex.Value().(*sobek.Object); ok {
+		if st := o.Get("stack"); st != nil && !sobek.IsUndefined(st) && !sobek.IsNull(st) {
+			s := strings.TrimRight(st.String(), "\n")
+			if s != "" {
+				return cleanStack(s)
+			}
+		}
+	}
+	return cleanStack(strings.TrimRight(e.ex.String(), "\n"))
+}
+
+// goFrame matches a stack frame of a Go function called from JS, named by
+// its Go symbol ("github.com/x/y.(*T).fail-fm (native)").
+var goFrame = regexp.MustCompile(`at [\w./*()-]+\.(?:\(\*?\w+\)\.)?(\w+?)(?:-fm)? \(native\)`)
+
+// cleanStack shortens Go frames to the bare function name, so a script's
+// trace shows "at fail (native)" rather than our package paths.
+func cleanStack(s string) string {
+	return goFrame.ReplaceAllString(s, "at $1 (native)")
+}
+
+func (e *jsException) Unwrap() error { return e.ex }
+
+// valueError describes a thrown or rejected JS value.
+func valueError(v sobek.Value) error {
+	if v == nil {
+		return errors.New("undefined")
+	}
+	if ex, ok := v.Export().(error); ok {
+		return jsError(ex)
+	}
+	if o, ok := v.(*sobek.Object); ok {
+		if st := o.Get("stack"); st != nil && !sobek.IsUndefined(st) && st.String() != "" {
+			return errors.New(strings.TrimRight(st.String(), "\n"))
+		}
+	}
+	return errors.New(v.String())
+}

@@ -1,0 +1,367 @@
+package desktop
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// End-to-end: a Client against the embedded relay on loopback, with the
+// relay's fault injection. Time values are small so each test takes a
+// second or two.
+
+type e2e struct {
+	t      testing.TB
+	relay  *relay.Relay
+	target relayclient.Target
+	keys   *nostr.Keys
+	chans  []string
+	sink   *relayclient.CollectSink
+	client *Client
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startLocalRelay(t testing.TB) *relay.Relay {
+	t.Helper()
+	cfg := relay.DefaultConfig()
+	cfg.RateLimit = false
+	r, err := relay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// newE2E starts a relay and creates nch open channels owned by the viewer,
+// with a thread (root and one reply) in the first.
+func newE2E(t *testing.T, nch int) *e2e { return newE2EB(t, nch) }
+
+func newE2EB(t testing.TB, nch int) *e2e {
+	t.Helper()
+	r := startLocalRelay(t)
+	u := r.URLs()
+	e := &e2e{t: t, relay: r, target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP},
+		keys: nostr.DeriveKeys(t.Name(), nostr.Role("human"), 0), sink: &relayclient.CollectSink{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	setup, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: e.keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	pub := func(kind int, tags [][]string, content string) *nostr.Event {
+		ev, err := e.keys.NewEvent(kind, tags, content, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := setup.Publish(ctx, ev, relayclient.PublishOptions{}); r.Outcome != relayclient.OutcomeOK {
+			t.Fatalf("setup kind %d: %s", kind, r.Error)
+		}
+		return ev
+	}
+	for i := 0; i < nch; i++ {
+		id := scenario.ChannelID(t.Name(), scenario.Channel{Index: i})
+		pub(9007, [][]string{{"h", id}, {"name", fmt.Sprintf("ch%d", i)}, {"visibility", "open"}}, "")
+		e.chans = append(e.chans, id)
+	}
+	root := pub(9, [][]string{{"h", e.chans[0]}}, "root")
+	pub(9, [][]string{{"h", e.chans[0]}, {"e", root.ID, "", "reply"}}, "reply")
+	return e
+}
+
+func (e *e2e) params(mode Mode) Params {
+	return Params{Mode: mode, Windows: 3, Threads: 1, Tick: time.Hour, Backstop: time.Hour,
+		EOSETimeout: 5 * time.Second, BackoffBase: 200 * time.Millisecond}
+}
+
+func (e *e2e) run(p Params) {
+	e.t.Helper()
+	co := []string{nostr.DeriveKeys(e.t.Name(), nostr.Role("human"), 1).PubKey(), nostr.DeriveKeys(e.t.Name(), nostr.Role("human"), 2).PubKey()}
+	c, err := New(Config{Params: p, Target: e.target, Keys: e.keys, Channels: e.chans, CoMembers: co, Sink: e.sink})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.client = c
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.done = make(chan error, 1)
+	go func() { e.done <- c.Run(ctx, nil) }()
+	e.t.Cleanup(e.stop)
+}
+
+func (e *e2e) stop() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	e.cancel = nil
+	select {
+	case <-e.done:
+	case <-time.After(5 * time.Second):
+		e.t.Error("Run did not return within 5 s of the stop")
+	}
+}
+
+// counts are the desktop ops recorded so far by outcome "ok" (errors are
+// counted under op+" error").
+func (e *e2e) counts() map[string]int {
+
+	out := map[string]int{}
+	for _, r := range e.sink.Results() {
+		if len(r.Op) < 8 || r.Op[:8] != "desktop_" {
+			continue
+		}
+		k := r.Op
+		if r.Outcome != relayclient.OutcomeOK {
+			k += " " + r.Outcome.String()
+		}
+		out[k]++
+	}
+	return out
+}
+
+// settle waits until want is reached (or 10 s pass), then a little more so
+// anything extra would show, and returns the counts.
+func (e *e2e) settle(want map[string]int) map[string]int {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		got := e.counts()
+		reached := true
+		for k, n := range want {
+			if got[k] < n {
+				reached = false
+			}
+		}
+		if reached {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	return e.counts()
+}
+
+func (e *e2e) want(got, want map[string]int) {
+	e.t.Helper()
+	if !maps.Equal(got, want) {
+		e.t.Errorf("ops\n got %v\nwant %v", got, want)
+	}
+}
+
+func coldStartOps(live, replay int) map[string]int {
+	m := map[string]int{
+		OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1, OpStatuses: 1, OpEmoji: 1,
+		OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1,
+	}
+	if replay > 0 {
+		m[OpReplayEOSE] = replay
+	}
+	return m
+}
+
+func TestEndToEndColdStartCountsPerOp(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		mode         Mode
+		n            int
+		live, replay int
+	}{
+		{"legacy 5 channels", ModeLegacy, 5, 4, 0},
+		{"current 5 channels", ModeCurrent, 5, 4, 0},
+		{"legacy 25 channels", ModeLegacy, 25, 6, 0},
+		{"current 25 channels", ModeCurrent, 25, 4, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newE2E(t, c.n)
+			e.run(e.params(c.mode))
+			want := coldStartOps(c.live, c.replay)
+			e.want(e.settle(want), want)
+		})
+	}
+}
+
+func addOps(a map[string]int, b map[string]int) map[string]int {
+	out := maps.Clone(a)
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
+}
+
+// After a dropped connection, complete replays read only NIP-11, channel
+// recovery and a covered repair (current).
+func TestEndToEndDroppedConnectionReadsOnlyNIP11ChannelRecoveryAndACoveredRepair(t *testing.T) {
+	e := newE2E(t, 5)
+	e.run(e.params(ModeCurrent))
+	cold := coldStartOps(4, 0)
+	e.want(e.settle(cold), cold)
+
+	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 1)
+	// a message in a channel is the frame that drops the socket
+	other := nostr.DeriveKeys(t.Name(), nostr.Role("human"), 9)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pubConn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pubConn.Close()
+	ev, _ := other.NewEvent(9, [][]string{{"h", e.chans[1]}}, "hello", time.Now())
+	pubConn.Publish(ctx, ev, relayclient.PublishOptions{})
+	for e.client.Conn() != nil {
+		if ctx.Err() != nil {
+			t.Fatal("the connection was not dropped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 0)
+
+	want := addOps(cold, map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpUnread: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+	e.want(e.settle(want), want)
+}
+
+// A route whose EOSE missed its deadline is recovered, and after a renewal
+// with a complete replay it is recovered in full again rather than carried.
+func TestEndToEndARouteThatMissedItsDeadlineIsRecoveredInFullAfterARenewal(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeCurrent)
+	p.EOSETimeout = 300 * time.Millisecond
+	p.Renewal, p.RenewalPhase = 3*time.Second, 0.5    // renewals at 1.5 s, 4.5 s, ...
+	e.relay.Faults().DelayEOSE("live-2", time.Second) // the cold start's membership REQ
+	e.run(p)
+	cold := coldStartOps(3, 0)
+	cold[OpLiveEOSE+" error"] = 1
+	e.want(e.settle(cold), cold)
+
+	// the renewal: every replay complete, no NIP-11; membership was never
+	// caught up, so it is cut and every route establishes
+	want := addOps(cold, map[string]int{OpLiveEOSE: 4, OpRoster: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1,
+		OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+	got := e.settle(want)
+	e.stop()
+	e.want(got, want)
+}
+
+// current renewals carry small sessions without reading anything.
+func TestEndToEndCurrentRenewalOfASmallSessionReadsNothing(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeCurrent)
+	p.Renewal, p.RenewalPhase = 3*time.Second, 0.5 // renewals at 1.5 s, 4.5 s, ...
+	e.run(p)
+	cold := coldStartOps(4, 0)
+	e.want(e.settle(cold), cold)
+	want := addOps(cold, map[string]int{OpLiveEOSE: 4})
+	got := e.settle(want)
+	e.stop()
+	e.want(got, want)
+}
+
+// legacy ticks replace the batch live-only and reread roster, read state
+// and unreads.
+func TestEndToEndLegacyTickReplacesAndRereads(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeLegacy)
+	p.Tick = time.Second
+	e.run(p)
+	cold := coldStartOps(4, 0)
+	e.want(e.settle(cold), cold)
+	// the tick: one replacement; roster, snapshot and repair
+	want := addOps(cold, map[string]int{OpLiveEOSE: 1, OpRoster: 1, OpReadState: 1, OpUnread: 1})
+	got := e.settle(want)
+	e.stop()
+	if got[OpRoster] < 2 || got[OpLiveEOSE] < 5 || got[OpReadState] < 2 || got[OpUnread] < 2 {
+		t.Errorf("after a tick: %v", got)
+	}
+	for k := range got {
+		if len(k) > 6 && k[len(k)-6:] == " error" {
+			t.Errorf("%s: %d", k, got[k])
+		}
+	}
+}
+
+// A stop abandons pending EOSE waits and desktop reads without recording
+// them.
+func TestEndToEndAStopAbandonsPendingWaitsAndReadsWithoutRecordingThem(t *testing.T) {
+	e := newE2E(t, 5)
+	e.relay.Faults().WithholdEOSE("")
+	e.relay.Faults().SetHTTPLatency(5 * time.Second)
+	p := e.params(ModeLegacy) // legacy reads at connect: reads are in flight at once
+	p.EOSETimeout = 10 * time.Second
+	e.run(p)
+	deadline := time.Now().Add(5 * time.Second)
+	for e.client.Conn() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // REQs sent, reads waiting on the relay
+	start := time.Now()
+	e.stop()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+	for _, r := range e.sink.Results() {
+		if r.Op == OpNIP11 || len(r.Op) < 8 || r.Op[:8] != "desktop_" {
+			continue
+		}
+		t.Errorf("recorded after the stop: %s %s %s", r.Op, r.Outcome, r.Error)
+	}
+}
+
+// A tick replacement past its EOSE deadline is closed, the old batch stays,
+// and the next tick replaces it.
+func TestEndToEndAReplacementPastItsDeadlineIsRetriedByTheNextTick(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeLegacy)
+	p.Tick = time.Second
+	p.EOSETimeout = 700 * time.Millisecond
+	// live-1..4 are the cold start's; live-5 is the first tick's replacement
+	e.relay.Faults().DelayEOSE("live-5", 5*time.Second)
+	e.run(p)
+	cold := coldStartOps(4, 0)
+	e.want(e.settle(cold), cold)
+	want := addOps(cold, map[string]int{OpLiveEOSE + " error": 1, OpLiveEOSE: 1, OpRoster: 2, OpReadState: 2, OpUnread: 2})
+	got := e.settle(want)
+	e.stop()
+	if got[OpLiveEOSE+" error"] != 1 || got[OpLiveEOSE] < 5 {
+		t.Errorf("replacements: %v", got)
+	}
+	// one batch wire stays open: the model holds exactly one channel REQ
+	for i := range e.client.model.routes {
+		if r := e.client.model.routes[i]; r.Kind == RouteBatch && r.sub == "" {
+			t.Error("no batch REQ left")
+		}
+	}
+}
+
+// Buzz, like the embedded relay by default, refuses more than 128 explicit
+// channels in one REQ: the app's 2048-channel live-only REQ is refused (an
+// error in the report, not a silent gap), and a 128 scope is accepted.
+func TestEndToEndLiveOnlyScopeAgainstA128ChannelCap(t *testing.T) {
+	e := newE2E(t, 130)
+	p := e.params(ModeCurrent)
+	e.run(p)
+	want := coldStartOps(3, 13)
+	want[OpLiveEOSE+" error"] = 1
+	want[OpUnread] = 2 // 130 channels: two chunks of at most 128
+	e.want(e.settle(want), want)
+	e.stop()
+
+	e2 := newE2E(t, 130)
+	p.LiveOnlyScope = 128
+	e2.run(p)
+	want = coldStartOps(5, 13) // profiles, membership, presence, live(128), live(2)
+	want[OpUnread] = 2
+	e2.want(e2.settle(want), want)
+}

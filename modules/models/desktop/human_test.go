@@ -1,0 +1,270 @@
+package desktop
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/models"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
+	"github.com/buzzload/buzzload/modules/seed"
+)
+
+const deskShape = `
+[shape]
+communities = 1
+channels_per_community = 25
+private_channels = true
+history_messages_per_channel = 21
+thread_roots_per_channel = 1
+thread_depth = 2
+
+[population]
+humans = 6
+agents = 0
+channels_per_member = 3
+tiers = [{ fraction = 0.5, channels = 25 }]
+
+[human]
+messages_per_hour = 0
+typing_per_hour = 0
+reactions_per_hour = 0
+
+[desktop]
+fraction = 1.0
+mode = "%s"
+renewal_secs = 300
+
+[[ramp]]
+users = 1
+hold_secs = 10
+`
+
+func deskScenario(t *testing.T, addr, mode string) *scenario.Scenario {
+	t.Helper()
+	src := fmt.Sprintf(`run_id = %q
+[target]
+ws_url = "ws://%s"
+http_url = "http://%s"
+connect_addr = %q
+community_host_template = "c{n}.{run}.test"
+`, "desk-"+mode, addr, addr, addr) + fmt.Sprintf(deskShape, mode)
+	sc, err := scenario.Parse("test.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestConfigForResolvesTheScenariosDesktopHuman(t *testing.T) {
+	sc := deskScenario(t, "127.0.0.1:1", "legacy")
+	var g25, g3 = -1, -1
+	for i := 0; i < 6; i++ {
+		g := sc.GlobalIndex(scenario.KindDesktop, i)
+		switch len(sc.MemberChannels(g)) {
+		case 25:
+			g25 = g
+		case 3:
+			g3 = g
+		}
+	}
+	if g25 < 0 || g3 < 0 {
+		t.Fatal("no tiered desktop humans")
+	}
+	cfg, err := ConfigFor(HumanConfig{Scenario: sc, Global: g25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params.Mode != ModeLegacy || cfg.Params.Tick != 60*time.Second || cfg.Params.Backstop != 900*time.Second ||
+		cfg.Params.Renewal != 300*time.Second || cfg.Params.Windows != 3 || cfg.Params.Threads != 1 {
+		t.Errorf("params %+v", cfg.Params)
+	}
+	var want []string
+	for _, ch := range sc.MemberChannels(g25) {
+		want = append(want, sc.ChannelID(ch))
+	}
+	if !slices.Equal(cfg.Channels, want) || !slices.Equal(cfg.Params.Channels, want) {
+		t.Error("channels are not the member channels in order")
+	}
+	if cfg.Keys.PubKey() != sc.Keys(g25).PubKey() {
+		t.Error("keys")
+	}
+	if slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()) || len(cfg.CoMembers) == 0 {
+		t.Errorf("co-members %d, self included %v", len(cfg.CoMembers), slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()))
+	}
+	if cfg.RootMarker != scenario.RootMarker(sc.RunID) {
+		t.Error("root marker")
+	}
+	if cfg.Target.Host != sc.Endpoint(0).Host || cfg.Target.ConnectAddr != "127.0.0.1:1" {
+		t.Errorf("target %+v", cfg.Target)
+	}
+	if ph := cfg.Params.RenewalPhase; ph <= 0 || ph > 1 || ph != RenewalPhase(sc.RunID, g25) || ph == RenewalPhase(sc.RunID, g3) {
+		t.Errorf("renewal phase %v", ph)
+	}
+	if _, err := ConfigFor(HumanConfig{Scenario: sc, Global: -1}); err == nil {
+		t.Error("a non-client index was accepted")
+	}
+}
+
+func TestPubKeysMemoisesTheScenariosKeys(t *testing.T) {
+	sc := deskScenario(t, "127.0.0.1:1", "current")
+	pk := PubKeys(sc)
+	g := sc.GlobalIndex(scenario.KindDesktop, 2)
+	if pk(g) != sc.Keys(g).PubKey() || pk(g) != pk(g) {
+		t.Error("pubkey")
+	}
+	if pk(-1) != "" {
+		t.Error("a non-client has a key")
+	}
+	a, _ := ConfigFor(HumanConfig{Scenario: sc, Global: g})
+	b, _ := ConfigFor(HumanConfig{Scenario: sc, Global: g, PubKey: pk})
+	if !slices.Equal(a.CoMembers, b.CoMembers) {
+		t.Error("a cache changes the co-members")
+	}
+}
+
+func TestRenewalPhasesSpreadOverThePeriod(t *testing.T) {
+	var buckets [10]int
+	for g := 0; g < 10000; g++ {
+		ph := RenewalPhase("run", g)
+		if ph <= 0 || ph > 1 {
+			t.Fatalf("phase %v", ph)
+		}
+		buckets[min(int(ph*10), 9)]++
+	}
+	for i, n := range buckets {
+		if n < 800 || n > 1200 {
+			t.Errorf("decile %d holds %d of 10000", i, n)
+		}
+	}
+}
+
+// A seeded scenario on the embedded relay: each desktop human's cold start
+// makes exactly the planned reads, all answered, and finds the seeded roots.
+func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
+	r := startLocalRelay(t)
+	seeded := deskScenario(t, r.Addr(), "current")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := seed.Seed(ctx, seeded, seed.Options{Operator: r.OperatorKeys()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"legacy", "current"} {
+		for _, n := range []int{3, 25} {
+			t.Run(fmt.Sprintf("%s %d channels", mode, n), func(t *testing.T) {
+				sc := *seeded
+				sc.Desktop.Mode = mode
+				g := -1
+				for i := 0; i < 6 && g < 0; i++ {
+					if gi := sc.GlobalIndex(scenario.KindDesktop, i); len(sc.MemberChannels(gi)) == n {
+						g = gi
+					}
+				}
+				sink := &relayclient.CollectSink{}
+				h, err := NewHuman(HumanConfig{Scenario: &sc, Global: g, Sink: sink})
+				if err != nil {
+					t.Fatal(err)
+				}
+				stop, halt := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- h.Run(stop, nil) }()
+				live, replay := 4, 0
+				if n > 10 {
+					live = 6
+					if mode == "current" {
+						live, replay = 4, 3
+					}
+				}
+				// 21 top-level rows per channel: a head page with has_more,
+				// then one older page that exhausts history
+				want := map[string]int{OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1,
+					OpStatuses: 1, OpEmoji: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 6, OpNotices: 3,
+					OpThreadRoot: 1, OpThreadWindow: 1}
+				if replay > 0 {
+					want[OpReplayEOSE] = replay
+				}
+				e := &e2e{t: t, sink: sink}
+				got := e.settle(want)
+				halt()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+				e.want(got, want)
+			})
+		}
+	}
+	// last: its messages change the channels' history
+	t.Run("the activity runs on the desktop socket", func(t *testing.T) {
+		sc := *seeded
+		sc.Human.MessagesPerHour = 7200 // one every half second
+		sc.Human.MeanSessionSecs = 1    // and session ends: ordinary reconnects
+		g := sc.GlobalIndex(scenario.KindDesktop, 0)
+		sink := &relayclient.CollectSink{}
+		h, err := NewHuman(HumanConfig{Scenario: &sc, Global: g, Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, halt := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.Run(stop, nil) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) &&
+			(sink.Count("publish", relayclient.OutcomeOK) < 3 || sink.Count(models.OpDeliver, relayclient.OutcomeOK) < 1 || sink.Count(OpNIP11, relayclient.OutcomeOK) < 2) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		halt()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		if n := sink.Count("publish", relayclient.OutcomeOK); n < 3 {
+			t.Errorf("%d messages published", n)
+		}
+		if n := sink.Count(models.OpDeliver, relayclient.OutcomeOK); n < 1 {
+			t.Error("no delivery recorded from the desktop's channel subscriptions")
+		}
+		if n := sink.Count(OpNIP11, relayclient.OutcomeOK); n < 2 {
+			t.Error("the schedule's session end did not reconnect")
+		}
+		for _, r := range sink.Results() {
+			if r.Outcome == relayclient.OutcomeError {
+				t.Errorf("%s: %s", r.Op, r.Error)
+			}
+		}
+	})
+}
+
+func TestStopAndGraceSinks(t *testing.T) {
+	inner := &relayclient.CollectSink{}
+	grace := &graceSink{inner: inner}
+	stop := &stopSink{inner: grace}
+	rec := func(op string, o relayclient.Outcome) {
+		stop.Record(relayclient.Result{Op: op, Outcome: o, Error: "cut"})
+	}
+
+	stop.stopping.Store(true)
+	rec(OpLiveEOSE, relayclient.OutcomePending) // an abandoned EOSE wait: dropped
+	rec(OpWindow, relayclient.OutcomePending)   // an abandoned read: dropped
+	rec(OpWindow, relayclient.OutcomeOK)        // a read that finished: kept
+	rec("publish", relayclient.OutcomePending)  // a publish cut short: the caller's
+	if got := len(inner.Results()); got != 2 {
+		t.Fatalf("%d recorded, want 2: %v", got, inner.Results())
+	}
+	grace.ended.Store(true)
+	rec("publish", relayclient.OutcomePending)
+	rec("connect", relayclient.OutcomeError)
+	rec("publish", relayclient.OutcomeThrottled)
+	if n := inner.Count("publish", relayclient.OutcomeError) + inner.Count("connect", relayclient.OutcomeError); n != 2 {
+		t.Errorf("%d unfinished errors, want 2", n)
+	}
+	for _, r := range inner.Results()[2:4] {
+		if r.Error != "unfinished at stop: cut" {
+			t.Errorf("error %q", r.Error)
+		}
+	}
+	if inner.Count("publish", relayclient.OutcomeThrottled) != 1 {
+		t.Error("a throttle after the grace is still a throttle")
+	}
+}

@@ -1,0 +1,664 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// slow bounds every wait in these tests: generous, so a loaded 2-core
+// machine does not fail them; on an idle one they end in about a second.
+const slow = 20 * time.Second
+
+// runUntil runs each client (global index → its sink) with Run until cond
+// holds (checked every 10 ms), then stops them and waits for them to end.
+// It fails the test when cond does not hold within slow or a client exits.
+func runUntil(t *testing.T, sc *scenario.Scenario, clients map[int]relayclient.Sink, what string, cond func() bool) {
+	t.Helper()
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for g, sink := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := Run(stop, nil, Config{Scenario: sc, Global: g, Sink: sink}); err != nil {
+				t.Errorf("client %d: %v", g, err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(slow)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	held := cond()
+	cancel()
+	wg.Wait()
+	if !held {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestHumansDeliverBetweenEachOtherInOneChannel(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Human = scenario.Human{HistoryLimit: 5, ThreadReplyFraction: 0.5, PresenceIntervalSecs: 1,
+			TypingPerHour: 7200, MessagesPerHour: 14400, ReactionsPerHour: 7200}
+	})
+	sd := newSeeder(t, sc, sc.OwnerKeys(0))
+	sd.channels()
+	ch := sc.Channels()[0]
+	root, _ := sd.thread(ch, scenario.ThreadRootContent(sc.RunID, ch, 0), 2)
+
+	sink, s0, s1 := &collect{}, &collect{}, &collect{}
+	tee := func(own *collect) relayclient.Sink {
+		return relayclient.SinkFunc(func(r relayclient.Result) { own.Record(r); sink.Record(r) })
+	}
+	h0, h1 := sc.GlobalIndex(scenario.KindHuman, 0), sc.GlobalIndex(scenario.KindHuman, 1)
+	q, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: sc.OwnerKeys(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func(f relayclient.Filter) []nostr.Event {
+		evs, _ := q.Query(context.Background(), []relayclient.Filter{f}, relayclient.CallOptions{})
+		return evs
+	}
+	// Each human records delivery of more messages than it sent itself:
+	// the other's reach it.
+	othersReach := func(g int, own *collect) bool {
+		mine := stored(relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Authors: []string{sc.Keys(g).PubKey()}})
+		return own.ok(OpDeliver) > len(mine)+1
+	}
+	threadReplies := func() int {
+		n := 0
+		for _, e := range stored(relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"e": {root.ID}}}) {
+			if _, timed := scenario.SentAt(&e); timed {
+				n++
+			}
+		}
+		return n
+	}
+	runUntil(t, sc, map[int]relayclient.Sink{h0: tee(s0), h1: tee(s1)}, "deliveries both ways, thread replies and reactions", func() bool {
+		return sink.ok(relayclient.OpPublish) >= 10 && othersReach(h0, s0) && othersReach(h1, s1) && threadReplies() > 0 &&
+			len(stored(relayclient.Filter{Kinds: []int{nostr.KindReaction}})) > 0
+	})
+
+	sink.noErrors(t)
+	for _, op := range []string{relayclient.OpConnect, relayclient.OpAuth} {
+		if n := sink.ok(op); n != 2 {
+			t.Errorf("%s ok: %d, want 2 (one per human)", op, n)
+		}
+	}
+	// Per human: one channel REQ, one mentions REQ, one presence REQ (its peer).
+	if n := sink.ok(relayclient.OpSubscribeEOSE); n != 6 {
+		t.Errorf("subscribe_eose ok: %d, want 6", n)
+	}
+	if n := sink.ok(OpHistory); n < 2 {
+		t.Errorf("history ok: %d, want at least 2", n)
+	}
+	for _, d := range sink.Op(OpDeliver) {
+		if d.Duration < 0 || d.Duration > slow {
+			t.Errorf("deliver latency %v on loopback", d.Duration)
+		}
+	}
+	// Replies went into the seeded thread at its first level.
+	for _, e := range stored(relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Authors: []string{sc.Keys(h0).PubKey(), sc.Keys(h1).PubKey()}}) {
+		if r := threadRoot(&e); r != "" && r != root.ID {
+			t.Errorf("reply %s is under %s, not the seeded root", e.ID, r)
+		}
+	}
+}
+
+// agentTurnFixture is a relay and a one-agent scenario whose channel's
+// newest message is either the 13th reply of a thread or a top-level one.
+type agentTurnFixture struct {
+	r      *relay.Relay
+	sc     *scenario.Scenario
+	g      int
+	answer *nostr.Event // the message the turn answers
+	root   string       // where the reply must go
+}
+
+func newAgentTurnFixture(t *testing.T, inThread bool, meanSecs, typingSecs float64) *agentTurnFixture {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans, sc.Population.Agents = 0, 1
+		sc.Agent = scenario.Agent{ChannelSubscriptions: true,
+			Turn: scenario.AgentTurn{PerHour: 36000, MeanSecs: meanSecs, TypingSecs: typingSecs, FrameSecs: 0.2, FrameBytes: 300, Reads: 3}}
+	})
+	sd := newSeeder(t, sc, sc.OwnerKeys(0))
+	sd.channels()
+	ch := sc.Channels()[0]
+	f := &agentTurnFixture{r: r, sc: sc, g: sc.GlobalIndex(scenario.KindAgent, 0)}
+	if inThread {
+		root, replies := sd.thread(ch, "a question", 13)
+		f.answer, f.root = replies[12], root.ID
+	} else {
+		f.answer = sd.publish(sc.OwnerKeys(0), nostr.KindStreamMessage, [][]string{{"h", sc.ChannelID(ch)}}, "a question")
+		f.root = f.answer.ID // a top-level message becomes the root of a new thread
+	}
+	return f
+}
+
+// checkTurn checks what one finished turn left on the relay: one timed reply
+// at the first level under the root, mentioning the author, and no reactions.
+func (f *agentTurnFixture) checkTurn(t *testing.T, agentPub string) {
+	t.Helper()
+	u := f.r.URLs()
+	q, _ := relayclient.NewHTTP(relayclient.HTTPConfig{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: f.sc.OwnerKeys(0)})
+	evs, _ := q.Query(context.Background(), []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Authors: []string{agentPub}}}, relayclient.CallOptions{})
+	if len(evs) != 1 || threadRoot(&evs[0]) != f.root {
+		t.Fatalf("agent messages %d, want one reply under %s", len(evs), f.root)
+	}
+	if _, ok := scenario.SentAt(&evs[0]); !ok || evs[0].TagValue("p") != f.answer.PubKey {
+		t.Errorf("reply tags %v: want a send time and the author mentioned", evs[0].Tags)
+	}
+	left, _ := q.Query(context.Background(), []relayclient.Filter{{Kinds: []int{nostr.KindReaction},
+		Tags: map[string][]string{"e": {f.answer.ID}}}}, relayclient.CallOptions{})
+	if len(left) != 0 {
+		t.Errorf("%d reactions left on the answered message after the turn", len(left))
+	}
+}
+
+func TestAgentTurnRequestSequence(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		inThread    bool
+		turnContext int
+	}{
+		// thread read, /count (all 13 came back), 39000, 30621, 30617, profile
+		{"a thread reply with 13 replies reads the thread and counts it", true, 1 + 1 + 4},
+		// 39000, 30621, 30617, profile
+		{"a top-level message reads the channel context only", false, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAgentTurnFixture(t, tc.inThread, 0.6, 0.2)
+			u := f.r.URLs()
+			owner := f.sc.AgentOwnerKeys(f.g)
+			// The owner watches its observer frames.
+			var frames sync.Map
+			oc, err := relayclient.Connect(context.Background(), relayclient.Config{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: owner})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer oc.Close()
+			if _, _, err := oc.SubscribeEOSE(context.Background(), []relayclient.Filter{{Kinds: []int{nostr.KindObserverFrame},
+				Tags: map[string][]string{"p": {owner.PubKey()}}, LimitZero: true}},
+				relayclient.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) { frames.Store(ev.ID, ev) }}); err != nil {
+				t.Fatal(err)
+			}
+
+			sink := &collect{}
+			c, err := New(Config{Scenario: f.sc, Global: f.g, Sink: sink})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.agent.maxTurns = 1
+			c.agent.turnDone = make(chan int, 1)
+			stop, cancel := context.WithCancel(context.Background())
+			ended := make(chan End, 1)
+			go func() { ended <- c.Session(stop, nil) }()
+			select {
+			case <-c.agent.turnDone:
+			case <-time.After(slow):
+				t.Fatal("the turn did not finish")
+			}
+			cancel()
+			if end := <-ended; end.Reason != EndStopped {
+				t.Fatalf("session ended %v, want stopped", end)
+			}
+			sink.noErrors(t)
+			want := map[string]int{
+				relayclient.OpConnect: 1, relayclient.OpAuth: 1,
+				relayclient.OpSubscribeEOSE: 1,         // one mention REQ for its one channel
+				relayclient.OpHTTPQuery:     1 + 3 + 2, // newest message, 3 tool-call reads, a lookup per reaction removed
+				OpTurnContext:               tc.turnContext,
+				relayclient.OpHTTPEvents:    2 + 1 + 2, // two reactions, the reply, two deletions
+			}
+			for op, n := range want {
+				if got := sink.ok(op); got != n {
+					t.Errorf("%s ok: %d, want %d", op, got, n)
+				}
+			}
+			if n := sink.ok(relayclient.OpPublish); n < 2 {
+				t.Errorf("publish ok: %d, want typing and frames during the work phase", n)
+			}
+			f.checkTurn(t, c.PubKey())
+			// Frames decrypt for the owner to frame_bytes of plaintext.
+			n := 0
+			frames.Range(func(_, v any) bool {
+				ev := v.(*nostr.Event)
+				ck, err := owner.ConversationKey(ev.PubKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pt, err := nostr.NIP44Decrypt(ev.Content, ck)
+				if err != nil || len(pt) != 300 {
+					t.Errorf("frame: %v, %d bytes", err, len(pt))
+				}
+				n++
+				return true
+			})
+			if n == 0 {
+				t.Error("the owner received no observer frame")
+			}
+		})
+	}
+}
+
+func TestAgentTurnContinuesAfterReconnect(t *testing.T) {
+	f := newAgentTurnFixture(t, true, 1.5, 0.05) // at least 0.75 s of typing every 50 ms
+	sink := &collect{}
+	c, err := New(Config{Scenario: f.sc, Global: f.g, Sink: sink, Backoff: Backoff{Base: 20 * time.Millisecond, Max: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.agent.maxTurns = 1
+	c.agent.turnDone = make(chan int, 1)
+	// The socket drops a few frames into the turn's work (typing OKs); the
+	// reconnect is left alone.
+	f.r.Faults().DropAfterFrames(c.PubKey(), 6)
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ends []End
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for stop.Err() == nil {
+			end := c.Session(stop, nil)
+			ends = append(ends, end)
+			if end.Reason == EndFailed {
+				f.r.Faults().Reset()
+			}
+		}
+	}()
+	select {
+	case <-c.agent.turnDone:
+	case <-time.After(slow):
+		t.Fatal("the turn did not finish")
+	}
+	cancel()
+	<-done
+	if len(ends) < 2 || ends[0].Reason != EndFailed || !strings.Contains(ends[0].Err.Error(), "connection lost") {
+		t.Fatalf("sessions %v, want the first to fail with the lost connection", ends)
+	}
+	if n := sink.ok(relayclient.OpConnect); n < 2 {
+		t.Errorf("connect ok %d, want a reconnect", n)
+	}
+	// The turn was neither restarted nor repeated: one turn's requests.
+	for op, n := range map[string]int{relayclient.OpHTTPQuery: 6, OpTurnContext: 6, relayclient.OpHTTPEvents: 5} {
+		if got := sink.ok(op); got != n {
+			t.Errorf("%s ok: %d, want %d", op, got, n)
+		}
+	}
+	f.checkTurn(t, c.PubKey())
+}
+
+func TestHumanReconnectChurn(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans = 1
+		sc.Human = scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 1, MessagesPerHour: 3600, MeanSessionSecs: 0.2}
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	sink := &collect{}
+	c, err := New(Config{Scenario: sc, Global: 0, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(slow)
+	ends := 0
+	for ends < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d session ends within %v", ends, slow)
+		}
+		end := c.Session(context.Background(), nil)
+		if end.Reason != EndSession {
+			t.Fatalf("session %d ended %v, want its scheduled end", ends, end)
+		}
+		ends++
+	}
+	sink.noErrors(t)
+	// Each session connects, subscribes and reads history anew.
+	for _, op := range []string{relayclient.OpConnect, relayclient.OpAuth, OpHistory} {
+		if n := sink.ok(op); n != ends {
+			t.Errorf("%s ok %d, want one per session (%d)", op, n, ends)
+		}
+	}
+}
+
+func TestAgentBackgroundActivityReachesHumans(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans, sc.Population.Agents = 1, 1
+		sc.Human = scenario.Human{PresenceIntervalSecs: 3600}
+		sc.Agent = scenario.Agent{PresenceIntervalSecs: 1, QueryIntervalSecs: 0.1, EventsPerHour: 36000, ObserverFramesPerHour: 36000,
+			Turn: scenario.AgentTurn{MeanSecs: 1, TypingSecs: 1, FrameSecs: 1, FrameBytes: 200}}
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	human, agent := &collect{}, &collect{}
+	runUntil(t, sc, map[int]relayclient.Sink{sc.GlobalIndex(scenario.KindHuman, 0): human, sc.GlobalIndex(scenario.KindAgent, 0): agent},
+		"polls, /events messages, socket publishes and deliveries to the human", func() bool {
+			// Presence once at connect plus frames; the human in the agent's
+			// channel records delivery of the agent's timed messages.
+			return agent.ok(relayclient.OpHTTPQuery) >= 3 && agent.ok(relayclient.OpHTTPEvents) >= 3 &&
+				agent.ok(relayclient.OpPublish) >= 4 && human.ok(OpDeliver) >= 3
+		})
+	human.noErrors(t)
+	agent.noErrors(t)
+}
+
+func TestHotAuthorFailsThreadFetchUntilRootExists(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans = 0
+		sc.HotThread = scenario.HotThread{SeedReplies: 1, Authors: 1, RepliesPerHour: 36000, FetchesPerHour: 36000}
+	})
+	sd := newSeeder(t, sc, sc.OwnerKeys(0))
+	sd.channels()
+	sink := &collect{}
+	g := sc.GlobalIndex(scenario.KindHotAuthor, 0)
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(stop, nil, Config{Scenario: sc, Global: g, Sink: sink}) }()
+
+	waitFor(t, slow, "thread_fetch errors before the root exists", func() bool { return sink.errs(OpThreadFetch) >= 3 })
+	if n := sink.ok(OpHotReply) + sink.errs(OpHotReply) + sink.ok(OpThreadFetch); n != 0 {
+		t.Fatalf("%d replies or fetches before the root exists", n)
+	}
+	if e := sink.errorsOf(OpThreadFetch)[0]; !strings.Contains(e, "no seeded hot-thread root") {
+		t.Errorf("error %q does not say the root is missing", e)
+	}
+	hc := sc.HotThreadChannel()
+	root, _ := sd.thread(hc, scenario.HotRootContent(sc.RunID), 1)
+	waitFor(t, slow, "replies and fetches after the root exists", func() bool {
+		return sink.ok(OpHotReply) >= 2 && sink.ok(OpThreadFetch) >= 2
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	q, _ := relayclient.NewHTTP(relayclient.HTTPConfig{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP}, Keys: sc.OwnerKeys(0)})
+	evs, _ := q.Query(context.Background(), []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
+		Authors: []string{sc.Keys(g).PubKey()}}}, relayclient.CallOptions{})
+	for i := range evs {
+		if threadRoot(&evs[i]) != root.ID {
+			t.Errorf("hot reply %s not under the hot root", evs[i].ID)
+		}
+		if _, ok := scenario.SentAt(&evs[i]); !ok {
+			t.Errorf("hot reply %s carries no send time", evs[i].ID)
+		}
+	}
+	if len(evs) == 0 {
+		t.Error("no hot reply stored")
+	}
+}
+
+func TestQuotaRejectionsAreThrottledNotErrors(t *testing.T) {
+	r := startRelay(t, func(c *relay.Config) {
+		c.RateLimit = true
+		c.HumanMessagesPerMin = 2
+		c.AgentAPICallsPerMin = 3
+	})
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans, sc.Population.Agents = 1, 1
+		sc.Human = scenario.Human{PresenceIntervalSecs: 3600, MessagesPerHour: 36000}
+		sc.Agent = scenario.Agent{QueryIntervalSecs: 0.05, Turn: scenario.AgentTurn{MeanSecs: 1, TypingSecs: 1, FrameSecs: 1, FrameBytes: 64}}
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	sink := &collect{}
+	runUntil(t, sc, map[int]relayclient.Sink{sc.GlobalIndex(scenario.KindHuman, 0): sink, sc.GlobalIndex(scenario.KindAgent, 0): sink},
+		"throttled publishes and polls", func() bool {
+			return sink.throt(relayclient.OpPublish) > 0 && sink.throt(relayclient.OpHTTPQuery) > 0
+		})
+	sink.noErrors(t)
+	if n := sink.ok(relayclient.OpPublish); n < 2 {
+		t.Errorf("publish ok %d, want the 2 within quota (and presence)", n)
+	}
+	for _, res := range sink.Op(relayclient.OpHTTPQuery) {
+		if res.Outcome == relayclient.OutcomeThrottled && res.RetryAfter <= 0 {
+			t.Errorf("throttled poll without a retry hint: %s", res.Error)
+		}
+	}
+}
+
+func TestRelayClosedOnLiveSubscriptionEndsSession(t *testing.T) {
+	p := newClosingProxy(t)
+	r := startRelay(t, func(c *relay.Config) { c.Communities = []string{p.host()} })
+	p.serve(r.Addr())
+	base := p.host()
+	sc := testScenario(t, "ws://"+base, "http://"+base, func(sc *scenario.Scenario) {
+		sc.Population.Humans = 1
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	sink := &collect{}
+	c, err := New(Config{Scenario: sc, Global: sc.GlobalIndex(scenario.KindHuman, 0), Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan End, 1)
+	go func() { ended <- c.Session(context.Background(), nil) }()
+	waitFor(t, slow, "the subscriptions' EOSE", func() bool { return sink.ok(relayclient.OpSubscribeEOSE) >= 2 })
+	if !p.closeFirstSub("restricted: not a channel member") {
+		t.Fatal("the client opened no subscription through the proxy")
+	}
+	var end End
+	select {
+	case end = <-ended:
+	case <-time.After(slow):
+		t.Fatal("the session did not end after the relay CLOSED a live subscription")
+	}
+	if end.Reason != EndFailed || end.Unexpected() || !strings.Contains(end.Err.Error(), "not a channel member") {
+		t.Fatalf("end %v, want failed (not an exit) naming the reason", end)
+	}
+	errs := sink.errorsOf(relayclient.OpSubscribeEOSE)
+	if len(errs) != 1 || !strings.Contains(errs[0], "CLOSED after EOSE") {
+		t.Fatalf("subscribe_eose errors %q, want the one live CLOSED", errs)
+	}
+	// The next session backs off, then reconnects.
+	if c.bo.failures != 1 {
+		t.Errorf("failures %d after a failed session, want 1", c.bo.failures)
+	}
+}
+
+func TestStopLetsInFlightFinishWithinGrace(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Population.Humans, sc.Population.Agents = 0, 1
+		sc.Agent = scenario.Agent{QueryIntervalSecs: 100, Turn: scenario.AgentTurn{MeanSecs: 1, TypingSecs: 1, FrameSecs: 1, FrameBytes: 64}}
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	g := sc.GlobalIndex(scenario.KindAgent, 0)
+
+	r.Faults().SetHTTPLatency(500 * time.Millisecond)
+	// session starts one session and returns once its first HTTP request is
+	// on the wire (seen by the transport), so the stop lands mid-request.
+	session := func(t *testing.T, sink relayclient.Sink, stop, grace context.Context) <-chan End {
+		sent := make(chan struct{})
+		var once sync.Once
+		c, err := New(Config{Scenario: sc, Global: g, Sink: sink, Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			once.Do(func() { close(sent) })
+			return http.DefaultTransport.RoundTrip(req)
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan End, 1)
+		go func() { ended <- c.Session(stop, grace) }()
+		select {
+		case <-sent:
+		case <-time.After(slow):
+			t.Fatal("the agent sent no request")
+		}
+		return ended
+	}
+	t.Run("finishes within the grace", func(t *testing.T) {
+		sink := &collect{}
+		stop, cancel := context.WithCancel(context.Background())
+		ended := session(t, sink, stop, context.Background())
+		cancel()
+		if end := <-ended; end.Reason != EndStopped {
+			t.Fatalf("end %v, want stopped", end)
+		}
+		if n := sink.ok(relayclient.OpHTTPQuery); n != 1 {
+			t.Errorf("http_query ok %d, want the poll under way at the stop to finish", n)
+		}
+		sink.noErrors(t)
+	})
+	t.Run("unfinished when the grace ends", func(t *testing.T) {
+		sink := &collect{}
+		stop, cancel := context.WithCancel(context.Background())
+		grace, cancelGrace := context.WithCancel(context.Background())
+		ended := session(t, sink, stop, grace)
+		cancel()
+		cancelGrace()
+		end := <-ended
+		if end.Reason != EndCancelled || !end.Unexpected() {
+			t.Fatalf("end %v, want cancelled (an unexpected exit)", end)
+		}
+		errs := sink.errorsOf(relayclient.OpHTTPQuery)
+		if len(errs) != 1 || !strings.HasPrefix(errs[0], "unfinished at stop") {
+			t.Fatalf("http_query errors %q, want one unfinished at stop", errs)
+		}
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestConnectFailureIsFailedSessionWithBackoff(t *testing.T) {
+	sc := testScenario(t, "ws://127.0.0.1:1", "http://127.0.0.1:1", func(sc *scenario.Scenario) { sc.Population.Humans = 1 })
+	sink := &collect{}
+	c, err := New(Config{Scenario: sc, Global: 0, Sink: sink, Backoff: Backoff{Base: 300 * time.Millisecond, Max: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := c.Session(context.Background(), nil)
+	if end.Reason != EndFailed || end.Unexpected() {
+		t.Fatalf("end %v, want failed", end)
+	}
+	if sink.errs(relayclient.OpConnect) != 1 {
+		t.Fatalf("connect errors %d, want 1", sink.errs(relayclient.OpConnect))
+	}
+	// A stop during the backoff ends the next session without dialling.
+	stop, cancel := context.WithCancel(context.Background())
+	cancel()
+	if end := c.Session(stop, nil); end.Reason != EndStopped || sink.errs(relayclient.OpConnect) != 1 {
+		t.Fatalf("end %v with %d connect errors, want stopped without a dial", end, sink.errs(relayclient.OpConnect))
+	}
+	// A relay's retry hint is a floor on the next wait, used once.
+	b := backoffState{cfg: Backoff{Base: time.Millisecond, Max: time.Millisecond}.withDefaults(), failures: 1, atLeast: 80 * time.Millisecond}
+	t0 := time.Now()
+	if !b.wait(context.Background(), NewRand("x", 1)) || time.Since(t0) < 80*time.Millisecond {
+		t.Errorf("waited %v, want at least the 80ms retry hint", time.Since(t0))
+	}
+	if b.atLeast != 0 {
+		t.Error("the retry hint was not consumed")
+	}
+	if d := (Backoff{}).Delay(3); d != 2*time.Second {
+		t.Errorf("default backoff ceiling after 3 failures %v, want 2s", d)
+	}
+	if d := (Backoff{Base: time.Second, Max: 5 * time.Second}).Delay(10); d != 5*time.Second {
+		t.Errorf("capped backoff %v, want 5s", d)
+	}
+}
+
+func TestNewRefusesWhatItCannotRun(t *testing.T) {
+	sc := testScenario(t, "ws://127.0.0.1:1", "http://127.0.0.1:1", func(sc *scenario.Scenario) {
+		sc.Desktop.Fraction = 1
+	})
+	if _, err := New(Config{Scenario: sc, Global: 0}); err == nil || !strings.Contains(err.Error(), "desktop") {
+		t.Errorf("desktop human: %v", err)
+	}
+	if _, err := New(Config{Scenario: sc, Global: -1}); err == nil {
+		t.Error("an index beyond the population was accepted")
+	}
+	if err := Run(context.Background(), nil, Config{Scenario: sc, Global: 0}); err == nil {
+		t.Error("Run of a desktop human returned nil")
+	} else if ee := (*ExitError)(nil); !errors.As(err, &ee) || !ee.End.Unexpected() {
+		t.Errorf("Run error %v is not an unexpected exit", err)
+	}
+}
+
+func TestWideActivityShareAgainstRelay(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		share float64
+		wide  bool // where every message and typing indicator must land
+	}{
+		{"share 1 sends everything into the wide channel", 1, true},
+		{"share 0 sends everything into the own channel", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startRelay(t, nil)
+			u := r.URLs()
+			sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+				sc.Population.Humans = 1
+				sc.Shape.ChannelsPerCommunity, sc.Shape.WideChannels = 2, 1
+				sc.Population.WideMemberFraction = 1
+				share := tc.share
+				sc.Population.WideActivityShare = &share
+				sc.Human = scenario.Human{PresenceIntervalSecs: 3600, TypingPerHour: 36000, MessagesPerHour: 36000}
+			})
+			sd := newSeeder(t, sc, sc.OwnerKeys(0))
+			sd.channels()
+			var mu sync.Mutex
+			landed := map[string][2]int{} // channel id → typing, messages
+			for _, ch := range sc.Channels() {
+				id := sc.ChannelID(ch)
+				if _, _, err := sd.conn.SubscribeEOSE(context.Background(), []relayclient.Filter{
+					{Kinds: []int{nostr.KindTyping, nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true}},
+					relayclient.SubOptions{OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) {
+						mu.Lock()
+						n := landed[id]
+						if ev.Kind == nostr.KindTyping {
+							n[0]++
+						} else {
+							n[1]++
+						}
+						landed[id] = n
+						mu.Unlock()
+					}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wideID := sc.ChannelID(scenario.Channel{Community: 0, Index: 0})
+			total := func() (n int) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, c := range landed {
+					n += c[0] + c[1]
+				}
+				return n
+			}
+			sink := &collect{}
+			runUntil(t, sc, map[int]relayclient.Sink{0: sink}, "20 typing indicators and messages", func() bool { return total() >= 20 })
+			sink.noErrors(t)
+			mu.Lock()
+			defer mu.Unlock()
+			for id, n := range landed {
+				if (id == wideID) != tc.wide && n[0]+n[1] > 0 {
+					t.Errorf("channel %s (wide %v) got %d typing and %d messages", id, id == wideID, n[0], n[1])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package relay
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// Faults injects failures for tests. It is reachable only through the Go
+// API (Relay.Faults); no network route exposes it. The zero state injects
+// nothing. All methods are safe for concurrent use.
+type Faults struct {
+	mu          sync.Mutex
+	eose        []eoseFault
+	dropAfter   map[string]int64 // pubkey ("" = any) -> frames
+	failOnce    map[string]int   // path -> HTTP status
+	httpLatency time.Duration
+	refused     map[string]string // pubkey -> reason
+}
+
+type eoseFault struct {
+	prefix   string
+	delay    time.Duration
+	withhold bool
+}
+
+func newFaults() *Faults {
+	return &Faults{dropAfter: map[string]int64{}, failOnce: map[string]int{}, refused: map[string]string{}}
+}
+
+// DelayEOSE delays the EOSE of every REQ whose subscription id starts with
+// prefix ("" = all) by d.
+func (f *Faults) DelayEOSE(prefix string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.eose = append(f.eose, eoseFault{prefix: prefix, delay: d})
+}
+
+// WithholdEOSE never sends the EOSE of REQs whose id starts with prefix.
+func (f *Faults) WithholdEOSE(prefix string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.eose = append(f.eose, eoseFault{prefix: prefix, withhold: true})
+}
+
+// DropAfterFrames drops (TCP close, no close frame) connections once the
+// relay has sent them n frames, the AUTH challenge included. pubkey limits
+// it to connections authenticated as that key ("" = every connection).
+// n <= 0 removes the fault.
+func (f *Faults) DropAfterFrames(pubkey string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n <= 0 {
+		delete(f.dropAfter, pubkey)
+		return
+	}
+	f.dropAfter[pubkey] = int64(n)
+}
+
+// FailHTTPOnce makes the next request to path (e.g. "/query") on any host
+// fail once with status and `{"error":"fault injected"}`.
+func (f *Faults) FailHTTPOnce(path string, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failOnce[path] = status
+}
+
+// SetHTTPLatency delays every bridge and /buzz/v1 response by d (0 = none).
+func (f *Faults) SetHTTPLatency(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.httpLatency = d
+}
+
+// RefuseMembers makes any kind-9000 naming one of pubkeys fail with reason
+// (default "restricted: member refused").
+func (f *Faults) RefuseMembers(reason string, pubkeys ...string) {
+	if reason == "" {
+		reason = "restricted: member refused"
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, pk := range pubkeys {
+		f.refused[pk] = reason
+	}
+}
+
+// Reset removes every fault.
+func (f *Faults) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.eose = nil
+	f.dropAfter = map[string]int64{}
+	f.failOnce = map[string]int{}
+	f.httpLatency = 0
+	f.refused = map[string]string{}
+}
+
+func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.eose {
+		if strings.HasPrefix(sub, e.prefix) {
+			return e.delay, e.withhold
+		}
+	}
+	return 0, false
+}
+
+func (f *Faults) shouldDrop(pubkey string, sent int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.dropAfter) == 0 {
+		return false
+	}
+	if n, ok := f.dropAfter[""]; ok && sent >= n {
+		return true
+	}
+	if pubkey != "" {
+		if n, ok := f.dropAfter[pubkey]; ok && sent >= n {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Faults) takeHTTPFailure(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.failOnce[path]
+	if ok {
+		delete(f.failOnce, path)
+	}
+	return st
+}
+
+func (f *Faults) latency() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.httpLatency
+}
+
+func (f *Faults) refusedMember(pk string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused[pk]
+}

@@ -1,0 +1,401 @@
+package relay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/btcsuite/btcd/btcec/v2"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay/store"
+)
+
+// ingestAuth is who submits an event and through which door.
+type ingestAuth struct {
+	pubkey     string
+	pub        *btcec.PublicKey // pubkey parsed once per connection (nil: parse per event)
+	agentOwner string
+	ws         bool
+}
+
+// ingestResult is the OK (WS) or the /events reply (HTTP).
+type ingestResult struct {
+	accepted  bool
+	message   string
+	throttled bool
+	status    int // HTTP status for a rejection: 400, 403, 429 or 500
+}
+
+func accept(msg string) ingestResult {
+	return ingestResult{accepted: true, message: msg, status: http.StatusOK}
+}
+func reject(msg string) ingestResult {
+	return ingestResult{message: msg, status: http.StatusBadRequest}
+}
+
+// rejectf formats a rejection reason.
+func rejectf(format string, a ...any) ingestResult { return reject(fmt.Sprintf(format, a...)) }
+
+// ingest is the shared EVENT path of WS and POST /events (Buzz's
+// "two doors, one room"). The order of checks follows Buzz's pipeline.
+func (r *Relay) ingest(c *community, ev *nostr.Event, auth ingestAuth) ingestResult {
+	res := r.ingestEvent(c, ev, auth)
+	r.stats.count(res)
+	return res
+}
+
+func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) ingestResult {
+	if err := ev.CheckShape(); err != nil {
+		return reject("invalid: " + strings.TrimPrefix(err.Error(), "nostr: "))
+	}
+	if ev.Tags == nil {
+		ev.Tags = [][]string{}
+	}
+	k := ev.Kind
+	switch {
+	case k == nostr.KindClientAuth:
+		return reject("invalid: AUTH events cannot be submitted")
+	case k == kindMemberAdded || k == kindMemberRemove:
+		return reject("invalid: membership notifications are relay-signed only")
+	case !auth.ws && (k == kindGiftWrap || k == kindPresence):
+		return rejectf("invalid: kind %d is only accepted via WebSocket", k)
+	case relayOnlyKinds[k]:
+		return reject("restricted: relay-only kind")
+	case !allowedKinds[k]:
+		return reject("restricted: unknown event kind")
+	}
+	if r.cfg.VerifySignatures {
+		var pub *btcec.PublicKey
+		if ev.PubKey == auth.pubkey {
+			pub = auth.pub
+		}
+		switch verifyWithKey(ev, pub) {
+		case verifyBadID:
+			return reject("invalid: event id does not match its content")
+		case verifyBadSig:
+			return reject("invalid: signature verification failed")
+		}
+	}
+	now := time.Now()
+	skew := int64(r.cfg.CreatedAtSkew / time.Second)
+	if k == kindObserver {
+		skew = 300
+	}
+	if d := ev.CreatedAt - now.Unix(); d > skew || d < -skew {
+		return reject("invalid: event timestamp too far from server time")
+	}
+	if len(ev.Content) > r.cfg.MaxContentBytes {
+		return rejectf("invalid: content exceeds maximum size of %d bytes (got %d)", r.cfg.MaxContentBytes, len(ev.Content))
+	}
+	if ev.PubKey != auth.pubkey && k != kindGiftWrap {
+		return ingestResult{message: "invalid: event pubkey does not match authenticated identity", status: http.StatusForbidden}
+	}
+	if !isEphemeral(k) {
+		if reason := c.limits.message(auth.pubkey, auth.agentOwner != "", now); reason != "" {
+			return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
+		}
+	}
+	if isEphemeral(k) {
+		return r.ingestEphemeral(c, ev, auth, now)
+	}
+	res, entries := r.ingestDurable(c, ev)
+	for _, e := range entries {
+		c.fanout(e)
+	}
+	return res
+}
+
+// ingestEphemeral handles 20000-29999: fanned out live, never stored.
+func (r *Relay) ingestEphemeral(c *community, ev *nostr.Event, auth ingestAuth, now time.Time) ingestResult {
+	e := newEntry(ev, "")
+	switch ev.Kind {
+	case kindPresence:
+		switch ev.Content {
+		case "online", "away", "offline":
+		default:
+			return reject("invalid: presence content must be online, away or offline")
+		}
+		c.setPresence(ev.PubKey, ev.Content)
+	case kindObserver:
+		if reason := r.checkObserver(c, ev, now); reason != "" {
+			if strings.HasPrefix(reason, "rate-limited:") {
+				return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
+			}
+			return reject(reason)
+		}
+	default:
+		ch := eventChannel(ev)
+		if channelKinds[ev.Kind] && ch == "" {
+			return reject("invalid: channel-scoped events must include an h tag")
+		}
+		if ch != "" {
+			if reason := c.writeAccess(ch, ev.PubKey); reason != "" {
+				return reject(reason)
+			}
+			e.Channel = ch
+		}
+	}
+	c.fanout(e)
+	return accept("")
+}
+
+// checkObserver applies the kind-24200 rules (digest §4.9).
+func (r *Relay) checkObserver(c *community, ev *nostr.Event, now time.Time) string {
+	p, agent, frame := ev.TagValue("p"), ev.TagValue("agent"), ev.TagValue("frame")
+	if p == "" || agent == "" || (frame != "telemetry" && frame != "control") {
+		return "invalid: observer frames need p, agent and frame (telemetry|control) tags"
+	}
+	if n := len(ev.Content); n < 132 || n > 87472 {
+		return "invalid: observer frame content must be NIP-44 v2 ciphertext (132-87472 chars)"
+	}
+	senderOwner, _ := c.agentOwner.Load(ev.PubKey)
+	recipientOwner, _ := c.agentOwner.Load(p)
+	switch {
+	case senderOwner != nil && senderOwner.(string) == p && agent == ev.PubKey: // agent -> owner
+	case recipientOwner != nil && recipientOwner.(string) == ev.PubKey && agent == p: // owner -> agent
+	default:
+		return "restricted: observer frames require an owner relation"
+	}
+	return c.limits.observer(agent, now)
+}
+
+// writeAccess checks that pubkey may write into channel chID: the channel
+// exists, is not archived, and pubkey is a member or it is open.
+func (c *community) writeAccess(chID, pubkey string) string {
+	ch := c.channel(chID)
+	if ch == nil {
+		return "restricted: not a channel member"
+	}
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	if ch.deleted {
+		return "restricted: not a channel member"
+	}
+	if _, member := ch.members[pubkey]; !member && (ch.visibility != "open" || c.relay.cfg.RequireChannelMembership) {
+		return "restricted: not a channel member"
+	}
+	if ch.archived {
+		return "invalid: channel is archived"
+	}
+	return ""
+}
+
+func (c *community) isAdmin(chID, pk string) bool {
+	ch := c.channel(chID)
+	if ch == nil {
+		return false
+	}
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	role := ch.members[pk]
+	return role == "owner" || role == "admin"
+}
+
+// ingestDurable validates and stores an event that is not ephemeral and
+// returns the entries to fan out. The store serialises per channel; channel
+// state changes take the channel's lock.
+func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*entry) {
+	st := c.store()
+	k := ev.Kind
+	if k != kindReaction {
+		if _, exists := st.Lookup(ev.ID); exists {
+			return accept("duplicate:"), nil
+		}
+	}
+	// Resolve the channel: reactions and deletions take the target's.
+	chID := ""
+	var targetAuthor, targetChannel string
+	switch k {
+	case kindReaction:
+		if lastETag(ev) == "" {
+			return reject("invalid: reaction must reference a target event via e tag"), nil
+		}
+		target, err := st.CheckReaction(ev)
+		if err != nil {
+			if errors.Is(err, store.ErrDuplicateReaction) {
+				return ingestResult{message: err.Error(), status: http.StatusOK}, nil
+			}
+			return reject(err.Error()), nil
+		}
+		if info, ok := st.Lookup(target.ID); ok {
+			chID = info.Channel
+		}
+	case kindDeletion, kindModDelete:
+		ne, na := countTags(ev, "e"), countTags(ev, "a")
+		if ne+na != 1 || k == kindModDelete && ne != 1 {
+			return rejectf("invalid: deletion events must reference exactly one target via e or a tag (got e=%d, a=%d)", ne, na), nil
+		}
+		var target *nostr.Event
+		if ne == 1 {
+			if info, ok := st.Lookup(ev.TagValue("e")); ok && !info.Deleted {
+				target, targetChannel = info.Event, info.Channel
+			}
+		} else if t := c.addressed(ev.TagValue("a")); t != nil {
+			target = t
+			if info, ok := st.Lookup(t.ID); ok {
+				targetChannel = info.Channel
+			}
+		}
+		if target == nil {
+			return reject("invalid: deletion target event not found"), nil
+		}
+		targetAuthor = target.PubKey
+		chID = targetChannel
+	case kindCreateGroup:
+		chID = eventChannel(ev)
+		if chID == "" {
+			chID = newUUID()
+		}
+	default:
+		if channelKinds[k] || k == kindJoin {
+			chID = eventChannel(ev)
+		}
+	}
+	if (channelKinds[k] || k == kindJoin) && chID == "" {
+		return reject("invalid: channel-scoped events must include an h tag"), nil
+	}
+	if chID != "" && k != kindCreateGroup && k != kindJoin {
+		unarchive := k == kindEditMeta && hasTagValue(ev, "archived", "false")
+		if reason := c.writeAccess(chID, ev.PubKey); reason != "" && !(unarchive && reason == "invalid: channel is archived") {
+			return reject(reason), nil
+		}
+	}
+
+	var extra []*entry
+	admin := false
+	switch k {
+	case kindCreateGroup:
+		res, ex := c.createChannel(ev, chID)
+		if !res.accepted {
+			return res, nil
+		}
+		extra = ex
+	case kindAddUser, kindRemoveUser, kindJoin, kindLeave, kindEditMeta, kindDeleteGroup:
+		res, ex := r.membership(c, ev, chID)
+		if !res.accepted {
+			return res, nil
+		}
+		extra = ex
+	case kindReaction:
+		content := ev.Content
+		if content == "" {
+			content = "+"
+		}
+		if n := utf8.RuneCountInString(content); n > 64 {
+			return rejectf("invalid: reaction emoji exceeds 64 characters (got %d)", n), nil
+		}
+	case kindDeletion, kindModDelete:
+		admin = c.isAdmin(targetChannel, ev.PubKey)
+		if targetAuthor != ev.PubKey && !admin {
+			return reject("restricted: only the author or a channel admin can delete this event"), nil
+		}
+	case kindEdit:
+		info, ok := st.Lookup(ev.TagValue("e"))
+		if !ok || info.Deleted {
+			return reject("invalid: edit target event not found"), nil
+		}
+		if info.Channel != chID {
+			return reject("invalid: target event belongs to a different channel"), nil
+		}
+		if info.Event.PubKey != ev.PubKey {
+			return reject("invalid: must be event author to edit"), nil
+		}
+	case kindProfile:
+		if !json.Valid([]byte(ev.Content)) {
+			return reject("invalid: kind:0 content must be valid JSON"), nil
+		}
+	case kindReminder:
+		if ev.Tag("d") == nil {
+			return reject("invalid: reminders require a d tag"), nil
+		}
+	}
+	if threadKinds[k] && chID != "" {
+		if _, err := st.CheckReply(ev); err != nil {
+			return reject(err.Error()), nil
+		}
+	}
+
+	res := st.Add(ev)
+	switch res.Status {
+	case store.Stored:
+	case store.Duplicate, store.Deleted:
+		return accept("duplicate:"), nil
+	case store.Superseded:
+		return accept("duplicate: have a newer event"), nil
+	case store.DuplicateReaction:
+		return ingestResult{message: "duplicate: reaction already exists", status: http.StatusOK}, nil
+	default:
+		return ingestResult{message: "error: internal server error", status: http.StatusInternalServerError}, nil
+	}
+	if k == kindDeletion || k == kindModDelete {
+		st.ApplyDeletion(ev, admin)
+	}
+	return accept(""), append([]*entry{newEntry(ev, res.Channel)}, extra...)
+}
+
+// addressed returns the current event at an `a` coordinate kind:pubkey:d.
+func (c *community) addressed(coord string) *nostr.Event {
+	parts := strings.SplitN(coord, ":", 3)
+	if len(parts) != 3 {
+		return nil
+	}
+	kind, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return nil
+	}
+	one := 1
+	f := store.Filter{Kinds: []int{kind}, Authors: []string{parts[1]}, Tags: map[string][]string{"d": {parts[2]}}, Limit: &one}
+	evs := c.store().Query([]store.Filter{f}, store.Reader{})
+	if len(evs) == 0 {
+		return nil
+	}
+	return evs[0]
+}
+
+func lastETag(e *nostr.Event) string {
+	for i := len(e.Tags) - 1; i >= 0; i-- {
+		t := e.Tags[i]
+		if len(t) >= 2 && t[0] == "e" && isHexLen(t[1], 64) {
+			return t[1]
+		}
+	}
+	return ""
+}
+
+func countTags(e *nostr.Event, name string) int {
+	n := 0
+	for _, t := range e.Tags {
+		if len(t) > 0 && t[0] == name {
+			n++
+		}
+	}
+	return n
+}
+
+func hasTagValue(e *nostr.Event, name, value string) bool {
+	for _, t := range e.Tags {
+		if len(t) >= 2 && t[0] == name && t[1] == value {
+			return true
+		}
+	}
+	return false
+}
+
+func isHexLen(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

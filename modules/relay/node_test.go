@@ -1,0 +1,69 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNodeCrossCheck drives the relay with nostr-tools (testdata/node/
+// relay-check.mjs): NIP-42, publish/subscribe, reason strings, NIP-98 and a
+// relay-signed 39006, all checked by a client we did not write. It skips
+// without node or node_modules unless BUZZLOAD_REQUIRE_NODE=1.
+func TestNodeCrossCheck(t *testing.T) {
+	dir, _ := filepath.Abs("../../testdata/node")
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "nostr-tools"))
+	if err != nil || modErr != nil {
+		if os.Getenv("BUZZLOAD_REQUIRE_NODE") == "1" {
+			t.Fatalf("node (%v) or testdata/node/node_modules (%v) missing; run make node-deps", err, modErr)
+		}
+		t.Skip("node or testdata/node/node_modules missing (make node-deps)")
+	}
+	r := startRelay(t, nil)
+	u := r.URLs()
+	arg, _ := json.Marshal(map[string]string{"ws_url": u.WS, "http_url": u.HTTP, "relay_pubkey": r.RelayPubKey()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := []string{"relay-check.mjs", string(arg)}
+	if nodeMajor(ctx, node) < 22 {
+		args = append([]string{"--experimental-websocket"}, args...) // Node 20/21: WebSocket behind a flag
+	}
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	var res struct {
+		OK    bool     `json:"ok"`
+		Error string   `json:"error"`
+		Steps []string `json:"steps"`
+	}
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("relay-check.mjs: %v; stdout %q stderr %q", err, out, stderr)
+	}
+	if !res.OK {
+		t.Fatalf("nostr-tools check failed after %v: %s", res.Steps, res.Error)
+	}
+	if len(res.Steps) != 9 {
+		t.Fatalf("steps %v", res.Steps)
+	}
+}
+
+func nodeMajor(ctx context.Context, node string) int {
+	out, err := exec.CommandContext(ctx, node, "--version").Output()
+	if err != nil {
+		return 0
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+	n, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	return n
+}

@@ -1,0 +1,191 @@
+package relayclient
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+)
+
+// These tests run the client against the embedded Buzz-compatible relay
+// (another team's package, built to the same digest): the two were written
+// independently, so agreement here is evidence about both.
+
+func startLocalRelay(t *testing.T, mutate func(*relay.Config)) *relay.Relay {
+	t.Helper()
+	cfg := relay.DefaultConfig()
+	cfg.RateLimit = false
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	r, err := relay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func profile(t *testing.T, k *nostr.Keys, name string) *nostr.Event {
+	t.Helper()
+	ev, err := k.NewEvent(0, nil, fmt.Sprintf(`{"name":%q}`, name), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestLocalRelayPublishSubscribeLive(t *testing.T) {
+	r := startLocalRelay(t, nil)
+	sink := &CollectSink{}
+	alice, bob := nostr.DeriveKeys("lr", nostr.RoleHuman, 1), nostr.DeriveKeys("lr", nostr.RoleHuman, 2)
+	ca, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: alice, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close()
+	cb, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: bob, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+
+	live := make(chan *nostr.Event, 1)
+	_, res, err := ca.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{0}, Authors: []string{bob.PubKey()}}}, SubOptions{
+		OnEvent: func(ev *nostr.Event, at time.Time, isLive bool) {
+			if isLive {
+				live <- ev
+			}
+		},
+	})
+	if err != nil || res.Outcome != OutcomeOK {
+		t.Fatalf("EOSE: %v %+v", err, res)
+	}
+	ev := profile(t, bob, "bob")
+	if r := cb.Publish(context.Background(), ev, PublishOptions{}); r.Outcome != OutcomeOK {
+		t.Fatalf("publish: %+v", r)
+	}
+	if r := cb.Publish(context.Background(), ev, PublishOptions{}); r.Outcome != OutcomeOK {
+		t.Fatalf("duplicate publish must be ok: %+v", r)
+	}
+	select {
+	case got := <-live:
+		if got.ID != ev.ID {
+			t.Fatalf("live %s, want %s", got.ID, ev.ID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no live event")
+	}
+	// An event signed by someone else is refused with the relay's reason.
+	if r := ca.Publish(context.Background(), profile(t, bob, "spoof"), PublishOptions{}); r.Outcome != OutcomeError ||
+		!strings.Contains(r.Error, "does not match authenticated identity") {
+		t.Fatalf("spoof: %+v", r)
+	}
+	if n, r := ca.Count(context.Background(), []Filter{{Kinds: []int{0}, Authors: []string{bob.PubKey()}}}, CountOptions{}); r.Outcome != OutcomeOK || n != 1 {
+		t.Fatalf("count %d %+v", n, r)
+	}
+	if ca.Stats().BadFrames+cb.Stats().BadFrames != 0 {
+		t.Fatalf("bad frames: %+v", sink.Op(OpBadFrame))
+	}
+}
+
+func TestLocalRelayThrottles(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprint("legacy=", legacy), func(t *testing.T) {
+			r := startLocalRelay(t, func(c *relay.Config) {
+				c.RateLimit = true
+				c.HumanMessagesPerMin = 2
+				c.HumanAPICallsPerMin = 1
+				c.WSFramesPerWindow = 1000
+				c.LegacyRateLimitNotice = legacy
+			})
+			k := nostr.DeriveKeys("lr-throttle", nostr.RoleHuman, 1)
+			c, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for i := 0; i < 2; i++ {
+				if res := c.Publish(context.Background(), profile(t, k, fmt.Sprint(i)), PublishOptions{}); res.Outcome != OutcomeOK {
+					t.Fatalf("%d: %+v", i, res)
+				}
+			}
+			start := time.Now()
+			res := c.Publish(context.Background(), profile(t, k, "third"), PublishOptions{})
+			if res.Outcome != OutcomeThrottled || res.RetryAfter <= 0 {
+				t.Fatalf("third: %+v", res)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("the throttle was only noticed at the deadline")
+			}
+			h, err := NewHTTP(HTTPConfig{Target: Target{HTTPURL: r.URLs().HTTP}, Keys: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, res := h.CountHTTP(context.Background(), []Filter{{Kinds: []int{0}}}, CallOptions{}); res.Outcome != OutcomeOK {
+				t.Fatalf("first HTTP: %+v", res)
+			}
+			if _, res := h.CountHTTP(context.Background(), []Filter{{Kinds: []int{0}}}, CallOptions{}); res.Outcome != OutcomeThrottled {
+				t.Fatalf("second HTTP: %+v", res)
+			}
+		})
+	}
+}
+
+func TestLocalRelayOperatorAndCommunityHostMapping(t *testing.T) {
+	r := startLocalRelay(t, nil)
+	owner := nostr.DeriveKeys("lr-op", nostr.RoleOwner, 0)
+	op, err := NewHTTP(HTTPConfig{Target: Target{HTTPURL: r.URLs().HTTP}, Keys: r.OperatorKeys(), OperatorOrigin: r.OperatorOrigin()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const host = "c1.buzz.test"
+	rep, res := op.ProvisionCommunity(context.Background(), host, owner.PubKey(), true, CallOptions{})
+	if res.Outcome != OutcomeOK || rep.Status != "created" {
+		t.Fatalf("%+v %+v", rep, res)
+	}
+	if _, res := op.ProvisionCommunity(context.Background(), host, owner.PubKey(), true, CallOptions{}); res.Outcome != OutcomeError ||
+		!strings.Contains(res.Error, "409") {
+		t.Fatalf("second create: %+v", res)
+	}
+	// Dial the relay's address, claim the community's public URL.
+	target := Target{WSURL: "ws://public.invalid", HTTPURL: "http://public.invalid", Host: host, ConnectAddr: r.Addr()}
+	human := nostr.DeriveKeys("lr-op", nostr.RoleHuman, 5)
+	c, err := Connect(context.Background(), Config{Target: target, Keys: human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.RelayURL() != "ws://"+host {
+		t.Fatalf("relay URL %s", c.RelayURL())
+	}
+	ev := profile(t, human, "in c1")
+	if res := c.Publish(context.Background(), ev, PublishOptions{}); res.Outcome != OutcomeOK {
+		t.Fatalf("%+v", res)
+	}
+	h, err := NewHTTP(HTTPConfig{Target: target, Keys: human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, res := h.Query(context.Background(), []Filter{{Kinds: []int{0}, Authors: []string{human.PubKey()}}}, CallOptions{})
+	if res.Outcome != OutcomeOK || len(evs) != 1 || evs[0].ID != ev.ID {
+		t.Fatalf("%+v %d", res, len(evs))
+	}
+	// The deployment community does not see c1's events.
+	hd, _ := NewHTTP(HTTPConfig{Target: Target{HTTPURL: r.URLs().HTTP}, Keys: human})
+	if evs, res := hd.Query(context.Background(), []Filter{{Kinds: []int{0}, Authors: []string{human.PubKey()}}}, CallOptions{}); res.Outcome != OutcomeOK || len(evs) != 0 {
+		t.Fatalf("leaked across communities: %+v %d", res, len(evs))
+	}
+	// An unmapped host is refused at the upgrade, quoting the relay.
+	_, err = Connect(context.Background(), Config{Target: Target{WSURL: "ws://x", Host: "nobody.test", ConnectAddr: r.Addr()}, Keys: human})
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("unmapped host: %v", err)
+	}
+}

@@ -1,0 +1,208 @@
+// Package relayclient is the measuring relay client every Buzz client model uses:
+// WebSocket (NIP-01 framing, NIP-42 AUTH, publish→OK, REQ→EOSE, live
+// events, COUNT) and HTTP (NIP-98 signed bridge, operator and /buzz/v1
+// calls). Every operation is timed and classified (ok, error, throttled,
+// pending) exactly as the relay speaks, and reported as a Result to a Sink.
+//
+// The package knows nothing about any runner: the extension wires a Sink to
+// the engine's metrics, tests use CollectSink.
+package relayclient
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Outcome classifies one operation.
+type Outcome uint8
+
+// The outcomes. Throttled and pending are not failures: a quota rejection is
+// the relay working as configured, and a pending operation has not failed yet.
+const (
+	OutcomeOK        Outcome = iota // the relay accepted / answered
+	OutcomeError                    // anything else, including admission unavailable and saturation
+	OutcomeThrottled                // HTTP 429 or "rate-limited: quota exceeded"
+	OutcomePending                  // still in flight when it was cut short (our Close, context cancelled)
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeError:
+		return "error"
+	case OutcomeThrottled:
+		return "throttled"
+	case OutcomePending:
+		return "pending"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Result is one timed operation.
+type Result struct {
+	Op            string        // operation name: connect, auth, publish, subscribe_eose, http_query, ...
+	Start         time.Time     // when the operation started (monotonic reading included)
+	Duration      time.Duration // until it settled
+	Outcome       Outcome       //
+	Error         string        // why it is not ok: trimmed, quoting what arrived; never a secret
+	BytesSent     int64         // payload bytes written for this operation
+	BytesReceived int64         // payload bytes read for this operation
+	RetryAfter    time.Duration // for throttles: the relay's "retry in Ns" or Retry-After, else 0
+}
+
+// Sink receives every Result. Implementations must be safe for concurrent
+// use and must not block: Record is called from connection reader goroutines.
+type Sink interface {
+	Record(Result)
+}
+
+// NopSink drops every Result.
+type NopSink struct{}
+
+// Record implements Sink.
+func (NopSink) Record(Result) {}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(Result)
+
+// Record implements Sink.
+func (f SinkFunc) Record(r Result) { f(r) }
+
+// CollectSink keeps every Result in memory (for tests and small tools).
+type CollectSink struct {
+	mu      sync.Mutex
+	results []Result
+}
+
+// Record implements Sink.
+func (s *CollectSink) Record(r Result) {
+	s.mu.Lock()
+	s.results = append(s.results, r)
+	s.mu.Unlock()
+}
+
+// Results returns a copy of everything recorded so far.
+func (s *CollectSink) Results() []Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Result(nil), s.results...)
+}
+
+// Op returns the Results recorded under op name.
+func (s *CollectSink) Op(op string) []Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Result
+	for _, r := range s.results {
+		if r.Op == op {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Count returns how many Results of op ended with outcome o.
+func (s *CollectSink) Count(op string, o Outcome) int {
+	n := 0
+	for _, r := range s.Op(op) {
+		if r.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Reset forgets everything recorded.
+func (s *CollectSink) Reset() {
+	s.mu.Lock()
+	s.results = nil
+	s.mu.Unlock()
+}
+
+var (
+	_ Sink = NopSink{}
+	_ Sink = SinkFunc(nil)
+	_ Sink = (*CollectSink)(nil)
+)
+
+// Relay reason prefixes that decide an outcome (buzz-protocol §1.8, §2.2).
+const (
+	quotaPrefix = "rate-limited: quota exceeded"
+)
+
+// Classify maps a relay reason carried by OK false, CLOSED or NOTICE to an
+// outcome: "rate-limited: quota exceeded[; retry in Ns]" is throttled (with
+// N seconds parsed into the duration); every other reason is an error,
+// including "rate-limited: shared admission unavailable" and
+// "rate-limited: too many concurrent requests". An OK true is always ok
+// ("duplicate:" and "info:" included) and never reaches Classify.
+func Classify(reason string) (Outcome, time.Duration) {
+	if strings.HasPrefix(reason, quotaPrefix) {
+		return OutcomeThrottled, RetryIn(reason)
+	}
+	return OutcomeError, 0
+}
+
+// RetryIn parses the relay's "retry in <N>s" suffix; 0 when absent or malformed.
+func RetryIn(reason string) time.Duration {
+	const marker = "retry in "
+	i := strings.Index(reason, marker)
+	if i < 0 {
+		return 0
+	}
+	rest := reason[i+len(marker):]
+	j := 0
+	for j < len(rest) && j < 9 && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	if j == 0 || j >= len(rest) || rest[j] != 's' {
+		return 0
+	}
+	n, err := strconv.Atoi(rest[:j])
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// maxQuote is how much of a bad frame or body an error quotes.
+const maxQuote = 120
+
+// quote returns the start of b as a Go-quoted string, trimmed to maxQuote
+// bytes on a rune boundary, with "…" when cut. It is how every error quotes
+// what arrived.
+func quote(b []byte) string {
+	return quoteString(string(trimBytes(b, maxQuote))) + ellipsis(len(b) > maxQuote)
+}
+
+func quoteString(s string) string { return strconv.Quote(s) }
+
+func trimBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	// Cut on a rune boundary so the quote shows whole characters.
+	for k := 0; k < utf8.UTFMax && n > 0 && !utf8.RuneStart(b[n]); k++ {
+		n--
+	}
+	return b[:n]
+}
+
+func ellipsis(cut bool) string {
+	if cut {
+		return "…"
+	}
+	return ""
+}
+
+// trimReason bounds a relay-provided text (OK/CLOSED/NOTICE reason) for Result.Error.
+func trimReason(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	return string(trimBytes([]byte(s), 200)) + "…"
+}

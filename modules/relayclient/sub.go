@@ -1,0 +1,345 @@
+package relayclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
+
+// SubOptions tune one REQ.
+type SubOptions struct {
+	ID          string        // subscription id (1–256 bytes); default generated
+	Op          string        // name of the EOSE wait; default "subscribe_eose"
+	EOSETimeout time.Duration // default Config.EOSETimeout; negative = wait forever
+
+	// OnEvent gets every EVENT for this subscription with its arrival time;
+	// live is false for stored events replayed before EOSE.
+	OnEvent func(ev *nostr.Event, at time.Time, live bool)
+	// OnEOSE is called once when the EOSE wait settles: EOSE (ok), CLOSED
+	// before EOSE, the timeout (error), our Close before EOSE (pending, not
+	// recorded) or the connection's end.
+	OnEOSE func(r Result)
+	// OnClosed is called when the subscription ends other than by our own
+	// Close: the relay's CLOSED (reason as sent) or the connection's end.
+	OnClosed func(reason string, at time.Time)
+}
+
+// Sub is one REQ subscription.
+type Sub struct {
+	c     *Conn
+	id    string
+	op    string
+	start time.Time
+	sent  int64
+	opt   SubOptions
+
+	// guarded by c.mu
+	settledFlag bool
+	closing     bool
+	timer       *time.Timer
+
+	// reader goroutine only
+	eosed bool
+	recv  int64
+
+	replayed atomic.Int64
+	settled  chan struct{}
+	res      Result // written before settled is closed
+}
+
+// Subscribe sends a REQ and returns at once; the EOSE wait is timed and
+// recorded as opt.Op ("subscribe_eose"), and events flow to opt.OnEvent.
+// A write failure is recorded as the subscription's error and returned.
+func (c *Conn) Subscribe(filters []Filter, opt SubOptions) (*Sub, error) {
+	start := time.Now()
+	if opt.Op == "" {
+		opt.Op = OpSubscribeEOSE
+	}
+	if opt.EOSETimeout == 0 {
+		opt.EOSETimeout = c.cfg.EOSETimeout
+	}
+	if opt.ID == "" {
+		opt.ID = c.nextID('s')
+	}
+	s := &Sub{c: c, id: opt.ID, op: opt.Op, start: start, opt: opt, settled: make(chan struct{})}
+	fail := func(err error) (*Sub, error) {
+		s.settledFlag = true
+		s.settle(Result{Op: s.op, Start: start, Duration: time.Since(start), Outcome: OutcomeError,
+			Error: err.Error(), BytesSent: s.sent}, true)
+		return s, err
+	}
+	if err := checkSubID(opt.ID); err != nil {
+		return fail(err)
+	}
+	bp := getFrameBuf()
+	defer putFrameBuf(bp)
+	var err error
+	if *bp, err = appendSubEnvelope((*bp)[:0], "REQ", opt.ID, filters); err != nil {
+		return fail(err)
+	}
+	s.sent = int64(len(*bp))
+
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		err = ErrClosed
+	case c.subs[opt.ID] != nil:
+		err = fmt.Errorf("relay: subscription %q is already open on this connection", opt.ID)
+	}
+	if err != nil {
+		c.mu.Unlock()
+		return fail(err)
+	}
+	if c.subs == nil {
+		c.subs = make(map[string]*Sub)
+	}
+	c.subs[opt.ID] = s
+	if opt.EOSETimeout > 0 {
+		s.timer = time.AfterFunc(opt.EOSETimeout-time.Since(start), s.expire)
+	}
+	c.mu.Unlock()
+
+	if err := c.write(*bp, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
+		c.mu.Lock()
+		if c.subs[s.id] == s {
+			delete(c.subs, s.id)
+		}
+		first := s.trySettleLocked()
+		c.mu.Unlock()
+		if first {
+			s.settle(Result{Op: s.op, Start: start, Duration: time.Since(start), Outcome: OutcomeError,
+				Error: err.Error(), BytesSent: s.sent}, true)
+		}
+		return s, err
+	}
+	return s, nil
+}
+
+// SubscribeEOSE subscribes and waits for the EOSE wait to settle.
+func (c *Conn) SubscribeEOSE(ctx context.Context, filters []Filter, opt SubOptions) (*Sub, Result, error) {
+	s, err := c.Subscribe(filters, opt)
+	if err != nil {
+		return s, s.res, err
+	}
+	r, err := s.Wait(ctx)
+	return s, r, err
+}
+
+// ID is the subscription id.
+func (s *Sub) ID() string { return s.id }
+
+// Replayed is how many events arrived before EOSE.
+func (s *Sub) Replayed() int { return int(s.replayed.Load()) }
+
+// EOSE is closed when the EOSE wait has settled (see Result).
+func (s *Sub) EOSE() <-chan struct{} { return s.settled }
+
+// Result is the settled EOSE wait; valid once EOSE() is closed.
+func (s *Sub) Result() Result {
+	select {
+	case <-s.settled:
+		return s.res
+	default:
+		return Result{Op: s.op, Start: s.start, Outcome: OutcomePending}
+	}
+}
+
+// Wait blocks until the EOSE wait settles or ctx ends. It returns an
+// *OpError when the wait did not end ok, ctx's error when ctx ended first
+// (the subscription keeps running and is still recorded when it settles).
+func (s *Sub) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-s.settled:
+		if s.res.Outcome != OutcomeOK {
+			return s.res, &OpError{Result: s.res}
+		}
+		return s.res, nil
+	case <-ctx.Done():
+		return s.Result(), ctx.Err()
+	}
+}
+
+// Close sends CLOSE. The relay's answering CLOSED with an empty reason is
+// the normal end, not an error. Closing before EOSE settles the wait as
+// pending without recording it (the caller chose to stop waiting).
+// Idempotent.
+func (s *Sub) Close() error {
+	c := s.c
+	c.mu.Lock()
+	if s.closing || c.subs[s.id] != s {
+		c.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	first := s.trySettleLocked()
+	c.mu.Unlock()
+	if first {
+		s.settle(Result{Op: s.op, Start: s.start, Duration: time.Since(s.start), Outcome: OutcomePending,
+			Error: "closed before EOSE", BytesSent: s.sent}, false)
+	}
+	bp := getFrameBuf()
+	defer putFrameBuf(bp)
+	*bp, _ = appendSubEnvelope((*bp)[:0], "CLOSE", s.id, nil)
+	return c.write(*bp, time.Now().Add(c.cfg.WriteTimeout))
+}
+
+// trySettleLocked claims the right to settle the EOSE wait (c.mu held).
+func (s *Sub) trySettleLocked() bool {
+	if s.settledFlag {
+		return false
+	}
+	s.settledFlag = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	return true
+}
+
+// settle publishes the EOSE wait's Result (once, after trySettleLocked).
+// Recording and OnEOSE happen before Wait returns.
+func (s *Sub) settle(r Result, record bool) {
+	s.res = r
+	if record {
+		s.c.cfg.Sink.Record(r)
+	}
+	if s.opt.OnEOSE != nil {
+		s.opt.OnEOSE(r)
+	}
+	close(s.settled)
+}
+
+func (s *Sub) expire() {
+	c := s.c
+	c.mu.Lock()
+	first := s.trySettleLocked()
+	c.mu.Unlock()
+	if first {
+		s.settle(Result{Op: s.op, Start: s.start, Duration: time.Since(s.start), Outcome: OutcomeError,
+			Error: fmt.Sprintf("no EOSE within %v", s.opt.EOSETimeout), BytesSent: s.sent}, true)
+	}
+}
+
+// connEnded settles the subscription when its connection is gone.
+func (s *Sub) connEnded(now time.Time, o Outcome, why string, byUs bool) {
+	c := s.c
+	c.mu.Lock()
+	first := s.trySettleLocked()
+	closing := s.closing
+	c.mu.Unlock()
+	if first {
+		s.settle(Result{Op: s.op, Start: s.start, Duration: now.Sub(s.start), Outcome: o, Error: why,
+			BytesSent: s.sent, BytesReceived: s.recv}, true)
+	}
+	if !closing && !byUs && s.opt.OnClosed != nil {
+		s.opt.OnClosed(why, now)
+	}
+}
+
+func (c *Conn) lookupSub(id string) *Sub {
+	c.mu.Lock()
+	s := c.subs[id]
+	c.mu.Unlock()
+	return s
+}
+
+func (c *Conn) onEvent(f *Frame, at time.Time, n int64, b []byte) {
+	c.mu.Lock()
+	s := c.subs[f.SubID]
+	closing := s != nil && s.closing
+	c.mu.Unlock()
+	if s == nil {
+		c.badFrame(at, n, errors.New("EVENT for a subscription id that is not open"), b)
+		return
+	}
+	if closing {
+		c.stats.late.Add(1)
+		return
+	}
+	if !s.eosed {
+		s.recv += n
+		s.replayed.Add(1)
+	}
+	if s.opt.OnEvent != nil {
+		s.opt.OnEvent(f.Event, at, s.eosed)
+	}
+}
+
+func (c *Conn) onEOSE(f *Frame, at time.Time, n int64, b []byte) {
+	s := c.lookupSub(f.SubID)
+	if s == nil {
+		c.badFrame(at, n, errors.New("EOSE for a subscription id that is not open"), b)
+		return
+	}
+	if s.eosed {
+		c.badFrame(at, n, errors.New("second EOSE for one subscription"), b)
+		return
+	}
+	s.eosed = true
+	c.mu.Lock()
+	first := s.trySettleLocked()
+	c.mu.Unlock()
+	if first {
+		s.settle(Result{Op: s.op, Start: s.start, Duration: at.Sub(s.start), Outcome: OutcomeOK,
+			BytesSent: s.sent, BytesReceived: s.recv + n}, true)
+	} else {
+		c.stats.late.Add(1) // EOSE after its timeout or after our CLOSE
+	}
+}
+
+// onClosed handles CLOSED. After our CLOSE, a CLOSED with an empty reason is
+// the normal end. Before EOSE a CLOSED settles the wait with the reason's
+// outcome; on a live subscription it is recorded as an error (or throttle)
+// of the subscription's op, as buzz-loadgen does.
+func (c *Conn) onClosed(f *Frame, at time.Time, n int64, b []byte) {
+	if p := c.takeIf(&c.counts, f.SubID, nil); p != nil {
+		o, retry := Classify(f.Message)
+		c.complete(p, p.result(at, o, "CLOSED: "+trimReason(f.Message), n, retry), 0)
+		return
+	}
+	c.mu.Lock()
+	s := c.subs[f.SubID]
+	if s == nil {
+		c.mu.Unlock()
+		if f.Message == "" {
+			// The relay answers every CLOSE, including one for a
+			// subscription it had already closed itself.
+			c.stats.late.Add(1)
+			return
+		}
+		c.badFrame(at, n, errors.New("CLOSED for a subscription id that is not open"), b)
+		return
+	}
+	delete(c.subs, f.SubID)
+	closing := s.closing
+	first := s.trySettleLocked()
+	c.mu.Unlock()
+	if closing && f.Message == "" {
+		return // the answer to our CLOSE
+	}
+	o, retry := Classify(f.Message)
+	reason := f.Message
+	if reason == "" {
+		reason = "(no reason)"
+	}
+	// Record before the callbacks, and run OnClosed before the EOSE wait
+	// settles, so whoever is woken sees everything already in place.
+	onClosed := func() {
+		if !closing && s.opt.OnClosed != nil {
+			s.opt.OnClosed(f.Message, at)
+		}
+	}
+	switch {
+	case first:
+		onClosed()
+		s.settle(Result{Op: s.op, Start: s.start, Duration: at.Sub(s.start), Outcome: o,
+			Error: "CLOSED: " + trimReason(reason), BytesSent: s.sent, BytesReceived: s.recv + n, RetryAfter: retry}, true)
+	case !closing:
+		c.cfg.Sink.Record(Result{Op: s.op, Start: s.start, Duration: at.Sub(s.start), Outcome: o,
+			Error: "CLOSED after EOSE: " + trimReason(reason), BytesReceived: n, RetryAfter: retry})
+		onClosed()
+	}
+}
