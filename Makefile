@@ -7,12 +7,18 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test test-go node-deps bench bench-scale lint run clean
+.PHONY: all build test test-go node-deps bench bench-scale lint run clean image
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/buzzload ./cmd/buzzload
+
+# The runner image (Dockerfile): static binary + busybox FROM scratch, built
+# with podman's vfs driver and chroot isolation (scripts/image.sh).
+IMAGE ?= buzzload:dev
+image:
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' scripts/image.sh $(IMAGE) out/image
 
 # The Node packages the cross-checks use (nostr-tools as an independent oracle).
 node-deps: $(NODE_DIR)/node_modules/.installed
