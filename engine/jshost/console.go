@@ -27,3 +27,25 @@ func newConsole(v *VU) *sobek.Object {
 	_ = o.Set("debug", mk(LevelDebug))
 	return o
 }
+
+// helper for console formatting of values.
+func (v *VU) stringify(val sobek.Value) string {
+	if val == nil || sobek.IsUndefined(val) {
+		return "undefined"
+	}
+	if o, ok := val.(*sobek.Object); ok {
+		if _, isFn := sobek.AssertFunction(o); isFn {
+			return o.String()
+		}
+		if st := o.Get("stack"); st != nil && !sobek.IsUndefined(st) {
+			if cls := o.ClassName(); cls == "Error" {
+				return strings.TrimRight(st.String(), "\n")
+			}
+		}
+		stringify, _ := sobek.AssertFunction(v.rt.Get("JSON").ToObject(v.rt).Get("stringify"))
+		if s, err := stringify(sobek.Undefined(), o); err == nil && !sobek.IsUndefined(s) {
+			return s.String()
+		}
+	}
+	return val.String()
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/grafana/sobek"
@@ -110,4 +111,17 @@ func valueError(v sobek.Value) error {
 		}
 	}
 	return errors.New(v.String())
+}
+
+func typeName(v sobek.Value) string {
+	if v == nil || sobek.IsUndefined(v) {
+		return "undefined"
+	}
+	if sobek.IsNull(v) {
+		return "null"
+	}
+	if v.ExportType() != nil {
+		return v.ExportType().String()
+	}
+	return strconv.Quote(v.String())
 }

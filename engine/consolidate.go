@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/engine/summary"
+)
+
+// Layers are the configuration layers of one run, lowest first after the
+// defaults: config file < script < environment < flags (k6-compat.md §8.2).
+type Layers struct {
+	// File is the JSON config (-c/--config); FileName names it in errors.
+	File     json.RawMessage
+	FileName string
+	// Script is the options the script exports, as JSON.
+	Script json.RawMessage
+	// Env is the K6_* environment layer, CLI the flag layer.
+	Env, CLI Layer
+	// SummaryMode is the --summary-mode flag (its value is validated with
+	// the summary options).
+	SummaryMode string
+	// Exports are the script's exported names; every scenario's exec must
+	// be one. Nil skips the check (inspect of options alone).
+	Exports []string
+}
+
+// Consolidated is what the layers decide: the options, the execution
+// options, the segment and the execution plan.
+type Consolidated struct {
+	Options Resolved
+	// Exec is the merged execution options (shortcuts or scenarios).
+	Exec  executor.ExecutionOptions
+	Tuple *segment.Tuple
+	Plan  *executor.Plan
+	// Merged is the consolidated options JSON as test.options shows it.
+	Merged json.RawMessage
+	// Warnings are to be logged (unknown keys, overridden layers), in
+	// the order they arose; they are set also when an error is returned.
+	Warnings []string
+}
+
+// Consolidate merges the layers and derives the plan. It is pure: no I/O,
+// no clock; the caller logs the warnings and maps errors to exit codes
+// (ExitCode: config errors are 104, an unparsable segment 255).
+func Consolidate(l Layers) (Consolidated, error) {
+	var c Consolidated
+	fileName := l.FileName
+	if fileName == "" {
+		fileName = "config file"
+	}
+	fileOpts, w1, err := ParseOptionsJSON(l.File, fileName)
+	if err != nil {
+		return c, &OptionsError{Err: err}
+	}
+	scriptOpts, w2, err := ParseOptionsJSON(l.Script, "options exported by the script")
+	if err != nil {
+		return c, &OptionsError{Err: err}
+	}
+	c.Warnings = append(append(c.Warnings, w1...), w2...)
+	fileExec, err := executor.ParseExecutionOptions(l.File)
+	if err != nil {
+		return c, &OptionsError{Err: fmt.Errorf("%s: %w", fileName, err)}
+	}
+	scriptExec, err := executor.ParseExecutionOptions(l.Script)
+	if err != nil {
+		return c, &OptionsError{Err: fmt.Errorf("script options: %w", err)}
+	}
+	exec := fileExec
+	for _, layer := range []struct {
+		o    executor.ExecutionOptions
+		name string
+	}{{scriptExec, "script"}, {l.Env.Exec, "env"}, {l.CLI.Exec, "cli"}} {
+		var warns []string
+		exec, warns = executor.Merge(exec, layer.o, layer.name)
+		c.Warnings = append(c.Warnings, warns...)
+	}
+	c.Exec = exec
+	opts := Options{}.Apply(fileOpts).Apply(scriptOpts).Apply(l.Env.Options).Apply(l.CLI.Options)
+	if c.Options, err = opts.Resolve(); err != nil {
+		return c, &OptionsError{Err: err}
+	}
+	if l.SummaryMode == "legacy" {
+		c.Warnings = append(c.Warnings, "the legacy summary layout is not available; printing the compact one")
+	}
+	mode := l.SummaryMode
+	if mode == "legacy" || mode == "disabled" {
+		mode = "compact"
+	}
+	if err := (summary.Options{Mode: mode, TrendStats: c.Options.SummaryTrendStats, TimeUnit: c.Options.SummaryTimeUnit}).Validate(); err != nil {
+		return c, &OptionsError{Err: err}
+	}
+
+	configs, warns, err := exec.DeriveScenarios()
+	c.Warnings = append(c.Warnings, warns...)
+	if err != nil {
+		return c, err
+	}
+	if l.Exports != nil {
+		for _, sc := range configs {
+			base := sc.Base()
+			if !contains(l.Exports, base.Exec) {
+				return c, &OptionsError{Err: fmt.Errorf("executor %s: function '%s' not found in exports", base.Name, base.Exec)}
+			}
+		}
+	}
+	seg := segment.Full()
+	// k6 exits 255 for a segment it cannot parse and 104 for one that is
+	// not in the sequence (§3.1).
+	if c.Options.ExecutionSegment != "" {
+		if seg, err = segment.ParseSegment(c.Options.ExecutionSegment); err != nil {
+			return c, fmt.Errorf("execution segment: %w", err)
+		}
+	}
+	seq, err := segment.ParseSequence(c.Options.ExecutionSegmentSequence)
+	if err != nil {
+		return c, fmt.Errorf("execution segment sequence: %w", err)
+	}
+	if c.Tuple, err = segment.NewTuple(seg, seq); err != nil {
+		return c, &OptionsError{Err: err}
+	}
+	if c.Plan, err = executor.NewPlan(configs, c.Tuple); err != nil {
+		return c, err
+	}
+	if c.Merged, err = mergedOptionsJSON(c.Options, exec, c.Plan); err != nil {
+		return c, &OptionsError{Err: err}
+	}
+	return c, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mergedOptionsJSON is the consolidated options as scripts see them in
+// test.options and their `options` export.
+func mergedOptionsJSON(opts Resolved, exec executor.ExecutionOptions, plan *executor.Plan) (json.RawMessage, error) {
+	m, err := opts.asMap()
+	if err != nil {
+		return nil, err
+	}
+	if exec.Scenarios != nil {
+		var sc any
+		if json.Unmarshal(exec.Scenarios, &sc) == nil {
+			m["scenarios"] = sc
+		}
+	} else if plan != nil {
+		// Shortcut options became scenarios; test.options shows those.
+		sc := map[string]any{}
+		for _, c := range plan.Scenarios {
+			sc[c.Base().Name] = executor.ShortcutScenarioJSON(c)
+		}
+		m["scenarios"] = sc
+	}
+	if exec.VUs != nil {
+		m["vus"] = *exec.VUs
+	}
+	if exec.Iterations != nil {
+		m["iterations"] = *exec.Iterations
+	}
+	if exec.Duration != nil {
+		m["duration"] = exec.Duration.String()
+	}
+	if exec.Stages != nil {
+		st := make([]map[string]any, len(exec.Stages))
+		for i, s := range exec.Stages {
+			st[i] = map[string]any{"duration": s.Duration.String(), "target": s.Target}
+			if s.Name != "" {
+				st[i]["name"] = s.Name
+			}
+		}
+		m["stages"] = st
+	}
+	return json.Marshal(m)
+}
+
+// asMap is the options as their JSON object, to add the execution options to.
+func (r Resolved) asMap() (map[string]any, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(raw, &m)
+}
