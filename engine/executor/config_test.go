@@ -33,6 +33,8 @@ func TestParseDuration(t *testing.T) {
 		{"1500", 1500 * time.Millisecond},
 		{"0.5", 500 * time.Microsecond},
 		{"1.5s", 1500 * time.Millisecond},
+		{"\t-1 ", -time.Millisecond},
+		{"106751d", 106751 * 24 * time.Hour},
 	}
 	for _, c := range cases {
 		got, err := ParseDuration(c.in)
@@ -40,7 +42,8 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", "abc", "1x", "d", "1d-2h"} {
+	// Values past time.Duration's range are errors, not wrapped values.
+	for _, bad := range []string{"", "abc", "1x", "d", "1d-2h", "1e300", "999999999999d", "106751d23h59m59s", "9223372036854.7758"} {
 		if _, err := ParseDuration(bad); err == nil {
 			t.Errorf("ParseDuration(%q) accepted", bad)
 		}
