@@ -21,9 +21,11 @@ const relayUsage = `usage: buzzload relay [flags]
 Runs the embedded Buzz-compatible relay until SIGINT or SIGTERM.
 Every flag has an environment variable (shown in brackets); a flag given on
 the command line wins over the variable. Secrets are read only from the
-environment: BUZZ_RELAY_SECRET (relay signing key, hex) and
-BUZZ_OPERATOR_SECRET (operator API key, hex). Without BUZZ_OPERATOR_SECRET a
-key is generated and written (mode 0600) to --operator-secret-file.
+environment: BUZZ_RELAY_SECRET (relay signing key, hex or nsec1…) and
+BUZZ_OPERATOR_SECRET (operator API key, hex or nsec1…). Without BUZZ_OPERATOR_SECRET a
+key is generated and written (mode 0600) to --operator-secret-file, by default
+operator.key in a new private directory (0700) under $TMPDIR; the file must not
+exist yet, a link is never followed, and it is removed when the relay stops.
 
 flags:
 `
@@ -48,11 +50,23 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 			fmt.Fprintf(env.Stderr, "%s "+format+"\n", append([]any{time.Now().UTC().Format(time.RFC3339)}, a...)...)
 		}
 	}
+	if cfg.OperatorSecret == "" && cfg.OperatorSecretFile == "" {
+		// A fresh 0700 directory: nobody else can plant a link or a file
+		// at the path, and repeated starts never collide on one name.
+		dir, err := os.MkdirTemp("", "buzzload-relay-")
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "buzzload relay: private directory for the operator secret: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		cfg.OperatorSecretFile = filepath.Join(dir, "operator.key")
+	}
 	r, err := relay.New(cfg)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
 		return 1
 	}
+	defer r.Close() // removes a generated secret file on every return
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {
@@ -67,8 +81,9 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 	fmt.Fprintf(env.Stdout, "  relay pubkey:    %s\n", r.RelayPubKey())
 	fmt.Fprintf(env.Stdout, "  operator pubkey: %s\n", r.OperatorPubKey())
 	fmt.Fprintf(env.Stdout, "  operator origin: %s\n", r.OperatorOrigin())
-	if p := r.OperatorSecretFile(); p != "" {
-		fmt.Fprintf(env.Stdout, "  operator secret: written to %s (mode 0600)\n", p)
+	if p, mode := r.OperatorSecretFile(); p != "" {
+		// The mode printed is the one the file has, not the one asked for.
+		fmt.Fprintf(env.Stdout, "  operator secret: written to %s (mode %04o)\n", p, mode)
 	} else {
 		fmt.Fprintf(env.Stdout, "  operator secret: from BUZZ_OPERATOR_SECRET\n")
 	}
@@ -97,7 +112,7 @@ func relayVerbose(fs *pflag.FlagSet) bool {
 func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error) {
 	cfg := relay.DefaultConfig()
 	cfg.Listen = "127.0.0.1:7777"
-	cfg.OperatorSecretFile = filepath.Join(os.TempDir(), "buzzload-relay-operator.key")
+	cfg.OperatorSecretFile = "" // relayCmd picks a private directory when none is given
 	lookup := relayLookup(env.Env)
 	fs := pflag.NewFlagSet("relay", pflag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
@@ -118,8 +133,8 @@ func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error
 	str(&cfg.PublicScheme, "public-scheme", "BUZZ_PUBLIC_SCHEME", "ws or wss: the scheme clients put in NIP-42 relay and NIP-98 u tags")
 	str(&cfg.DeploymentHost, "deployment-host", "BUZZ_DEPLOYMENT_HOST", "host of the deployment community (default: the listen address)")
 	list(&cfg.Communities, "community", "BUZZ_COMMUNITIES", "extra community host to map at start-up (repeatable, comma-separated)")
-	str(&cfg.OperatorSecretFile, "operator-secret-file", "BUZZ_OPERATOR_SECRET_FILE", "where a generated operator secret is written (mode 0600)")
-	list(&cfg.OperatorPubkeys, "operator-pubkey", "BUZZ_OPERATOR_PUBKEYS", "additional operator API signer (hex; repeatable)")
+	str(&cfg.OperatorSecretFile, "operator-secret-file", "BUZZ_OPERATOR_SECRET_FILE", "where a generated operator secret is written (mode 0600; must not exist; default: a new private directory)")
+	list(&cfg.OperatorPubkeys, "operator-pubkey", "BUZZ_OPERATOR_PUBKEYS", "additional operator API signer (hex or npub1…; repeatable)")
 	str(&cfg.OperatorOrigin, "operator-origin", "BUZZ_OPERATOR_ORIGIN", "origin operator NIP-98 u tags must name (default: the HTTP URL)")
 	integer(&cfg.MaxCommunitiesPerOwner, "max-communities-per-owner", "BUZZ_MAX_COMMUNITIES_PER_OWNER", "communities one owner may hold")
 	boolean(&cfg.VerifySignatures, "verify-signatures", "BUZZ_VERIFY_SIGNATURES", "verify event ids and signatures (turn off only for capacity runs)")

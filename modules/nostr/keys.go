@@ -21,12 +21,20 @@ type Keys struct {
 	pubHex string
 }
 
-// NewKeys parses a 32-byte secret key given as 64 hex characters.
-// The error never contains the key.
+// NewKeys parses a 32-byte secret key given as 64 hex characters or as
+// NIP-19 nsec1…; surrounding whitespace is ignored. The error never contains
+// the key.
 func NewKeys(secretHex string) (*Keys, error) {
 	secretHex = strings.TrimSpace(secretHex)
+	if isNIP19(secretHex, nsecPrefix) {
+		b, err := decodeNIP19Key(secretHex, nsecPrefix)
+		if err != nil {
+			return nil, err
+		}
+		return KeysFromBytes(b)
+	}
 	if len(secretHex) != 64 {
-		return nil, fmt.Errorf("nostr: secret key must be 64 hex characters, got %d characters", len(secretHex))
+		return nil, fmt.Errorf("nostr: secret key must be 64 hex characters or nsec1…, got %d characters", len(secretHex))
 	}
 	b, err := hex.DecodeString(secretHex)
 	if err != nil {

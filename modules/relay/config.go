@@ -27,16 +27,16 @@ type Config struct {
 	// listen address as clients dial it).
 	DeploymentHost string `envconfig:"BUZZ_DEPLOYMENT_HOST"`
 
-	// RelaySecret is the relay key (hex) that signs 39000/39002/39005/39006/
+	// RelaySecret is the relay key (hex or NIP-19 nsec1…) that signs 39000/39002/39005/39006/
 	// 39007 and synthetic presence; generated when empty.
 	RelaySecret string `envconfig:"BUZZ_RELAY_SECRET"`
-	// OperatorSecret is the operator API signer (hex); generated when empty
+	// OperatorSecret is the operator API signer (hex or nsec1…); generated when empty
 	// and then written to OperatorSecretFile.
 	OperatorSecret string `envconfig:"BUZZ_OPERATOR_SECRET"`
 	// OperatorSecretFile receives a generated operator secret (mode 0600).
 	// Empty: the secret stays in memory (tests use Relay.OperatorKeys).
 	OperatorSecretFile string `envconfig:"BUZZ_OPERATOR_SECRET_FILE"`
-	// OperatorPubkeys are additional operator signers (hex).
+	// OperatorPubkeys are additional operator signers (hex or npub1…).
 	OperatorPubkeys []string `envconfig:"BUZZ_OPERATOR_PUBKEYS"`
 	// OperatorOrigin is RELAY_OPERATOR_API_ORIGIN: the scheme://host the
 	// operator NIP-98 u tag must carry. Default: the HTTP URL of the listener.
@@ -199,7 +199,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, pk := range c.OperatorPubkeys {
-		if _, err := nostr.ParsePubKey(pk); err != nil {
+		if _, err := nostr.PubKeyHex(pk); err != nil {
 			return fmt.Errorf("BUZZ_OPERATOR_PUBKEYS[%d]: %w", i, err)
 		}
 	}

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"net/url"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,20 +168,53 @@ func TestOperatorUnarchive(t *testing.T) {
 	}
 }
 
-// Configuration: an operator secret generated at start-up is written 0600.
+// Configuration: an operator secret generated at start-up is written 0600,
+// the relay reports the mode the file has, and Close removes the file.
 func TestOperatorSecretFile(t *testing.T) {
 	path := t.TempDir() + "/op.key"
 	r := startRelay(t, func(c *Config) { c.OperatorSecretFile = path })
-	if r.OperatorSecretFile() != path {
-		t.Fatalf("secret file %q", r.OperatorSecretFile())
+	if p, mode := r.OperatorSecretFile(); p != path || mode != 0o600 {
+		t.Fatalf("secret file %q mode %o", p, mode)
 	}
 	st, err := osStat(path)
-	if err != nil || st.Mode().Perm() != 0o600 {
+	if err != nil || st.Mode().Perm() != 0o600 || !st.Mode().IsRegular() {
 		t.Fatalf("secret file: %v %v", err, st)
 	}
 	b, _ := osReadFile(path)
 	k, err := nostr.NewKeys(string(b))
 	if err != nil || k.PubKey() != r.OperatorPubKey() {
 		t.Fatalf("secret file does not hold the operator key: %v", err)
+	}
+	r.Close()
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("secret file left after Close: %v", err)
+	}
+}
+
+// Keys in NIP-19 form are accepted wherever hex is: BUZZ_OPERATOR_SECRET and
+// BUZZ_RELAY_SECRET as nsec1…, BUZZ_OPERATOR_PUBKEYS as npub1….
+func TestRelayKeysInNIP19Form(t *testing.T) {
+	op := nostr.DeriveKeys("nip19", nostr.RoleOperator, 0)
+	rk := nostr.DeriveKeys("nip19", nostr.RoleOwner, 0)
+	extra := nostr.DeriveKeys("nip19", nostr.RoleHuman, 1)
+	r := startRelay(t, func(c *Config) {
+		c.OperatorSecret = op.EncodeNsec()
+		c.RelaySecret = rk.EncodeNsec()
+		c.OperatorPubkeys = []string{extra.EncodeNpub()}
+	})
+	if r.OperatorPubKey() != op.PubKey() || r.RelayPubKey() != rk.PubKey() {
+		t.Fatalf("keys from nsec: operator %s relay %s", r.OperatorPubKey(), r.RelayPubKey())
+	}
+	// The npub-configured signer is an operator: it may list communities.
+	if resp := opCall(t, r, extra, "GET", "/operator/communities?owner_pubkey="+op.PubKey(), nil); resp.status != 200 {
+		t.Fatalf("npub operator refused: %d %s", resp.status, resp.body)
+	}
+	bad := op.EncodeNsec()
+	bad = bad[:len(bad)-1] + map[bool]string{true: "p", false: "q"}[bad[len(bad)-1] == 'q']
+	cfg := DefaultConfig()
+	cfg.OperatorSecret = bad
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "BUZZ_OPERATOR_SECRET") || strings.Contains(err.Error(), bad[5:25]) {
+		t.Fatalf("bad nsec: %v", err)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +30,7 @@ type Relay struct {
 	relayKeys    *nostr.Keys
 	operatorKeys *nostr.Keys
 	operators    map[string]bool
-	secretFile   string // where a generated operator secret was written
+	secretFile   *secretFile // where a generated operator secret was written (nil: none)
 
 	upgrader websocket.Upgrader
 	faults   *Faults
@@ -63,7 +63,8 @@ type URLs struct {
 }
 
 // New validates cfg and prepares the keys. It does not listen yet.
-// A generated operator secret is written (0600) to cfg.OperatorSecretFile.
+// A generated operator secret is written (0600) to cfg.OperatorSecretFile,
+// which must not exist yet; Close removes it.
 func New(cfg Config) (*Relay, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
@@ -88,15 +89,17 @@ func New(cfg Config) (*Relay, error) {
 			return nil, fmt.Errorf("relay: operator key: %w", err)
 		}
 		if cfg.OperatorSecretFile != "" {
-			if err := writeSecretFile(cfg.OperatorSecretFile, r.operatorKeys.SecretHex()); err != nil {
+			sf, err := writeSecretFile(cfg.OperatorSecretFile, r.operatorKeys.SecretHex())
+			if err != nil {
 				return nil, fmt.Errorf("relay: BUZZ_OPERATOR_SECRET_FILE: %w", err)
 			}
-			r.secretFile = cfg.OperatorSecretFile
+			r.secretFile = sf
 		}
 	}
 	r.operators[r.operatorKeys.PubKey()] = true
 	for _, pk := range cfg.OperatorPubkeys {
-		r.operators[strings.ToLower(pk)] = true
+		hexPK, _ := nostr.PubKeyHex(pk) // Validate checked it (hex or npub1…)
+		r.operators[hexPK] = true
 	}
 	r.faults = newFaults()
 	r.opReplay = newReplayCache(cfg.ReplayWindow)
@@ -110,23 +113,6 @@ func New(cfg Config) (*Relay, error) {
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
 	return r, nil
-}
-
-// writeSecretFile writes the secret with mode 0600, also when the file exists.
-func writeSecretFile(path, secret string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.WriteString(secret + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // Start listens on cfg.Listen, maps the deployment community and the
@@ -243,8 +229,14 @@ func (r *Relay) OperatorKeys() *nostr.Keys { return r.operatorKeys }
 // OperatorOrigin is the origin operator NIP-98 u tags must use.
 func (r *Relay) OperatorOrigin() string { return r.opOrigin }
 
-// OperatorSecretFile is where a generated operator secret was written ("" if none).
-func (r *Relay) OperatorSecretFile() string { return r.secretFile }
+// OperatorSecretFile is where a generated operator secret was written ("" if
+// none) and the permission bits the file was created with.
+func (r *Relay) OperatorSecretFile() (path string, mode fs.FileMode) {
+	if r.secretFile == nil {
+		return "", 0
+	}
+	return r.secretFile.path, r.secretFile.Mode()
+}
 
 // Faults returns the fault-injection controls (Go API only).
 func (r *Relay) Faults() *Faults { return r.faults }
@@ -273,6 +265,9 @@ func (r *Relay) Close() error {
 			if e := r.srv.Shutdown(ctx); e != nil {
 				err = r.srv.Close()
 			}
+		}
+		if r.secretFile != nil {
+			r.secretFile.remove() // the generated key dies with the relay
 		}
 	})
 	return err

@@ -101,8 +101,8 @@ var ErrNoOperatorKey = errors.New("no operator key")
 // OperatorKey loads the relay operator's key from the environment variable
 // named by target.operator_key_env (BUZZLOAD_OPERATOR_KEY by default) when it
 // is set and not empty, otherwise from target.operator_key_file (relative to
-// the scenario file). The key is 64 hex characters; surrounding whitespace is
-// ignored. lookupEnv is os.LookupEnv in production. Errors name the source,
+// the scenario file). The key is 64 hex characters or NIP-19 nsec1…;
+// surrounding whitespace is ignored. lookupEnv is os.LookupEnv in production. Errors name the source,
 // never the key. Against the embedded relay, callers derive the operator
 // instead (nostr.DeriveKeys(run_id, nostr.RoleOperator, 0)).
 func (s *Scenario) OperatorKey(lookupEnv func(string) (string, bool)) (*nostr.Keys, error) {

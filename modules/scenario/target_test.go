@@ -83,6 +83,7 @@ func TestOperatorKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := nostr.NewKeys(testSecret)
+	wantNsec := want.EncodeNsec()
 	env := func(m map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
@@ -93,6 +94,8 @@ func TestOperatorKey(t *testing.T) {
 		wantErr string // substring; "" means success
 	}{
 		{"the default environment variable", "", map[string]string{"BUZZLOAD_OPERATOR_KEY": testSecret}, ""},
+		{"a NIP-19 nsec in the variable", "", map[string]string{"BUZZLOAD_OPERATOR_KEY": " " + wantNsec + "\n"}, ""},
+		{"a bad nsec names the variable", "", map[string]string{"BUZZLOAD_OPERATOR_KEY": wantNsec[:len(wantNsec)-1] + "q"}, "operator key from $BUZZLOAD_OPERATOR_KEY"},
 		{"a named environment variable", "operator_key_env = \"OPS_KEY\"", map[string]string{"OPS_KEY": " " + testSecret + " "}, ""},
 		{"the key file, relative to the scenario", "operator_key_file = \"operator.key\"", nil, ""},
 		{"the environment wins over the file", "operator_key_file = \"bad.key\"", map[string]string{"BUZZLOAD_OPERATOR_KEY": testSecret}, ""},
@@ -118,7 +121,7 @@ func TestOperatorKey(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Fatalf("OperatorKey error %v, want one containing %q", err, c.wantErr)
 			}
-			if strings.Contains(err.Error(), testSecret[:20]) {
+			if strings.Contains(err.Error(), testSecret[:20]) || strings.Contains(err.Error(), wantNsec[5:25]) {
 				t.Fatalf("error reveals the key: %v", err)
 			}
 			if c.wantErr == "no operator key" && !errors.Is(err, ErrNoOperatorKey) {
