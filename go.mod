@@ -8,12 +8,14 @@ require (
 	github.com/btcsuite/btcd/btcec/v2 v2.3.4
 	github.com/btcsuite/btcd/btcutil v1.1.5
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.3.0
+	github.com/golang/snappy v1.0.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/grafana/sobek v0.0.0-20260429085637-a66d4790012b
 	github.com/mstoykov/envconfig v1.5.0
 	github.com/nbd-wtf/go-nostr v0.38.2
 	github.com/spf13/pflag v1.1.0
 	golang.org/x/crypto v0.59.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (

@@ -186,7 +186,8 @@ func (r *runner) run(ctx context.Context) Result {
 		return r.result()
 	}
 	for _, arg := range r.cfg.Outputs {
-		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags})
+		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags,
+			Warn: func(m string) { r.log.Log(jshost.LevelWarn, m) }})
 		if err == nil {
 			err = o.Start()
 		}

@@ -1,5 +1,6 @@
 // Package output writes samples to files the way k6's outputs do:
-// `--out json=FILE` (NDJSON, spec §7.1) and `--out csv=FILE` (spec §7.2).
+// `--out json=FILE` (NDJSON, spec §7.1) and `--out csv=FILE` (spec §7.2),
+// and resolves `--out experimental-prometheus-rw` (package prometheusrw).
 //
 // An Output is a metrics.SampleConsumer: register it with
 // Collector.AddConsumer after Start. AddSamples only copies the batch into
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output/prometheusrw"
 	"github.com/buzzload/buzzload/engine/thresholds"
 )
 
@@ -50,6 +52,9 @@ type Params struct {
 	// SystemTags are the enabled system tags (CSV columns); nil means k6's
 	// defaults.
 	SystemTags []string
+	// Warn receives an output's warnings (remote-write losses); nil writes
+	// them to stderr.
+	Warn func(msg string)
 }
 
 // New creates an output from a `--out` argument: `json=FILE`, `json`,
@@ -65,8 +70,14 @@ func New(arg string, p Params) (Output, error) {
 			return nil, fmt.Errorf("--out %s: %w", arg, err)
 		}
 		return NewCSV(cfg, p), nil
+	case "experimental-prometheus-rw":
+		cfg, err := prometheusrw.ParseConfig(rest, p.Env)
+		if err != nil {
+			return nil, fmt.Errorf("--out %s: %w", arg, err)
+		}
+		return prometheusrw.New(cfg, p.Warn)
 	}
-	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv)", arg, kind)
+	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv, experimental-prometheus-rw)", arg, kind)
 }
 
 // sink is an opened destination: a file, possibly gzipped, or stdout.

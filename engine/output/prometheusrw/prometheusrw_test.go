@@ -1,0 +1,369 @@
+package prometheusrw
+
+import (
+	"math"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+)
+
+func TestConfigDefaultsAreK6s(t *testing.T) {
+	cfg, err := ParseConfig("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ServerURL != "http://localhost:9090/api/v1/write" || cfg.PushInterval != 5*time.Second || cfg.Timeout != 5*time.Second ||
+		len(cfg.TrendStats) != 1 || cfg.TrendStats[0].Suffix != "p99" || cfg.NativeHistograms || cfg.StaleMarkers ||
+		cfg.InsecureSkipTLSVerify || cfg.HasBasicAuth {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	cfg, err := ParseConfig("", map[string]string{
+		"K6_PROMETHEUS_RW_SERVER_URL":                "https://prom.example:9443/api/v1/write",
+		"K6_PROMETHEUS_RW_PUSH_INTERVAL":             "250ms",
+		"K6_PROMETHEUS_RW_TREND_STATS":               "p(95),p(99.9), avg,min,max,med,count,sum,p(95)",
+		"K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM": "true",
+		"K6_PROMETHEUS_RW_HEADERS_X-Scope-OrgID":     "tenant-1",
+		"K6_PROMETHEUS_RW_HTTP_HEADERS":              "A:1, B : 2",
+		"K6_PROMETHEUS_RW_USERNAME":                  "u",
+		"K6_PROMETHEUS_RW_PASSWORD":                  "p",
+		"K6_PROMETHEUS_RW_INSECURE_SKIP_TLS_VERIFY":  "1",
+		"K6_PROMETHEUS_RW_STALE_MARKERS":             "true",
+		"BUZZLOAD_PROMETHEUS_RW_HISTOGRAM_SCHEMA":    "3",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suffixes []string
+	for _, s := range cfg.TrendStats {
+		suffixes = append(suffixes, s.Suffix)
+	}
+	if got := strings.Join(suffixes, ","); got != "p95,p999,avg,min,max,med,count,sum" {
+		t.Fatalf("trend stat suffixes %s", got)
+	}
+	if cfg.PushInterval != 250*time.Millisecond || !cfg.NativeHistograms || !cfg.StaleMarkers || !cfg.InsecureSkipTLSVerify ||
+		!cfg.HasBasicAuth || cfg.Username != "u" || cfg.Password != "p" || cfg.Schema != 3 ||
+		cfg.Headers["X-Scope-OrgID"] != "tenant-1" || cfg.Headers["A"] != "1" || cfg.Headers["B"] != "2" {
+		t.Fatalf("config: %+v", cfg)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	for key, val := range map[string]string{
+		"K6_PROMETHEUS_RW_SERVER_URL":                "localhost:9090",
+		"K6_PROMETHEUS_RW_PUSH_INTERVAL":             "5",
+		"K6_PROMETHEUS_RW_TREND_STATS":               "p(101)",
+		"K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM": "yes please",
+		"K6_PROMETHEUS_RW_STALE_MARKERS":             "maybe",
+		"K6_PROMETHEUS_RW_TLS_MINIMUM_VERSION":       "1.0",
+		"K6_PROMETHEUS_RW_SIGV4_REGION":              "eu-west-1",
+		"BUZZLOAD_PROMETHEUS_RW_HISTOGRAM_SCHEMA":    "9",
+	} {
+		_, err := ParseConfig("", map[string]string{key: val})
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: error %v does not name the variable", key, val, err)
+		}
+	}
+	if _, err := ParseConfig("url=http://x", nil); err == nil {
+		t.Error("an argument was accepted")
+	}
+	_, err := ParseConfig("", map[string]string{"K6_PROMETHEUS_RW_SERVER_URL": "ftp://u:s3cret@host/x"})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("bad URL error %v shows the password", err)
+	}
+}
+
+// Every value lands in the bucket whose bounds hold it, by the definition
+// (2^((k-1)/2^s), 2^(k/2^s)], for fine and coarse schemas.
+func TestBucketKeyMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, schema := range []int32{-2, 0, 3, 8} {
+		h := newNativeHist(schema)
+		for i := 0; i < 20000; i++ {
+			v := math.Exp(rng.Float64()*40 - 20)
+			k := h.bucketKey(v)
+			f := math.Exp2(-float64(schema))
+			lo, hi := math.Exp2(float64(k-1)*f), math.Exp2(float64(k)*f)
+			if !(v > lo*(1-1e-12) && v <= hi*(1+1e-12)) {
+				t.Fatalf("schema %d: %v in bucket %d = (%v, %v]", schema, v, k, lo, hi)
+			}
+		}
+		for _, p := range []float64{1, 2, 4, 0.5, 1024} { // powers of two are upper bounds
+			k := h.bucketKey(p)
+			if got := math.Exp2(float64(k) * math.Exp2(-float64(schema))); got != p && schema >= 0 {
+				t.Fatalf("schema %d: %v has upper bound %v", schema, p, got)
+			}
+		}
+	}
+}
+
+// The spans and deltas sent reproduce the bucket counts exactly, with gaps
+// short and long, on both sides and in the zero bucket.
+func TestHistogramWireRoundTrip(t *testing.T) {
+	h := newNativeHist(8)
+	want := map[int32]int64{}
+	wantNeg := map[int32]int64{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 5000; i++ {
+		v := math.Exp(rng.NormFloat64()*2 - 4)
+		if i%7 == 0 {
+			v = -v
+		}
+		if i%50 == 0 {
+			v = 0
+		}
+		h.observe(v)
+		switch {
+		case v > 0:
+			want[h.bucketKey(v)]++
+		case v < 0:
+			wantNeg[h.bucketKey(-v)]++
+		}
+	}
+	var e encoder
+	e.histogram("k6_x_seconds", []label{{"op", "publish"}}, h, 1234)
+	got, err := decodeWriteRequest(e.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].hists) != 1 {
+		t.Fatalf("decoded %+v", got)
+	}
+	d := got[0].hists[0]
+	if d.count != h.count || d.zero != h.zero || d.sum != h.sum || d.schema != 8 || d.ts != 1234 || d.zeroThr != zeroThreshold {
+		t.Fatalf("histogram header %+v", d)
+	}
+	if !equalCounts(d.pos, want) || !equalCounts(d.neg, wantNeg) {
+		t.Fatalf("buckets differ: %d/%d positive, %d/%d negative", len(d.pos), len(want), len(d.neg), len(wantNeg))
+	}
+	var n uint64 = d.zero
+	for _, c := range d.pos {
+		n += uint64(c)
+	}
+	for _, c := range d.neg {
+		n += uint64(c)
+	}
+	if n != d.count {
+		t.Fatalf("buckets hold %d of %d", n, d.count)
+	}
+}
+
+func equalCounts(a, b map[int32]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+type fixture struct {
+	reg                               *metrics.Registry
+	counter, gauge, rate, trend, data *metrics.Metric
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	reg := metrics.NewRegistry()
+	mk := func(name string, ty metrics.Type, vt metrics.ValueType) *metrics.Metric {
+		m, err := reg.New(name, ty, vt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	return fixture{reg: reg, counter: mk("http_reqs", metrics.Counter, metrics.Default), gauge: mk("vus", metrics.Gauge, metrics.Default),
+		rate: mk("checks", metrics.Rate, metrics.Default), trend: mk("http_req_duration", metrics.Trend, metrics.Time),
+		data: mk("msg_size", metrics.Trend, metrics.Data)}
+}
+
+func bySeries(t *testing.T, r *request) map[string]decodedSeries {
+	t.Helper()
+	if r == nil {
+		return nil
+	}
+	got, err := decodeWriteRequest(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]decodedSeries{}
+	for _, s := range got {
+		out[s.key()] = s
+	}
+	return out
+}
+
+func TestSeriesAsK6WritesThem(t *testing.T) {
+	f := newFixture(t)
+	cfg, _ := ParseConfig("", map[string]string{"K6_PROMETHEUS_RW_TREND_STATS": "p(99),avg,count,sum,min,max,med"})
+	a := newAggregator(cfg)
+	t0 := time.UnixMilli(1_700_000_000_000)
+	tags := metrics.NewTagSet(metrics.Tag{Key: "testid", Value: "t1"}, metrics.Tag{Key: "group", Value: ""},
+		metrics.Tag{Key: "scenario", Value: "default"}, metrics.Tag{Key: "Zed", Value: "z"}, metrics.Tag{Key: "a-b", Value: "x"})
+	var batch []metrics.Sample
+	for i := 0; i < 3; i++ {
+		batch = append(batch,
+			metrics.Sample{Metric: f.counter, Tags: tags, Time: t0.Add(time.Duration(i) * time.Millisecond), Value: 1},
+			metrics.Sample{Metric: f.trend, Tags: tags, Time: t0.Add(time.Duration(i) * time.Millisecond), Value: float64(100 * (i + 1))},
+			metrics.Sample{Metric: f.rate, Tags: tags, Time: t0, Value: float64(i % 2)},
+		)
+	}
+	batch = append(batch, metrics.Sample{Metric: f.gauge, Tags: tags, Time: t0.Add(1500 * time.Microsecond), Value: 7})
+	a.add(batch)
+	got := bySeries(t, a.build())
+	labels := "{Zed=z,a_b=x,scenario=default,testid=t1}"
+	want := map[string]float64{
+		"k6_http_reqs_total": 3, "k6_vus": 7, "k6_checks_rate": 1.0 / 3,
+		"k6_http_req_duration_p99": 0.298, "k6_http_req_duration_avg": 0.2, "k6_http_req_duration_count": 0.003,
+		"k6_http_req_duration_sum": 0.6, "k6_http_req_duration_min": 0.1, "k6_http_req_duration_max": 0.3, "k6_http_req_duration_med": 0.2,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d series: %v", len(got), keys(got))
+	}
+	for name, v := range want {
+		s, ok := got[name+labels]
+		if !ok {
+			t.Fatalf("no series %s%s in %v", name, labels, keys(got))
+		}
+		if len(s.samples) != 1 || math.Abs(s.samples[0][0]-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", name, s.samples, v)
+		}
+	}
+	if ts := got["k6_http_reqs_total"+labels].samples[0][1]; ts != float64(t0.UnixMilli()+2) {
+		t.Errorf("counter timestamp %v, want the newest sample's ms", ts)
+	}
+	if ts := got["k6_vus"+labels].samples[0][1]; ts != float64(t0.UnixMilli()+1) {
+		t.Errorf("gauge timestamp %v, want truncated to ms", ts)
+	}
+
+	// Once accepted, series without new samples are not sent again.
+	a.settle(a.build())
+	if r := a.build(); r != nil {
+		t.Fatalf("unchanged series were sent again: %v", keys(bySeries(t, r)))
+	}
+}
+
+func keys(m map[string]decodedSeries) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestTimestampsNeverGoBackAndFailedPointsAreResent(t *testing.T) {
+	f := newFixture(t)
+	cfg, _ := ParseConfig("", nil)
+	a := newAggregator(cfg)
+	t0 := time.UnixMilli(1_700_000_000_000)
+	a.add([]metrics.Sample{{Metric: f.counter, Time: t0, Value: 2}})
+	r1 := a.build()
+	a.settle(r1)
+	// A late sample (older than the accepted point) and one in the same ms.
+	a.add([]metrics.Sample{{Metric: f.counter, Time: t0.Add(-time.Second), Value: 1}})
+	r2 := a.build()
+	s := bySeries(t, r2)["k6_http_reqs_total{}"]
+	if s.samples[0][0] != 3 || s.samples[0][1] != float64(t0.UnixMilli()+1) {
+		t.Fatalf("after a late sample: %v", s.samples)
+	}
+	// r2 failed (not settled): the next build resends the newest value.
+	a.add([]metrics.Sample{{Metric: f.counter, Time: t0.Add(time.Second), Value: 1}})
+	s = bySeries(t, a.build())["k6_http_reqs_total{}"]
+	if s.samples[0][0] != 4 || s.samples[0][1] != float64(t0.UnixMilli()+1000) {
+		t.Fatalf("after a failed push: %v", s.samples)
+	}
+}
+
+func TestNativeHistogramSeriesNames(t *testing.T) {
+	f := newFixture(t)
+	cfg, _ := ParseConfig("", map[string]string{"K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM": "true"})
+	a := newAggregator(cfg)
+	t0 := time.UnixMilli(1_700_000_000_000)
+	custom, _ := f.reg.New("plain_trend", metrics.Trend, metrics.Default)
+	a.add([]metrics.Sample{{Metric: f.trend, Time: t0, Value: 250}, {Metric: f.data, Time: t0, Value: 2048}, {Metric: custom, Time: t0, Value: 3}})
+	got := bySeries(t, a.build())
+	h := got["k6_http_req_duration_seconds{}"].hists
+	if len(h) != 1 || h[0].count != 1 || h[0].sum != 0.25 {
+		t.Fatalf("time trend histogram %+v in %v", h, keys(got))
+	}
+	if h := got["k6_msg_size_bytes{}"].hists; len(h) != 1 || h[0].sum != 2048 {
+		t.Fatalf("data trend histogram %+v", h)
+	}
+	if h := got["k6_plain_trend{}"].hists; len(h) != 1 || h[0].sum != 3 {
+		t.Fatalf("default trend histogram %+v", h)
+	}
+}
+
+func TestSeriesLimitBoundsMemory(t *testing.T) {
+	f := newFixture(t)
+	cfg, _ := ParseConfig("", map[string]string{"BUZZLOAD_PROMETHEUS_RW_MAX_SERIES": "10"})
+	a := newAggregator(cfg)
+	for i := 0; i < 25; i++ {
+		a.add([]metrics.Sample{{Metric: f.counter, Tags: metrics.NewTagSet(metrics.Tag{Key: "i", Value: string(rune('a' + i))}), Time: time.Now(), Value: 1}})
+	}
+	if len(a.list) != 10 || a.dropped != 15 {
+		t.Fatalf("%d series, %d dropped", len(a.list), a.dropped)
+	}
+}
+
+// An endpoint that refuses connections costs counted pushes and one
+// warning; AddSamples never waits, and Stop reports the total without an
+// error (the run's exit code does not change).
+func TestDeadEndpointIsCountedNotBlocking(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg, _ := ParseConfig("", map[string]string{"K6_PROMETHEUS_RW_SERVER_URL": "http://u:s3cret@" + addr + "/api/v1/write",
+		"K6_PROMETHEUS_RW_PUSH_INTERVAL": "20ms"})
+	var mu sync.Mutex
+	var warnings []string
+	o, err := New(cfg, func(s string) { mu.Lock(); warnings = append(warnings, s); mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	var adds int
+	for time.Now().Before(deadline) {
+		start := time.Now()
+		o.AddSamples([]metrics.Sample{{Metric: f.counter, Time: time.Now(), Value: 1}})
+		if d := time.Since(start); d > 50*time.Millisecond {
+			t.Fatalf("AddSamples took %s", d)
+		}
+		adds++
+		time.Sleep(time.Millisecond)
+	}
+	if err := o.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	st := o.Stats()
+	if st.FailedPushes < 3 || st.FailedPushes != st.Pushes || st.PointsLost < st.FailedPushes {
+		t.Fatalf("stats %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "push failed") || !strings.Contains(warnings[1], "pushes to") {
+		t.Fatalf("want one warning while it lasts and the total, got %q", warnings)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "s3cret") {
+			t.Fatalf("a warning shows the password: %s", w)
+		}
+	}
+}
