@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/engine/summary"
@@ -53,20 +54,20 @@ func Consolidate(l Layers) (Consolidated, error) {
 	}
 	fileOpts, w1, err := ParseOptionsJSON(l.File, fileName)
 	if err != nil {
-		return c, &OptionsError{Err: err}
+		return c, configerr.New(err)
 	}
 	scriptOpts, w2, err := ParseOptionsJSON(l.Script, "options exported by the script")
 	if err != nil {
-		return c, &OptionsError{Err: err}
+		return c, configerr.New(err)
 	}
 	c.Warnings = append(append(c.Warnings, w1...), w2...)
 	fileExec, err := executor.ParseExecutionOptions(l.File)
 	if err != nil {
-		return c, &OptionsError{Err: fmt.Errorf("%s: %w", fileName, err)}
+		return c, configerr.New(fmt.Errorf("%s: %w", fileName, err))
 	}
 	scriptExec, err := executor.ParseExecutionOptions(l.Script)
 	if err != nil {
-		return c, &OptionsError{Err: fmt.Errorf("script options: %w", err)}
+		return c, configerr.New(fmt.Errorf("script options: %w", err))
 	}
 	exec := fileExec
 	for _, layer := range []struct {
@@ -80,7 +81,7 @@ func Consolidate(l Layers) (Consolidated, error) {
 	c.Exec = exec
 	opts := Options{}.Apply(fileOpts).Apply(scriptOpts).Apply(l.Env.Options).Apply(l.CLI.Options)
 	if c.Options, err = opts.Resolve(); err != nil {
-		return c, &OptionsError{Err: err}
+		return c, configerr.New(err)
 	}
 	if l.SummaryMode == "legacy" {
 		c.Warnings = append(c.Warnings, "the legacy summary layout is not available; printing the compact one")
@@ -90,7 +91,7 @@ func Consolidate(l Layers) (Consolidated, error) {
 		mode = "compact"
 	}
 	if err := (summary.Options{Mode: mode, TrendStats: c.Options.SummaryTrendStats, TimeUnit: c.Options.SummaryTimeUnit}).Validate(); err != nil {
-		return c, &OptionsError{Err: err}
+		return c, configerr.New(err)
 	}
 
 	configs, warns, err := exec.DeriveScenarios()
@@ -102,7 +103,7 @@ func Consolidate(l Layers) (Consolidated, error) {
 		for _, sc := range configs {
 			base := sc.Base()
 			if !contains(l.Exports, base.Exec) {
-				return c, &OptionsError{Err: fmt.Errorf("executor %s: function '%s' not found in exports", base.Name, base.Exec)}
+				return c, configerr.New(fmt.Errorf("executor %s: function '%s' not found in exports", base.Name, base.Exec))
 			}
 		}
 	}
@@ -119,13 +120,13 @@ func Consolidate(l Layers) (Consolidated, error) {
 		return c, fmt.Errorf("execution segment sequence: %w", err)
 	}
 	if c.Tuple, err = segment.NewTuple(seg, seq); err != nil {
-		return c, &OptionsError{Err: err}
+		return c, configerr.New(err)
 	}
 	if c.Plan, err = executor.NewPlan(configs, c.Tuple); err != nil {
 		return c, err
 	}
 	if c.Merged, err = mergedOptionsJSON(c.Options, exec, c.Plan); err != nil {
-		return c, &OptionsError{Err: err}
+		return c, configerr.New(err)
 	}
 	return c, nil
 }

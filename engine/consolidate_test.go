@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 func TestConsolidateLayers(t *testing.T) {
@@ -29,7 +30,7 @@ func TestConsolidateLayers(t *testing.T) {
 				if len(c.Plan.Scenarios) != 1 || c.Plan.Scenarios[0].Base().Type != executor.PerVUIterations || c.Plan.MaxVUs != 1 {
 					t.Fatalf("plan %+v", c.Plan.Scenarios)
 				}
-				if c.Options.SetupTimeout != DefaultSetupTimeout || strings.Join(c.Options.SystemTags, ",") != strings.Join(DefaultSystemTags, ",") {
+				if c.Options.SetupTimeout != DefaultSetupTimeout || strings.Join(c.Options.SystemTags, ",") != strings.Join(metrics.DefaultSystemTags(), ",") {
 					t.Fatalf("defaults %+v", c.Options)
 				}
 			},

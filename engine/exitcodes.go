@@ -3,7 +3,7 @@ package engine
 import (
 	"errors"
 
-	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/jshost/eventloop"
 )
@@ -15,7 +15,7 @@ const (
 	ExitSetupTimeout     = 100
 	ExitTeardownTimeout  = 101
 	ExitGenericTimeout   = 102
-	ExitInvalidConfig    = 104
+	ExitInvalidConfig    = configerr.Exit
 	ExitExternalAbort    = 105
 	ExitScriptException  = 107
 	ExitScriptAborted    = 108
@@ -60,10 +60,8 @@ func ExitCode(err error) int {
 		}
 		return ExitGenericTimeout
 	}
-	var ce *jshost.ConfigError
-	var ece *executor.ConfigError
-	var oe *OptionsError
-	if errors.As(err, &ce) || errors.As(err, &ece) || errors.As(err, &oe) {
+	var ce *configerr.Error
+	if errors.As(err, &ce) {
 		return ExitInvalidConfig
 	}
 	var se *jshost.ScriptError
@@ -74,8 +72,6 @@ func ExitCode(err error) int {
 	return ExitGeneric
 }
 
-// OptionsError is an invalid option value (exit 104).
-type OptionsError struct{ Err error }
-
-func (e *OptionsError) Error() string { return e.Err.Error() }
-func (e *OptionsError) Unwrap() error { return e.Err }
+// OptionsError is the config error (exit 104) under the name the CLI
+// and the outputs have used: the same type, not a second one.
+type OptionsError = configerr.Error

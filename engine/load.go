@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/thresholds"
@@ -58,7 +59,7 @@ func (r *runner) load(ctx context.Context) error {
 		case err != nil && r.cfg.NoThresholds:
 			r.log.Log(jshost.LevelWarn, "thresholds (not evaluated, --no-thresholds): "+err.Error())
 		case err != nil:
-			return &OptionsError{Err: fmt.Errorf("thresholds: %w", err)}
+			return configerr.New(fmt.Errorf("thresholds: %w", err))
 		case !r.cfg.NoThresholds:
 			r.thr = set
 			for _, w := range set.Warnings {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // Options are the non-execution options of one configuration layer (config
@@ -45,9 +47,6 @@ const (
 
 // DefaultSummaryTrendStats is k6's default summaryTrendStats.
 var DefaultSummaryTrendStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)"}
-
-// DefaultSystemTags are the system tags k6 switches on by default.
-var DefaultSystemTags = []string{"proto", "subproto", "status", "method", "url", "name", "group", "check", "error", "error_code", "tls_version", "scenario", "service", "expected_response"}
 
 // knownOptionKeys are k6 options we accept without a warning even where we
 // have nothing to do with them (HTTP, TLS, DNS, cloud ...).
@@ -301,7 +300,7 @@ func (o Options) Resolve() (Resolved, error) {
 		r.SummaryTrendStats = append([]string(nil), DefaultSummaryTrendStats...)
 	}
 	if r.SystemTags == nil {
-		r.SystemTags = append([]string(nil), DefaultSystemTags...)
+		r.SystemTags = metrics.DefaultSystemTags()
 	}
 	var errs []error
 	for _, s := range r.SummaryTrendStats {

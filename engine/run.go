@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -192,7 +193,7 @@ func (r *runner) run(ctx context.Context) Result {
 			err = o.Start()
 		}
 		if err != nil {
-			r.fail(ExitInvalidConfig, &OptionsError{Err: err})
+			r.fail(ExitInvalidConfig, configerr.New(err))
 			r.stopOutputs()
 			return r.result()
 		}
@@ -313,7 +314,7 @@ func (r *runner) execute(ctx, runCtx context.Context) {
 	if r.thr != nil {
 		ev, err := thresholds.NewEvaluator(r.thr, r.coll, thresholds.Options{RunStart: r.runStart, Now: r.now})
 		if err != nil {
-			r.fail(ExitInvalidConfig, &OptionsError{Err: err})
+			r.fail(ExitInvalidConfig, configerr.New(err))
 			return
 		}
 		r.ev = ev

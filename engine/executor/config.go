@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/segment"
 )
 
@@ -25,9 +26,6 @@ const (
 	externallyControlled = "externally-controlled"
 )
 
-// ExitInvalidConfig is k6's exit code for invalid options (k6-compat.md §4.5).
-const ExitInvalidConfig = 104
-
 // Defaults shared by the executors (k6-compat.md §2).
 const (
 	DefaultGracefulStop     = 30 * time.Second
@@ -36,29 +34,6 @@ const (
 	DefaultTimeUnit         = time.Second
 	maxRampingVUs           = 100_000_000
 )
-
-// ConfigError is one invalid scenario option. Callers map it (and any error
-// wrapping it) to exit code 104.
-type ConfigError struct {
-	Scenario string // "" for the top-level shortcut options
-	Key      string // e.g. "stages[1].target"
-	Message  string
-}
-
-func (e *ConfigError) Error() string {
-	switch {
-	case e.Scenario == "" && e.Key == "":
-		return e.Message
-	case e.Scenario == "":
-		return fmt.Sprintf("options.%s: %s", e.Key, e.Message)
-	case e.Key == "":
-		return fmt.Sprintf("scenarios.%s: %s", e.Scenario, e.Message)
-	}
-	return fmt.Sprintf("scenarios.%s.%s: %s", e.Scenario, e.Key, e.Message)
-}
-
-// ExitCode is 104.
-func (e *ConfigError) ExitCode() int { return ExitInvalidConfig }
 
 // Stage is one step of a ramping executor: move linearly to Target over
 // Duration. Name is our extension: it labels the stage in iteration info and
@@ -85,7 +60,7 @@ type BaseConfig struct {
 // type; Base gives the common fields.
 type Config interface {
 	Base() *BaseConfig
-	// Validate returns every problem, each a *ConfigError, joined.
+	// Validate returns every problem, each a *configerr.Error, joined.
 	Validate() error
 	// ExecutionSteps is the pure plan of VUs this scenario needs on the
 	// instance described by t, offsets relative to the scenario's startTime.
@@ -97,58 +72,6 @@ type Config interface {
 }
 
 func (b *BaseConfig) Base() *BaseConfig { return b }
-
-// SharedIterationsConfig: VUs share one pool of Iterations (§2.3).
-type SharedIterationsConfig struct {
-	BaseConfig
-	VUs         int64
-	Iterations  int64
-	MaxDuration time.Duration
-}
-
-// PerVUIterationsConfig: every VU runs Iterations iterations (§2.4).
-type PerVUIterationsConfig struct {
-	BaseConfig
-	VUs         int64
-	Iterations  int64
-	MaxDuration time.Duration
-}
-
-// ConstantVUsConfig: VUs loop for Duration (§2.5).
-type ConstantVUsConfig struct {
-	BaseConfig
-	VUs      int64
-	Duration time.Duration
-}
-
-// RampingVUsConfig: the VU count follows Stages from StartVUs (§2.6).
-type RampingVUsConfig struct {
-	BaseConfig
-	StartVUs         int64
-	Stages           []Stage
-	GracefulRampDown time.Duration
-}
-
-// ConstantArrivalRateConfig: Rate iterations per TimeUnit for Duration (§2.7).
-type ConstantArrivalRateConfig struct {
-	BaseConfig
-	Rate            int64
-	TimeUnit        time.Duration
-	Duration        time.Duration
-	PreAllocatedVUs int64
-	MaxVUs          int64
-}
-
-// RampingArrivalRateConfig: the rate follows Stages (targets are iterations
-// per TimeUnit) from StartRate (§2.8).
-type RampingArrivalRateConfig struct {
-	BaseConfig
-	StartRate       int64
-	TimeUnit        time.Duration
-	Stages          []Stage
-	PreAllocatedVUs int64
-	MaxVUs          int64
-}
 
 var scenarioName = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
 
@@ -165,12 +88,12 @@ var executorKeys = map[string][]string{
 
 // ParseScenarios parses the `scenarios` object of the options into validated
 // configs sorted by (startTime, name), the order k6 plans and shows them in.
-// Warnings (unknown keys) are returned separately; errors are *ConfigError
+// Warnings (unknown keys) are returned separately; errors are *configerr.Error
 // values joined with errors.Join.
 func ParseScenarios(raw json.RawMessage) ([]Config, []string, error) {
 	var objs map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &objs); err != nil {
-		return nil, nil, &ConfigError{Key: "scenarios", Message: "must be an object of named scenarios: " + err.Error()}
+		return nil, nil, configerr.Errorf("", "scenarios", "must be an object of named scenarios: %s", err)
 	}
 	names := make([]string, 0, len(objs))
 	for n := range objs {
@@ -213,25 +136,25 @@ func SortConfigs(cs []Config) {
 func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 	p := &fieldParser{scenario: name}
 	if !scenarioName.MatchString(name) {
-		return nil, nil, &ConfigError{Scenario: name, Message: "invalid scenario name (allowed: letters, digits, '_' and '-')"}
+		return nil, nil, configerr.Errorf(name, "", "invalid scenario name (allowed: letters, digits, '_' and '-')")
 	}
 	if err := json.Unmarshal(raw, &p.fields); err != nil || p.fields == nil {
-		return nil, nil, &ConfigError{Scenario: name, Message: "must be an object"}
+		return nil, nil, configerr.Errorf(name, "", "must be an object")
 	}
 	var typ string
 	if _, ok := p.fields["executor"]; !ok {
-		return nil, nil, &ConfigError{Scenario: name, Key: "executor", Message: "is required"}
+		return nil, nil, configerr.Errorf(name, "executor", "is required")
 	}
 	p.str("executor", &typ)
 	if p.errs != nil {
 		return nil, nil, errors.Join(p.errs...)
 	}
 	if typ == externallyControlled {
-		return nil, nil, &ConfigError{Scenario: name, Key: "executor", Message: "externally-controlled is not supported by buzzload (it needs k6's REST API, removed in k6 v2); use constant-vus or ramping-vus"}
+		return nil, nil, configerr.Errorf(name, "executor", "externally-controlled is not supported by buzzload (it needs k6's REST API, removed in k6 v2); use constant-vus or ramping-vus")
 	}
 	keys, ok := executorKeys[typ]
 	if !ok {
-		return nil, nil, &ConfigError{Scenario: name, Key: "executor", Message: fmt.Sprintf("unknown executor %q (one of %s)", typ, strings.Join(ExecutorTypes(), ", "))}
+		return nil, nil, configerr.Errorf(name, "executor", "unknown executor %q (one of %s)", typ, strings.Join(ExecutorTypes(), ", "))
 	}
 	base := BaseConfig{Name: name, Type: typ, GracefulStop: DefaultGracefulStop, Exec: "default"}
 	p.duration("startTime", &base.StartTime)
@@ -334,7 +257,7 @@ type fieldParser struct {
 }
 
 func (p *fieldParser) fail(key, format string, args ...any) {
-	p.errs = append(p.errs, &ConfigError{Scenario: p.scenario, Key: key, Message: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, configerr.Errorf(p.scenario, key, format, args...))
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
@@ -445,7 +368,7 @@ func (p *fieldParser) stages(key string, dst *[]Stage) {
 func parseStages(raw json.RawMessage, scenario, key string, strict bool) ([]Stage, []error) {
 	var items []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, []error{&ConfigError{Scenario: scenario, Key: key, Message: "must be an array of {duration, target} objects"}}
+		return nil, []error{configerr.Errorf(scenario, key, "must be an array of {duration, target} objects")}
 	}
 	var (
 		out  []Stage
@@ -469,7 +392,7 @@ func parseStages(raw json.RawMessage, scenario, key string, strict bool) ([]Stag
 		sp.integer("target", &s.Target)
 		sp.str("name", &s.Name)
 		for _, e := range sp.errs {
-			var ce *ConfigError
+			var ce *configerr.Error
 			if errors.As(e, &ce) && !strings.HasPrefix(ce.Key, k) {
 				ce.Key = k + "." + ce.Key
 			}
@@ -489,7 +412,7 @@ type validator struct {
 
 func (v *validator) check(ok bool, key, format string, args ...any) {
 	if !ok {
-		v.errs = append(v.errs, &ConfigError{Scenario: v.scenario, Key: key, Message: fmt.Sprintf(format, args...)})
+		v.errs = append(v.errs, configerr.Errorf(v.scenario, key, format, args...))
 	}
 }
 
@@ -506,73 +429,4 @@ func (b *BaseConfig) validate() *validator {
 
 func validateMaxDuration(v *validator, key string, d time.Duration) {
 	v.check(d >= time.Second, key, "must be at least 1s, got %s", d)
-}
-
-func (c *SharedIterationsConfig) Validate() error {
-	v := c.validate()
-	v.check(c.VUs > 0, "vus", "must be greater than 0, got %d", c.VUs)
-	v.check(c.Iterations >= c.VUs, "iterations", "the number of iterations (%d) can't be less than the number of VUs (%d)", c.Iterations, c.VUs)
-	validateMaxDuration(v, "maxDuration", c.MaxDuration)
-	return v.err()
-}
-
-func (c *PerVUIterationsConfig) Validate() error {
-	v := c.validate()
-	v.check(c.VUs > 0, "vus", "must be greater than 0, got %d", c.VUs)
-	v.check(c.Iterations > 0, "iterations", "must be greater than 0, got %d", c.Iterations)
-	validateMaxDuration(v, "maxDuration", c.MaxDuration)
-	return v.err()
-}
-
-func (c *ConstantVUsConfig) Validate() error {
-	v := c.validate()
-	v.check(c.VUs > 0, "vus", "must be greater than 0, got %d", c.VUs)
-	validateMaxDuration(v, "duration", c.Duration)
-	return v.err()
-}
-
-func validateStages(v *validator, stages []Stage) {
-	v.check(len(stages) > 0, "stages", "at least one stage is required")
-	for i, s := range stages {
-		k := fmt.Sprintf("stages[%d]", i)
-		v.check(s.Duration >= 0, k+".duration", "must not be negative, got %s", s.Duration)
-		v.check(s.Target >= 0, k+".target", "must not be negative, got %d", s.Target)
-	}
-}
-
-func (c *RampingVUsConfig) Validate() error {
-	v := c.validate()
-	v.check(c.StartVUs >= 0, "startVUs", "must not be negative, got %d", c.StartVUs)
-	v.check(c.StartVUs <= maxRampingVUs, "startVUs", "must not be above %d, got %d", maxRampingVUs, c.StartVUs)
-	v.check(c.GracefulRampDown >= 0, "gracefulRampDown", "must not be negative, got %s", c.GracefulRampDown)
-	validateStages(v, c.Stages)
-	maxVUs := c.StartVUs
-	for i, s := range c.Stages {
-		v.check(s.Target <= maxRampingVUs, fmt.Sprintf("stages[%d].target", i), "must not be above %d, got %d", maxRampingVUs, s.Target)
-		maxVUs = max(maxVUs, s.Target)
-	}
-	v.check(maxVUs > 0, "", "either startVUs or one of the stage targets must be greater than 0")
-	return v.err()
-}
-
-func validateArrival(v *validator, timeUnit time.Duration, pre, maxVUs int64) {
-	v.check(timeUnit > 0, "timeUnit", "must be greater than 0, got %s", timeUnit)
-	v.check(pre >= 0, "preAllocatedVUs", "must not be negative, got %d", pre)
-	v.check(maxVUs >= pre, "maxVUs", "can't be less than preAllocatedVUs (%d), got %d", pre, maxVUs)
-}
-
-func (c *ConstantArrivalRateConfig) Validate() error {
-	v := c.validate()
-	v.check(c.Rate > 0, "rate", "must be greater than 0, got %d", c.Rate)
-	validateMaxDuration(v, "duration", c.Duration)
-	validateArrival(v, c.TimeUnit, c.PreAllocatedVUs, c.MaxVUs)
-	return v.err()
-}
-
-func (c *RampingArrivalRateConfig) Validate() error {
-	v := c.validate()
-	v.check(c.StartRate >= 0, "startRate", "must not be negative, got %d", c.StartRate)
-	validateStages(v, c.Stages)
-	validateArrival(v, c.TimeUnit, c.PreAllocatedVUs, c.MaxVUs)
-	return v.err()
 }

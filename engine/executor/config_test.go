@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/configerr"
 )
 
 func parseOne(t *testing.T, js string) Config {
@@ -116,9 +118,9 @@ func TestValidationErrorsNameScenarioAndKey(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error = %v\nwant it to contain %q", err, c.want)
 			}
-			var ce *ConfigError
+			var ce *configerr.Error
 			if !errors.As(err, &ce) || ce.ExitCode() != 104 {
-				t.Errorf("error %T is not a *ConfigError with exit code 104", err)
+				t.Errorf("error %T is not a *configerr.Error with exit code 104", err)
 			}
 		})
 	}
@@ -126,7 +128,7 @@ func TestValidationErrorsNameScenarioAndKey(t *testing.T) {
 
 func TestUnknownKeysInAScenarioAreErrors(t *testing.T) {
 	_, _, err := ParseScenarios(json.RawMessage(`{"s":{"executor":"constant-vus","duration":"1s","startime":"1s"}}`))
-	var ce *ConfigError
+	var ce *configerr.Error
 	if !errors.As(err, &ce) || ce.ExitCode() != 104 || !strings.Contains(err.Error(), "scenarios.s.startime: unknown option for constant-vus") {
 		t.Fatalf("err %v", err)
 	}
@@ -224,9 +226,9 @@ func TestShortcutConflicts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := scenariosOf(t, c.js)
-			var ce *ConfigError
+			var ce *configerr.Error
 			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ce) {
-				t.Fatalf("error = %v, want a *ConfigError containing %q", err, c.want)
+				t.Fatalf("error = %v, want a *configerr.Error containing %q", err, c.want)
 			}
 		})
 	}

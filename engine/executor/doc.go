@@ -5,6 +5,14 @@
 // the runtime scheduler that runs several scenarios at once on a shared VU
 // pool. Execution segments (package segment) split every plan exactly.
 //
+// Each executor has its file, named for it (shared_iterations.go,
+// per_vu_iterations.go, constant_vus.go, ramping_vus.go,
+// constant_arrival_rate.go, ramping_arrival_rate.go): its config,
+// validation, plan steps, description and run loop. config.go parses and
+// validates scenarios, shortcuts.go the shortcut options, steps.go and
+// plan.go are the shared planning, scheduler.go, pool.go, run_vus.go and
+// run_arrival.go the shared runtime.
+//
 // It knows nothing about JavaScript or metrics. The integrator (engine/jshost
 // and `buzzload run`) provides:
 //
@@ -27,7 +35,7 @@
 //	opts, err := executor.ParseExecutionOptions(scriptOptionsJSON)
 //	cli, err := executor.CLIOptions(vusFlag, durationFlag, iterationsFlag, stageFlags)
 //	opts, warnings := executor.Merge(opts, cli, "cli")
-//	configs, warnings, err := opts.DeriveScenarios() // *ConfigError → exit 104
+//	configs, warnings, err := opts.DeriveScenarios() // *configerr.Error → exit 104
 //	plan, err := executor.NewPlan(configs, tuple)     // tuple from package segment
 //	pool := executor.NewPool(factory, tuple, plan.MaxVUs)
 //	err = pool.Init(ctx, plan.MaxPlannedVUs, runtime.NumCPU())

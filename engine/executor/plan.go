@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/segment"
 )
 
@@ -41,7 +42,7 @@ func NewPlan(configs []Config, t *segment.Tuple) (*Plan, error) {
 			return nil, err
 		}
 		if n := c.Base().Name; seen[n] {
-			return nil, &ConfigError{Scenario: n, Message: "duplicate scenario name"}
+			return nil, configerr.Errorf(n, "", "duplicate scenario name")
 		} else {
 			seen[n] = true
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/configerr"
 )
 
 // ExecutionOptions are the five options that decide the scenarios: the four
@@ -35,7 +37,7 @@ func ParseExecutionOptions(options json.RawMessage) (ExecutionOptions, error) {
 	}
 	p := &fieldParser{}
 	if err := json.Unmarshal(options, &p.fields); err != nil {
-		return o, &ConfigError{Message: "options must be an object: " + err.Error()}
+		return o, configerr.Errorf("", "", "options must be an object: %s", err)
 	}
 	if _, ok := p.get("vus"); ok {
 		o.VUs = new(int64)
@@ -138,7 +140,7 @@ const DefaultScenarioName = "default"
 // DeriveScenarios turns the merged execution options into scenarios, applying the
 // shortcut rules of §2.10 with k6 v1.x semantics for a bare `vus` (ignored,
 // with a warning: one VU runs one iteration). The first rule that matches
-// wins; conflicts are *ConfigError values (exit 104).
+// wins; conflicts are *configerr.Error values (exit 104).
 func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 	vus := int64(1)
 	if o.VUs != nil {
@@ -148,10 +150,10 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 		return BaseConfig{Name: DefaultScenarioName, Type: typ, GracefulStop: DefaultGracefulStop, Exec: "default"}
 	}
 	conflict := func(a, b string) error {
-		return &ConfigError{Message: fmt.Sprintf("using multiple execution config shortcuts (%s and %s) simultaneously is not allowed", a, b)}
+		return configerr.Errorf("", "", "using multiple execution config shortcuts (%s and %s) simultaneously is not allowed", a, b)
 	}
 	withScenarios := func(a string) error {
-		return &ConfigError{Message: fmt.Sprintf("using an execution configuration shortcut (%s) and scenarios simultaneously is not allowed", a)}
+		return configerr.Errorf("", "", "using an execution configuration shortcut (%s) and scenarios simultaneously is not allowed", a)
 	}
 	one := func(c Config) ([]Config, []string, error) {
 		if err := c.Validate(); err != nil {
@@ -180,7 +182,7 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 			return nil, nil, withScenarios("duration")
 		}
 		if *o.Duration <= 0 {
-			return nil, nil, &ConfigError{Key: "duration", Message: fmt.Sprintf("must be greater than 0, got %s", *o.Duration)}
+			return nil, nil, configerr.Errorf("", "duration", "must be greater than 0, got %s", *o.Duration)
 		}
 		return one(&ConstantVUsConfig{BaseConfig: base(ConstantVUs), VUs: vus, Duration: *o.Duration})
 	case len(o.Stages) > 0:

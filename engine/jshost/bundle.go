@@ -26,6 +26,7 @@ import (
 
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -131,7 +132,7 @@ func NewBundle(ctx context.Context, cfg Config) (*Bundle, error) {
 				enc := json.NewEncoder(&buf)
 				enc.SetEscapeHTML(false) // keep "p(95)<200" readable in errors and outputs
 				if err := enc.Encode(v.Export()); err != nil {
-					return nil, &ConfigError{Err: fmt.Errorf("options: %w", err)}
+					return nil, configerr.New(fmt.Errorf("options: %w", err))
 				}
 				b.Options = bytes.TrimRight(buf.Bytes(), "\n")
 			}
@@ -140,30 +141,21 @@ func NewBundle(ctx context.Context, cfg Config) (*Bundle, error) {
 		if _, ok := sobek.AssertFunction(v); ok {
 			b.Exports = append(b.Exports, n)
 		} else if n == "setup" || n == "teardown" || n == "handleSummary" {
-			return nil, &ConfigError{Err: fmt.Errorf("exported %s must be a function", n)}
+			return nil, configerr.New(fmt.Errorf("exported %s must be a function", n))
 		}
 	}
 	sort.Strings(b.Exports)
 	if len(b.Exports) == 0 {
-		return nil, &ConfigError{Err: errors.New("no exported functions in script")}
+		return nil, configerr.New(errors.New("no exported functions in script"))
 	}
 	return b, nil
 }
-
-// ConfigError is an invalid option or export (exit 104).
-type ConfigError struct{ Err error }
-
-func (e *ConfigError) Error() string { return e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
 
 // SystemTags are the system tags the host attaches (k6's systemTags option;
 // vu and iter go into sample metadata).
 type SystemTags struct {
 	Scenario, Group, Check, VU, Iter bool
 }
-
-// DefaultSystemTags is k6's default set as far as the host is concerned.
-var DefaultSystemTags = SystemTags{Scenario: true, Group: true, Check: true}
 
 // NewSystemTags reads a systemTags list.
 func NewSystemTags(names []string) SystemTags {
@@ -192,7 +184,7 @@ func (b *Bundle) systemTags() SystemTags {
 	if s := b.sys.Load(); s != nil {
 		return *s
 	}
-	return DefaultSystemTags
+	return NewSystemTags(metrics.DefaultSystemTags())
 }
 
 // SetThrow makes invalid metric values throw instead of warning (the

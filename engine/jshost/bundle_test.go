@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/configerr"
 )
 
 func TestESModulesRelativeImportsAndTopLevelAwait(t *testing.T) {
@@ -225,7 +227,7 @@ func TestTopLevelAwaitThatNeverSettles(t *testing.T) {
 func TestNoExportedFunctions(t *testing.T) {
 	h := newHarness(t, map[string]string{"main.js": "export const options = {};"})
 	_, err := NewBundle(context.Background(), h.config("main.js"))
-	var ce *ConfigError
+	var ce *configerr.Error
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no exported functions") {
 		t.Fatalf("err = %v", err)
 	}

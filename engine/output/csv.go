@@ -12,12 +12,6 @@ import (
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
-// DefaultSystemTags are the system tags k6 enables by default (spec §1.11).
-func DefaultSystemTags() []string {
-	return []string{"proto", "subproto", "status", "method", "url", "name", "group", "check", "error", "error_code",
-		"tls_version", "scenario", "service", "expected_response"}
-}
-
 // CSVConfig is the CSV output's settings.
 type CSVConfig struct {
 	FileName     string
@@ -99,7 +93,7 @@ var _ Output = (*CSV)(nil)
 func NewCSV(cfg CSVConfig, p Params) *CSV {
 	tags := p.SystemTags
 	if tags == nil {
-		tags = DefaultSystemTags()
+		tags = metrics.DefaultSystemTags()
 	}
 	c := &CSV{cfg: cfg, p: p, isCol: map[string]bool{}}
 	for _, t := range tags {
