@@ -45,7 +45,13 @@
 // counts of the largest step (this shard).
 //
 // sc.setup() seeds the scenario with modules/seed (idempotent: a rerun adds
-// nothing) and returns a small summary object (setup data). sc.teardown()
+// nothing) and returns a small summary object (setup data). In a
+// distributed run every instance runs setup() (k6-operator#223), so only one
+// seeds: the instance whose execution segment starts at 0 (or shard 0);
+// the others wait, bounded by setupTimeout less 10 s, until the fixture is
+// complete on the shared relay and verify it (seed.WaitComplete), writing
+// nothing (SeedRole; sc.setup({role: "seed"|"wait", waitTimeout: "5m"})
+// overrides). Against the embedded relay every instance seeds its own. sc.teardown()
 // stops the embedded relay (it does not delete communities: that is
 // `buzzload teardown`). sc.report(data, {json}) in handleSummary prints the
 // per-step, per-operation report and writes it as JSON (default

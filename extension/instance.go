@@ -135,6 +135,16 @@ func (in *instance) scenarioStart(l *loaded, st *jsmodule.State) (time.Time, err
 // globalSlot maps a local slot to the whole run's slot through the
 // execution segment the run was started with (none: itself).
 func (m *Module) globalSlot(in *instance, local int64) (int64, error) {
+	tup, err := m.segmentTuple(in)
+	if err != nil {
+		return 0, err
+	}
+	return tup.GlobalIndex(local), nil
+}
+
+// segmentTuple is the execution segment the run was started with, read
+// once from the VU's test options (none: the full tuple).
+func (m *Module) segmentTuple(in *instance) (*segment.Tuple, error) {
 	m.segOnce.Do(func() {
 		m.tuple = segment.FullTuple()
 		raw := in.vu.TestOptions()
@@ -172,7 +182,7 @@ func (m *Module) globalSlot(in *instance, local int64) (int64, error) {
 		m.tuple, m.segErr = segment.NewTuple(seg, seq)
 	})
 	if m.segErr != nil {
-		return 0, fmt.Errorf("execution segment: %w", m.segErr)
+		return nil, fmt.Errorf("execution segment: %w", m.segErr)
 	}
-	return m.tuple.GlobalIndex(local), nil
+	return m.tuple, nil
 }

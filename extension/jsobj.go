@@ -44,7 +44,7 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 	})
 	set("limits", func(sobek.FunctionCall) sobek.Value { return in.toJS(Limits(l.base.Abort)) })
 	set("steps", func(sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) })
-	set("setup", func(sobek.FunctionCall) sobek.Value { return in.jsSetup(l) })
+	set("setup", func(c sobek.FunctionCall) sobek.Value { return in.jsSetup(l, c.Argument(0)) })
 	set("teardown", func(sobek.FunctionCall) sobek.Value {
 		if err := in.m.Close(); err != nil {
 			in.throw(err)
@@ -148,19 +148,27 @@ type SetupResult struct {
 	Created     int    `json:"created"`
 	Existing    int    `json:"existing"`
 	DurationMs  int64  `json:"duration_ms"`
+	// Role is what this instance did: "seed" (seeded, idempotently) or
+	// "wait" (waited for the seeding instance, then verified; wrote nothing).
+	Role string `json:"role"`
 }
 
-// jsSetup seeds the scenario (idempotently: a rerun adds nothing) and
-// returns a summary.
-func (in *instance) jsSetup(l *loaded) sobek.Value {
-	res, err := in.seed(l)
+// jsSetup seeds the scenario (idempotently: a rerun adds nothing), or in a
+// distributed run's other instances waits for it (SeedRole), and returns a
+// summary.
+func (in *instance) jsSetup(l *loaded, opts sobek.Value) sobek.Value {
+	so, err := parseSetupOptions(in.rt(), opts)
+	if err != nil {
+		in.throw(err)
+	}
+	res, err := in.seed(l, so)
 	if err != nil {
 		in.throw(err)
 	}
 	return in.toJS(res)
 }
 
-func (in *instance) seed(l *loaded) (*SetupResult, error) {
+func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 	l.seedMu.Lock()
 	defer l.seedMu.Unlock()
 	if l.seedDone {
@@ -169,6 +177,17 @@ func (in *instance) seed(l *loaded) (*SetupResult, error) {
 	sc, err := l.target()
 	if err != nil {
 		return nil, err
+	}
+	role := so.role
+	if role == RoleAuto {
+		tup, err := in.m.segmentTuple(in)
+		if err != nil {
+			return nil, err
+		}
+		role = SeedRole(l.base.Embedded(), tup.Segment(), l.shard)
+	}
+	if role == RoleWait {
+		return in.waitFixture(l, sc, so)
 	}
 	opt := seed.Options{}
 	if st := in.vu.State(); st != nil {
@@ -202,7 +221,7 @@ func (in *instance) seed(l *loaded) (*SetupResult, error) {
 	}
 	out := &SetupResult{RunID: sc.RunID, Embedded: l.base.Embedded(), WSURL: sc.Target.WSURL,
 		Communities: len(r.Communities), Channels: r.Channels.Settled(), Members: r.Members.Settled(),
-		Posts: r.Posts.Settled(), DurationMs: r.Duration.Milliseconds()}
+		Posts: r.Posts.Settled(), DurationMs: r.Duration.Milliseconds(), Role: RoleSeed}
 	for _, c := range []seed.Counts{r.Channels, r.Members, r.Posts} {
 		out.Created += c.Created
 		out.Existing += c.Existing
