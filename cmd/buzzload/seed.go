@@ -33,9 +33,13 @@ is needed only with a host template and is never printed.
 A scenario without target.ws_url and target.http_url runs against the embedded
 relay, which 'buzzload run' starts and seeds itself, so seed refuses it.
 
+A relay that answers nothing but quota rejections (HTTP 429, "rate-limited:
+quota exceeded") for --throttle-timeout ends the seed with a message that says
+it was throttled; --deadline bounds the whole seed. Both exit 1.
+
 Progress goes to stderr, the summary (or --json) to stdout.
 Exit status: 0 when the relay accepted every planned post, 1 when not (or the
-seed failed), 2 for usage errors.
+seed failed, was throttled or ran past its deadline), 2 for usage errors.
 
 flags:
 `
@@ -50,6 +54,8 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 	fs.SetOutput(io.Discard)
 	jsonOut := fs.Bool("json", false, "print the result as JSON on stdout instead of the summary")
 	quiet := fs.BoolP("quiet", "q", false, "print no progress lines on stderr")
+	deadline := fs.Duration("deadline", time.Hour, "give up when the whole seed takes longer (0: no deadline)")
+	throttleTimeout := fs.Duration("throttle-timeout", 5*time.Minute, "give up when the relay answers only quota rejections (429) for this long (0: never)")
 	sc, code, ok := loadScenarioArgs(name, seedUsage, fs, args, env)
 	if !ok {
 		return code
@@ -67,7 +73,11 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 	defer stop()
 	pl := newProgressLine(env.Stderr, "seed", *quiet)
 	defer pl.stop()
-	res, err := seed.Seed(ctx, sc, seed.Options{Operator: op, Progress: pl.update})
+	tt := *throttleTimeout
+	if tt <= 0 {
+		tt = -1 // seed.Options: negative means never; 0 would mean its default
+	}
+	res, err := seed.Seed(ctx, sc, seed.Options{Operator: op, Progress: pl.update, Deadline: *deadline, ThrottleTimeout: tt})
 	pl.stop()
 	return finish(name, env, *jsonOut, res, err,
 		func(r *seed.Result) { printSeedSummary(env.Stdout, sc, r) },

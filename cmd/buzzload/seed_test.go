@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,5 +190,34 @@ func mustHave(t *testing.T, s string, subs ...string) {
 		if !strings.Contains(s, x) {
 			t.Errorf("output lacks %q:\n%s", x, s)
 		}
+	}
+}
+
+// Issue 10: against a relay that answers 429 forever, buzzload seed ends
+// after --throttle-timeout with exit 1 and a message that says it was
+// throttled (it used to retry for hours).
+func TestSeedCommandThrottledForeverExitsOne(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"error":"rate-limited: quota exceeded; retry in 1s"}`)
+	}))
+	defer srv.Close()
+	target := fmt.Sprintf("[target]\nws_url = %q\nhttp_url = %q\n", "ws"+strings.TrimPrefix(srv.URL, "http"), srv.URL)
+	path := filepath.Join(t.TempDir(), "throttled.toml")
+	shape := strings.Replace(cliShape, "private_channels = true\n", "", 1)
+	if err := os.WriteFile(path, []byte("run_id = \"throttled\"\n"+target+shape), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	code, _, stderr := runWith(t, nil, "seed", "-q", "--throttle-timeout", "2s", path)
+	if code != 1 || !strings.Contains(stderr, "throttled") || !strings.Contains(stderr, "429") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	code, _, stderr = runWith(t, nil, "seed", "-q", "--throttle-timeout", "0", "--deadline", "1500ms", path)
+	if code != 1 || !strings.Contains(stderr, "deadline") || !strings.Contains(stderr, "the seed was throttled") {
+		t.Fatalf("deadline: exit %d, stderr %q", code, stderr)
 	}
 }

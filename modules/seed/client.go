@@ -21,6 +21,11 @@ const (
 	defaultTimeout     = 30 * time.Second
 	defaultThrottles   = 120
 	defaultRetries     = 3
+	// defaultThrottleGiveUp ends a seed the relay has answered with nothing
+	// but quota rejections for this long: a relay throttling forever would
+	// otherwise keep it retrying for hours (120 resends of up to a minute,
+	// per request).
+	defaultThrottleGiveUp = 5 * time.Minute
 	maxThrottleWait    = time.Minute
 	minThrottleWait    = time.Second
 	transientBackoff   = 500 * time.Millisecond
@@ -40,6 +45,15 @@ type rpc struct {
 	throttles int
 	retries   int
 
+	// The throttle watch: a seed that gets only quota rejections for
+	// giveUp ends with a ThrottledError (abort cancels the seed's context
+	// with it as the cause).
+	giveUp    time.Duration
+	abort     context.CancelCauseFunc
+	lastOK    atomic.Int64 // unix nanoseconds of the last answer that was not a throttle (start: the seed's start)
+	throttled atomic.Int64 // throttled answers in all
+	sinceOK   atomic.Int64 // throttled answers since lastOK
+
 	mu      sync.Mutex
 	clients map[clientKey]*relayclient.HTTP
 }
@@ -58,6 +72,8 @@ func newRPC(sc *scenario.Scenario, sink relayclient.Sink, tr http.RoundTripper, 
 	if n.timeout <= 0 {
 		n.timeout = defaultTimeout
 	}
+	n.giveUp = defaultThrottleGiveUp
+	n.lastOK.Store(time.Now().UnixNano())
 	if n.throttles <= 0 {
 		n.throttles = defaultThrottles
 	}
@@ -167,6 +183,10 @@ func (n *rpc) call(ctx context.Context, do func() relayclient.Result) (relayclie
 	for {
 		r := do()
 		var wait time.Duration
+		if r.Outcome != relayclient.OutcomeThrottled && r.Outcome != relayclient.OutcomePending {
+			n.lastOK.Store(time.Now().UnixNano())
+			n.sinceOK.Store(0)
+		}
 		switch r.Outcome {
 		case relayclient.OutcomeOK:
 			return r, nil
@@ -176,6 +196,11 @@ func (n *rpc) call(ctx context.Context, do func() relayclient.Result) (relayclie
 			}
 			return r, errCancelled
 		case relayclient.OutcomeThrottled:
+			n.throttled.Add(1)
+			n.sinceOK.Add(1)
+			if err := n.checkThrottled(time.Now()); err != nil {
+				return r, err
+			}
 			throttled++
 			if throttled > n.throttles {
 				return r, nil
@@ -196,6 +221,45 @@ func (n *rpc) call(ctx context.Context, do func() relayclient.Result) (relayclie
 		case <-t.C:
 		}
 	}
+}
+
+// ThrottledError ends a seed the relay answered with nothing but quota
+// rejections (HTTP 429, "rate-limited: quota exceeded") for For.
+type ThrottledError struct {
+	For       time.Duration // how long nothing but throttles came back
+	Throttled int64         // quota rejections in the whole seed
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("throttled: the relay answered every request with a quota rejection (HTTP 429 / rate-limited: quota exceeded) for %v, %d rejections in all; raise the relay's rate limits for the seeding identities or lower shape.seed_concurrency",
+		e.For.Round(time.Second), e.Throttled)
+}
+
+// checkThrottled gives up on the whole seed once the relay has throttled
+// every answer for giveUp; other requests still waiting end with it.
+func (n *rpc) checkThrottled(now time.Time) error {
+	if n.giveUp <= 0 || n.abort == nil {
+		return nil
+	}
+	d := now.Sub(time.Unix(0, n.lastOK.Load()))
+	if d < n.giveUp {
+		return nil
+	}
+	err := &ThrottledError{For: d, Throttled: n.throttled.Load()}
+	n.abort(err)
+	return err
+}
+
+// throttleNote says how throttled the seed was when it stopped for another
+// reason (a deadline, the setup timeout, a signal): "" unless the relay's
+// latest answers were throttles.
+func (n *rpc) throttleNote(now time.Time) string {
+	k := n.sinceOK.Load()
+	if k == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the seed was throttled: the relay answered its last %d requests with quota rejections (HTTP 429 / rate-limited: quota exceeded) over %v, %d in all",
+		k, now.Sub(time.Unix(0, n.lastOK.Load())).Round(time.Second), n.throttled.Load())
 }
 
 // published is what the relay answered to one event.

@@ -53,7 +53,11 @@
 // (HTTP 429, "rate-limited: quota exceeded") waits for the relay's retry-in
 // and is sent again, re-signed with a fresh created_at; transport errors and
 // 5xx answers are retried a few times; a 4xx or accepted:false answer is the
-// relay's refusal and is final.
+// relay's refusal and is final. A relay that answers nothing but quota
+// rejections for Options.ThrottleTimeout (default 5 minutes) ends the seed
+// with a *ThrottledError; Options.Deadline bounds the whole seed. A seed
+// stopped by its deadline or by the caller (the run's setup timeout, a
+// signal) while the relay was throttling it says so in its error.
 //
 // Teardown archives each host of the template as its fixture owner and then
 // requests owner deletion with a request id derived from run_id and the host,

@@ -68,6 +68,13 @@ type Options struct {
 	Retries int
 	// Concurrency overrides shape.seed_concurrency (0: the scenario's).
 	Concurrency int
+	// Deadline bounds the whole seed (0: none); past it Seed fails with a
+	// *DeadlineError that says whether the relay was throttling.
+	Deadline time.Duration
+	// ThrottleTimeout ends the seed with a *ThrottledError once the relay
+	// has answered nothing but quota rejections for this long (0: 5
+	// minutes; negative: never).
+	ThrottleTimeout time.Duration
 }
 
 // Counts count one phase's units. Planned = Created + Existing + Refused +

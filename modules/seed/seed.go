@@ -52,6 +52,18 @@ func Seed(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, err
 		return nil, fmt.Errorf("seed: %w", err)
 	}
 	defer n.close()
+	outer := ctx
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	n.abort = abort
+	if opt.ThrottleTimeout != 0 {
+		n.giveUp = opt.ThrottleTimeout // negative: never give up on throttles
+	}
+	if opt.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opt.Deadline, &DeadlineError{Deadline: opt.Deadline})
+		defer cancel()
+	}
 	s := &seeder{sc: sc, opt: opt, rpc: n, conc: conc, ids: newIdentities(sc), track: &tracker{fn: opt.Progress},
 		res: &Result{RunID: sc.RunID, Refusals: []Refusal{}}}
 	s.plans = buildPlans(sc)
@@ -60,11 +72,41 @@ func Seed(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, err
 	s.finish()
 	s.res.Duration = time.Since(start)
 	if err != nil {
-		err = fmt.Errorf("seed: %w", err)
+		err = fmt.Errorf("seed: %w", explainStop(outer, ctx, n, err))
 		s.res.Error = err.Error()
 	}
 	s.res.Success = s.res.OK()
 	return s.res, err
+}
+
+// DeadlineError is a seed stopped by Options.Deadline.
+type DeadlineError struct{ Deadline time.Duration }
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("did not finish within its %v deadline", e.Deadline)
+}
+
+// explainStop turns a seed stopped by its context into an error that says
+// why: the relay throttled it into giving up (*ThrottledError), its own
+// deadline passed (*DeadlineError), or the caller stopped it (the setup
+// timeout, a signal). The last two add how throttled the seed was, so a
+// seed throttled into the setup timeout says so instead of a bare timeout.
+func explainStop(outer, ctx context.Context, n *rpc, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	var te *ThrottledError
+	if errors.As(cause, &te) {
+		return te
+	}
+	if outer.Err() != nil {
+		cause = fmt.Errorf("stopped (%w)", context.Cause(outer))
+	}
+	if note := n.throttleNote(time.Now()); note != "" {
+		return fmt.Errorf("%w; %s", cause, note)
+	}
+	return cause
 }
 
 type seeder struct {
