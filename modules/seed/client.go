@@ -21,11 +21,6 @@ const (
 	defaultTimeout     = 30 * time.Second
 	defaultThrottles   = 120
 	defaultRetries     = 3
-	// defaultThrottleGiveUp ends a seed the relay has answered with nothing
-	// but quota rejections for this long: a relay throttling forever would
-	// otherwise keep it retrying for hours (120 resends of up to a minute,
-	// per request).
-	defaultThrottleGiveUp = 5 * time.Minute
 	maxThrottleWait    = time.Minute
 	minThrottleWait    = time.Second
 	transientBackoff   = 500 * time.Millisecond
@@ -33,6 +28,11 @@ const (
 	queryPageLimit     = 500
 	authorsPerFilter   = 100
 )
+
+// defaultThrottleGiveUp ends a seed the relay has answered with nothing but
+// quota rejections for this long: a relay throttling forever would otherwise
+// keep it retrying for hours (120 resends of up to a minute, per request).
+const defaultThrottleGiveUp = 5 * time.Minute
 
 // rpc is the HTTP side shared by Seed and Teardown: one pool, one client
 // per (community, identity), and the retry policy.
