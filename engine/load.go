@@ -72,5 +72,6 @@ func (r *runner) load(ctx context.Context) error {
 	r.merged = merged
 	b.SetThrow(r.opts.Throw)
 	b.SetSystemTags(jshost.NewSystemTags(r.opts.SystemTags))
+	b.SetTestTags(r.opts.Tags)
 	return nil
 }

@@ -73,6 +73,7 @@ type Bundle struct {
 	envKeys       []string // sorted keys of cfg.Env, shared by every __ENV
 	shared        sharedArrays
 	sys           atomic.Pointer[SystemTags]
+	testTags      atomic.Pointer[map[string]string]
 	vus           sync.Map // *sobek.Runtime -> *VU
 	inits         atomic.Int64
 	control       Controller
@@ -179,6 +180,18 @@ func NewSystemTags(names []string) SystemTags {
 
 // SetSystemTags chooses the system tags; call it before creating VUs.
 func (b *Bundle) SetSystemTags(s SystemTags) { b.sys.Store(&s) }
+
+// SetTestTags sets the test-wide tags (options.tags, --tag) that setup and
+// teardown samples carry, as iterations do (k6 tags every sample of the run
+// with them); call it before RunSetup.
+func (b *Bundle) SetTestTags(tags map[string]string) { b.testTags.Store(&tags) }
+
+func (b *Bundle) lifecycleTags() map[string]string {
+	if t := b.testTags.Load(); t != nil {
+		return *t
+	}
+	return nil
+}
 
 func (b *Bundle) systemTags() SystemTags {
 	if s := b.sys.Load(); s != nil {

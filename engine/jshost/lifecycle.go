@@ -21,7 +21,7 @@ func (b *Bundle) runLifecycle(ctx context.Context, name string, phase jsmodule.P
 	if err != nil {
 		return nil, nil, err
 	}
-	tags := jsmodule.NewTagMap(nil)
+	tags := jsmodule.NewTagMap(b.lifecycleTags())
 	vu.sys = b.systemTags()
 	if (phase == jsmodule.PhaseSetup || phase == jsmodule.PhaseTeardown) && vu.sys.Group {
 		tags.Set("group", "::"+name)

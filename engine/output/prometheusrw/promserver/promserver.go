@@ -195,8 +195,8 @@ func (s *Server) Query(ctx context.Context, expr string, at time.Time) ([]Sample
 		return []Sample{{Value: f}}, err
 	case "vector":
 		var vec []struct {
-			Metric    map[string]string `json:"metric"`
-			Value     [2]any            `json:"value"`
+			Metric    map[string]string  `json:"metric"`
+			Value     [2]any             `json:"value"`
 			Histogram [2]json.RawMessage `json:"histogram"`
 		}
 		if err := json.Unmarshal(r.Data.Result, &vec); err != nil {
