@@ -11,6 +11,7 @@
 # 3. podman build, exactly as this kind of machine allows as root:
 #    podman --storage-driver vfs build --isolation chroot -t TAG CONTEXT
 #
+# BUZZLOAD_BIN, when set, is a static binary to use instead of building one.
 # BUSYBOX names the static busybox (default: busybox on PATH; Debian's
 # busybox-static). A dynamic busybox is refused: the image has no libc.
 set -eu
@@ -30,8 +31,12 @@ mkdir -p "$ctx"
 ctx=$(cd "$ctx" && pwd)
 rm -rf "$ctx/rootfs" "$ctx/Dockerfile" # only what this script lays out
 mkdir -p "$ctx/rootfs/usr/bin" "$ctx/rootfs/bin" "$ctx/rootfs/tmp" "$ctx/rootfs/etc/ssl/certs"
-(cd "$root" && CGO_ENABLED=0 ${GO:-go} build -trimpath -ldflags "${LDFLAGS:--s -w}" \
-	-o "$ctx/rootfs/usr/bin/buzzload" ./cmd/buzzload)
+if [ -n "${BUZZLOAD_BIN:-}" ]; then # a static binary built already (tests)
+	cp "$BUZZLOAD_BIN" "$ctx/rootfs/usr/bin/buzzload"
+else
+	(cd "$root" && CGO_ENABLED=0 ${GO:-go} build -trimpath -ldflags "${LDFLAGS:--s -w}" \
+		-o "$ctx/rootfs/usr/bin/buzzload" ./cmd/buzzload)
+fi
 ln -s buzzload "$ctx/rootfs/usr/bin/k6"
 cp "$bb" "$ctx/rootfs/bin/busybox"
 for a in $("$bb" --list); do
