@@ -11,7 +11,6 @@ package nostr
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -234,15 +233,6 @@ func (e *Event) CheckShape() error {
 		return errors.New("nostr: content is not valid UTF-8")
 	}
 	return nil
-}
-
-// ParseEvent decodes a JSON event object.
-func ParseEvent(b []byte) (*Event, error) {
-	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("nostr: event: %w", err)
-	}
-	return &e, nil
 }
 
 func isHex(s string, n int) bool {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -53,11 +52,11 @@ func ParseHTTPAuth(header string) (*Event, error) {
 	if err != nil {
 		return nil, ErrBadBase64
 	}
-	var e Event
-	if err := json.Unmarshal(raw, &e); err != nil {
+	e, err := ParseEvent(raw)
+	if err != nil {
 		return nil, fmt.Errorf("NIP-98: invalid event JSON")
 	}
-	return &e, nil
+	return e, nil
 }
 
 // HTTPCheck is the relay side of NIP-98.

@@ -1,7 +1,7 @@
 package relay
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // conn is one WebSocket client. The HTTP handler goroutine reads; one writer
@@ -477,8 +478,9 @@ func (k *conn) eose(s string) {
 
 // handle dispatches one client frame (digest §1.2).
 func (k *conn) handle(data []byte) {
-	var msg []json.RawMessage
-	if err := json.Unmarshal(data, &msg); err != nil {
+	var elems [8][]byte // a frame's elements; REQs with more filters spill
+	msg, err := wire.Elements(data, elems[:0])
+	if err != nil {
 		k.notice("invalid message: " + trimDetail(err.Error()))
 		return
 	}
@@ -486,8 +488,8 @@ func (k *conn) handle(data []byte) {
 		k.notice("invalid message: empty array")
 		return
 	}
-	var verb string
-	if err := json.Unmarshal(msg[0], &verb); err != nil {
+	verb, err := jsonText(msg[0])
+	if err != nil {
 		k.notice("invalid message: verb is not a string")
 		return
 	}
@@ -507,6 +509,25 @@ func (k *conn) handle(data []byte) {
 	}
 }
 
+// subID decodes a frame's second element, a subscription id.
+func subID(msg [][]byte) (string, error) {
+	if len(msg) < 2 {
+		return "", errors.New("no subscription id")
+	}
+	return jsonText(msg[1])
+}
+
+// jsonText decodes a string element as encoding/json decoded it into a
+// string before the relay used the wire scanner: null is "", invalid
+// UTF-8 becomes U+FFFD.
+func jsonText(raw []byte) (string, error) {
+	if string(raw) == "null" {
+		return "", nil
+	}
+	v, err := wire.ParseString(raw)
+	return wire.ValidUTF8(v), err
+}
+
 func trimDetail(s string) string {
 	if len(s) > 200 {
 		return s[:200]
@@ -514,9 +535,9 @@ func trimDetail(s string) string {
 	return s
 }
 
-func (k *conn) handleClose(msg []json.RawMessage) {
-	var sub string
-	if len(msg) < 2 || json.Unmarshal(msg[1], &sub) != nil {
+func (k *conn) handleClose(msg [][]byte) {
+	sub, err := subID(msg)
+	if err != nil {
 		k.notice("invalid message: CLOSE needs a subscription id")
 		return
 	}
@@ -528,7 +549,7 @@ func (k *conn) handleClose(msg []json.RawMessage) {
 }
 
 // handleAuth is NIP-42 as Buzz applies it (digest §1.5).
-func (k *conn) handleAuth(msg []json.RawMessage) {
+func (k *conn) handleAuth(msg [][]byte) {
 	if len(msg) < 2 {
 		k.notice("invalid message: AUTH needs an event")
 		return
@@ -588,7 +609,7 @@ func (k *conn) throttledEvent(id, reason string) {
 	k.ok(id, false, reason)
 }
 
-func (k *conn) handleEvent(msg []json.RawMessage) {
+func (k *conn) handleEvent(msg [][]byte) {
 	if len(msg) < 2 {
 		k.notice("invalid message: EVENT needs an event")
 		return
@@ -616,9 +637,9 @@ func (k *conn) handleEvent(msg []json.RawMessage) {
 }
 
 // handleReq serves REQ and COUNT (digest §1.6, §1.7).
-func (k *conn) handleReq(msg []json.RawMessage, count bool) {
-	var sub string
-	if len(msg) < 2 || json.Unmarshal(msg[1], &sub) != nil {
+func (k *conn) handleReq(msg [][]byte, count bool) {
+	sub, err := subID(msg)
+	if err != nil {
 		k.notice("invalid message: missing subscription id")
 		return
 	}

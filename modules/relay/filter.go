@@ -1,13 +1,11 @@
 package relay
 
 import (
-	"encoding/json"
-
 	"github.com/buzzload/buzzload/modules/relay/store"
 )
 
 // parseReqFilters decodes the filters of a REQ or COUNT frame.
-func parseReqFilters(raws []json.RawMessage) ([]store.Filter, error) {
+func parseReqFilters(raws [][]byte) ([]store.Filter, error) {
 	out := make([]store.Filter, 0, len(raws))
 	for i, raw := range raws {
 		f, err := store.ParseFilter(raw, i)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // Outcome classifies one operation.
@@ -169,17 +171,9 @@ func RetryIn(reason string) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// maxQuote is how much of a bad frame or body an error quotes.
-const maxQuote = 120
-
-// quote returns the start of b as a Go-quoted string, trimmed to maxQuote
-// bytes on a rune boundary, with "…" when cut. It is how every error quotes
-// what arrived.
-func quote(b []byte) string {
-	return quoteString(string(trimBytes(b, maxQuote))) + ellipsis(len(b) > maxQuote)
-}
-
-func quoteString(s string) string { return strconv.Quote(s) }
+// quote is how every error quotes what arrived (wire.Quote: the start of
+// b, cut on a rune boundary).
+func quote(b []byte) string { return wire.Quote(b) }
 
 func trimBytes(b []byte, n int) []byte {
 	if len(b) <= n {
@@ -190,13 +184,6 @@ func trimBytes(b []byte, n int) []byte {
 		n--
 	}
 	return b[:n]
-}
-
-func ellipsis(cut bool) string {
-	if cut {
-		return "…"
-	}
-	return ""
 }
 
 // trimReason bounds a relay-provided text (OK/CLOSED/NOTICE reason) for Result.Error.

@@ -2,13 +2,14 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // Filter is a NIP-01 filter plus the Buzz /query extension fields
@@ -77,8 +78,11 @@ func (e *FilterError) Error() string {
 // ParseFilters decodes a JSON array of filter objects (the POST /query and
 // POST /count body).
 func ParseFilters(data []byte) ([]Filter, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return []Filter{}, nil // as encoding/json decoded it: no filters
+	}
+	raws, err := wire.Elements(data, nil)
+	if err != nil {
 		return nil, &FilterError{Index: -1, Reason: "body must be a JSON array of filter objects: " + jsonReason(err)}
 	}
 	out := make([]Filter, len(raws))
@@ -90,6 +94,40 @@ func ParseFilters(data []byte) ([]Filter, error) {
 		out[i] = f
 	}
 	return out, nil
+}
+
+// member is one key of a filter object with its value's JSON bytes.
+type member struct {
+	key string
+	val []byte
+}
+
+// members reads a JSON object into its members sorted by key (errors name
+// the same key every time), the last of duplicate keys winning as in a map.
+func members(raw []byte) ([]member, error) {
+	s := wire.New(raw)
+	var out []member
+	err := s.Object(func(key []byte) (bool, error) {
+		v, err := s.Value(1)
+		out = append(out, member{key: wire.ValidUTF8(string(key)), val: v})
+		return true, err
+	})
+	if err == nil && !s.AtEnd() {
+		err = s.Fail("data after the object")
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].key < out[j].key })
+	n := 0
+	for _, m := range out {
+		if n > 0 && out[n-1].key == m.key {
+			n-- // a later duplicate replaces the earlier one
+		}
+		out[n] = m
+		n++
+	}
+	return out[:n], nil
 }
 
 // ParseFilter decodes one filter object; index only labels errors (for a
@@ -104,18 +142,13 @@ func ParseFilter(raw []byte, index int) (Filter, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return fail("", "must be a JSON object, got %s", jsonType(raw))
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	obj, err := members(raw)
+	if err != nil {
 		return fail("", "%s", jsonReason(err))
 	}
 	f.keys = make(map[string]bool, len(obj))
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // errors name the same key every time
-	for _, k := range keys {
-		v := obj[k]
+	for _, m := range obj {
+		k, v := m.key, m.val
 		f.keys[k] = true
 		var err error
 		switch k {
@@ -183,51 +216,28 @@ func ParseFilter(raw []byte, index int) (Filter, error) {
 	return f, nil
 }
 
-func jsonType(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
+func jsonType(raw []byte) string { return wire.Kind(raw) }
 
 func jsonReason(err error) string {
-	var se *json.SyntaxError
-	if e, ok := err.(*json.SyntaxError); ok {
-		se = e
-		return fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, se.Error())
-	}
-	if e, ok := err.(*json.UnmarshalTypeError); ok {
-		return fmt.Sprintf("got a JSON %s where %s was expected", e.Value, e.Type)
+	var se *wire.SyntaxError
+	if errors.As(err, &se) {
+		return "invalid JSON at " + err.Error()
 	}
 	return err.Error()
 }
 
-func str(v json.RawMessage) (string, error) {
+func str(v []byte) (string, error) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", fmt.Errorf("must be a string, got %s", jsonType(v))
 	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
+	s, err := wire.ParseString(v)
+	if err != nil {
 		return "", fmt.Errorf("bad string: %v", err)
 	}
-	return s, nil
+	return wire.ValidUTF8(s), nil
 }
 
-func boolean(v json.RawMessage) (bool, error) {
+func boolean(v []byte) (bool, error) {
 	switch string(v) {
 	case "true":
 		return true, nil
@@ -237,7 +247,7 @@ func boolean(v json.RawMessage) (bool, error) {
 	return false, fmt.Errorf("must be a boolean, got %s", jsonType(v))
 }
 
-func signedInt(v json.RawMessage) (*int64, error) {
+func signedInt(v []byte) (*int64, error) {
 	s := string(v)
 	if jsonType(v) != "a number" {
 		return nil, fmt.Errorf("must be an integer, got %s", jsonType(v))
@@ -249,7 +259,7 @@ func signedInt(v json.RawMessage) (*int64, error) {
 	return &n, nil
 }
 
-func nonNegInt64(v json.RawMessage) (*int64, error) {
+func nonNegInt64(v []byte) (*int64, error) {
 	n, err := signedInt(v)
 	if err != nil {
 		return nil, err
@@ -260,7 +270,7 @@ func nonNegInt64(v json.RawMessage) (*int64, error) {
 	return n, nil
 }
 
-func nonNegInt(v json.RawMessage) (*int, error) {
+func nonNegInt(v []byte) (*int, error) {
 	n, err := nonNegInt64(v)
 	if err != nil {
 		return nil, err
@@ -272,18 +282,18 @@ func nonNegInt(v json.RawMessage) (*int, error) {
 	return &i, nil
 }
 
-func elements(v json.RawMessage) ([]json.RawMessage, error) {
+func elements(v []byte) ([][]byte, error) {
 	if len(v) == 0 || v[0] != '[' {
 		return nil, fmt.Errorf("must be an array, got %s", jsonType(v))
 	}
-	var els []json.RawMessage
-	if err := json.Unmarshal(v, &els); err != nil {
+	els, err := wire.Elements(v, nil)
+	if err != nil {
 		return nil, fmt.Errorf("bad array: %v", err)
 	}
 	return els, nil
 }
 
-func strList(v json.RawMessage) ([]string, error) {
+func strList(v []byte) ([]string, error) {
 	els, err := elements(v)
 	if err != nil {
 		return nil, err
@@ -299,7 +309,7 @@ func strList(v json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-func hexList(v json.RawMessage) ([]string, error) {
+func hexList(v []byte) ([]string, error) {
 	out, err := strList(v)
 	if err != nil {
 		return nil, err
@@ -313,7 +323,7 @@ func hexList(v json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-func kindList(v json.RawMessage) ([]int, error) {
+func kindList(v []byte) ([]int, error) {
 	els, err := elements(v)
 	if err != nil {
 		return nil, err

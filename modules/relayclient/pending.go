@@ -1,0 +1,186 @@
+package relayclient
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// opKind tells what a pending entry waits for.
+type opKind uint8
+
+const (
+	kindPublish opKind = iota
+	kindAuth
+	kindCount
+)
+
+// pending is one operation awaiting its answer.
+type pending struct {
+	kind  opKind
+	op    string
+	key   string // event id or COUNT sub id
+	seq   uint64 // send order, for "oldest pending"
+	start time.Time
+	sent  int64
+	timer *time.Timer
+	done  func(Result, int64)
+}
+
+func (p *pending) result(now time.Time, o Outcome, msg string, recv int64, retry time.Duration) Result {
+	return Result{Op: p.op, Start: p.start, Duration: now.Sub(p.start), Outcome: o, Error: msg,
+		BytesSent: p.sent, BytesReceived: recv, RetryAfter: retry}
+}
+
+// complete records and hands over a settled operation; the caller has
+// already removed p from its map, so this runs once per operation.
+func (c *Conn) complete(p *pending, r Result, count int64) {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	c.cfg.Sink.Record(r)
+	if p.done != nil {
+		p.done(r, count)
+	}
+}
+
+// register adds p under its key to m (allocated lazily) and arms its
+// deadline (timeout after p.start; 0 = none). The timer is set under the
+// lock so that whoever later takes p sees it.
+func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if *m == nil {
+		*m = make(map[string]*pending)
+	}
+	if _, dup := (*m)[p.key]; dup {
+		return fmt.Errorf("relay: %s %s is already in flight on this connection", p.op, p.key)
+	}
+	c.seq++
+	p.seq = c.seq
+	(*m)[p.key] = p
+	if timeout > 0 {
+		p.timer = time.AfterFunc(timeout-time.Since(p.start), func() {
+			if q := c.takeIf(m, p.key, p); q != nil {
+				if q.kind == kindPublish {
+					c.rememberLate(q.key)
+				}
+				msg := "no OK within " + timeout.String()
+				if q.kind == kindCount {
+					msg = "no COUNT reply within " + timeout.String()
+				}
+				c.complete(q, q.result(time.Now(), OutcomeError, msg, 0, 0), 0)
+			}
+		})
+	}
+	return nil
+}
+
+// takeIf removes key from m if it still maps to want (nil = any) and returns it.
+func (c *Conn) takeIf(m *map[string]*pending, key string, want *pending) *pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := (*m)[key]
+	if p == nil || (want != nil && p != want) {
+		return nil
+	}
+	delete(*m, key)
+	return p
+}
+
+// rememberLate notes a timed-out event id so its late OK is not a bad frame.
+func (c *Conn) rememberLate(id string) {
+	const ring = 64
+	c.mu.Lock()
+	if len(c.late) >= ring {
+		copy(c.late, c.late[1:])
+		c.late = c.late[:ring-1]
+	}
+	c.late = append(c.late, id)
+	c.mu.Unlock()
+}
+
+func (c *Conn) wasLate(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, l := range c.late {
+		if l == id {
+			c.late = append(c.late[:i], c.late[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) onOK(f *Frame, at time.Time, n int64, b []byte) {
+	p := c.takeIf(&c.pubs, f.EventID, nil)
+	if p == nil {
+		if c.wasLate(f.EventID) {
+			c.stats.late.Add(1)
+			return
+		}
+		c.badFrame(at, n, errors.New("OK for an event id with no publish in flight"), b)
+		return
+	}
+	if f.OK {
+		c.complete(p, p.result(at, OutcomeOK, "", n, 0), 0)
+		return
+	}
+	o, retry := Classify(f.Message)
+	c.complete(p, p.result(at, o, trimReason(f.Message), n, retry), 0)
+}
+
+func (c *Conn) onCount(f *Frame, at time.Time, n int64, b []byte) {
+	p := c.takeIf(&c.counts, f.SubID, nil)
+	if p == nil {
+		c.badFrame(at, n, errors.New("COUNT for a subscription id with no COUNT in flight"), b)
+		return
+	}
+	c.complete(p, p.result(at, OutcomeOK, "", n, 0), f.Count)
+}
+
+// onNotice handles NOTICE. A rate-limited NOTICE is how relay-v0.2.1
+// rejects an EVENT (no OK follows) or a COUNT: it settles the oldest
+// pending publish on this socket (else the oldest COUNT), so nothing waits
+// out its deadline for an OK that will never come.
+func (c *Conn) onNotice(f *Frame, at time.Time, n int64) {
+	c.stats.notices.Add(1)
+	if c.cfg.OnNotice != nil {
+		c.cfg.OnNotice(f.Message, at)
+	}
+	if !strings.HasPrefix(f.Message, "rate-limited:") {
+		return
+	}
+	o, retry := Classify(f.Message)
+	msg := "NOTICE without OK: " + trimReason(f.Message)
+	c.mu.Lock()
+	var oldest *pending
+	for _, p := range c.pubs {
+		if p.kind == kindPublish && (oldest == nil || p.seq < oldest.seq) {
+			oldest = p
+		}
+	}
+	m := &c.pubs
+	if oldest == nil {
+		m = &c.counts
+		for _, p := range c.counts {
+			if oldest == nil || p.seq < oldest.seq {
+				oldest = p
+			}
+		}
+	}
+	if oldest != nil {
+		delete(*m, oldest.key)
+	}
+	c.mu.Unlock()
+	if oldest == nil {
+		c.cfg.Sink.Record(Result{Op: OpNotice, Start: at, Outcome: o, Error: trimReason(f.Message),
+			BytesReceived: n, RetryAfter: retry})
+		return
+	}
+	c.complete(oldest, oldest.result(at, o, msg, n, retry), 0)
+}
