@@ -1,0 +1,151 @@
+package k6http
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// k6's error codes (k6 docs, "Error codes").
+const (
+	codeGeneric         = 1000
+	codeInvalidURL      = 1020
+	codeTimeout         = 1050
+	codeDNS             = 1100
+	codeNoIP            = 1101
+	codeTCP             = 1200
+	codeBrokenPipe      = 1201
+	codeTCPUnknown      = 1202
+	codeDial            = 1210
+	codeDialTimeout     = 1211
+	codeDialRefused     = 1212
+	codeDialUnknown     = 1213
+	codeReset           = 1220
+	codeTLS             = 1300
+	codeUnknownCA       = 1310
+	codeHostMismatch    = 1311
+	codeHTTP2           = 1600
+	codeDecompression   = 1701
+	codeHTTPStatusFirst = 1000 // + status for 4xx and 5xx
+)
+
+// reqError is a request failure: k6's code and its message.
+type reqError struct {
+	code int
+	msg  string
+}
+
+func (e *reqError) Error() string { return e.msg }
+
+// errTimeout is what a request past its timeout reports, as k6 does.
+var errTimeout = errors.New("request timeout")
+
+// errDecompress marks a body that could not be decoded.
+type errDecompress struct{ err error }
+
+func (e errDecompress) Error() string { return e.err.Error() }
+func (e errDecompress) Unwrap() error { return e.err }
+
+// classify maps a transport error to k6's code and message. The message
+// keeps the operation (`Get "http://…": dial tcp …: connect: connection
+// refused`) so logs say what failed.
+func classify(err error, timedOut bool) *reqError {
+	if err == nil {
+		return nil
+	}
+	var re *reqError
+	if errors.As(err, &re) {
+		return re
+	}
+	if timedOut || errors.Is(err, errTimeout) {
+		return &reqError{codeTimeout, "request timeout"}
+	}
+	msg := err.Error()
+	var de errDecompress
+	if errors.As(err, &de) {
+		return &reqError{codeDecompression, msg}
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return &reqError{codeNoIP, msg}
+		}
+		return &reqError{codeDNS, msg}
+	}
+	var uaErr x509.UnknownAuthorityError
+	if errors.As(err, &uaErr) {
+		return &reqError{codeUnknownCA, msg}
+	}
+	var hnErr x509.HostnameError
+	if errors.As(err, &hnErr) {
+		return &reqError{codeHostMismatch, msg}
+	}
+	var vErr *tls.CertificateVerificationError
+	if errors.As(err, &vErr) {
+		return &reqError{codeTLS, msg}
+	}
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	if errors.As(err, &recErr) || errors.As(err, &alert) || strings.Contains(msg, "tls: ") {
+		return &reqError{codeTLS, msg}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		if opErr.Op == "dial" {
+			switch {
+			case opErr.Timeout():
+				return &reqError{codeDialTimeout, msg}
+			case errors.Is(err, syscall.ECONNREFUSED):
+				return &reqError{codeDialRefused, msg}
+			}
+			var se *os.SyscallError
+			if errors.As(err, &se) {
+				return &reqError{codeDialUnknown, msg}
+			}
+			return &reqError{codeDial, msg}
+		}
+		switch {
+		case errors.Is(err, syscall.ECONNRESET):
+			return &reqError{codeReset, msg}
+		case errors.Is(err, syscall.EPIPE):
+			return &reqError{codeBrokenPipe, msg}
+		}
+		var se *os.SyscallError
+		if errors.As(err, &se) {
+			return &reqError{codeTCPUnknown, msg}
+		}
+		return &reqError{codeTCP, msg}
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return &reqError{codeReset, msg}
+	case errors.Is(err, syscall.EPIPE):
+		return &reqError{codeBrokenPipe, msg}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &reqError{codeDialRefused, msg}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &reqError{codeTimeout, "request timeout"}
+	}
+	var uErr *url.Error
+	if errors.As(err, &uErr) && strings.Contains(msg, "unsupported protocol scheme") {
+		return &reqError{codeInvalidURL, msg}
+	}
+	if strings.Contains(msg, "http2: ") {
+		return &reqError{codeHTTP2, msg}
+	}
+	if strings.Contains(msg, "connection reset") {
+		return &reqError{codeReset, msg}
+	}
+	return &reqError{codeGeneric, msg}
+}
+
+func invalidURL(raw string, err error) *reqError {
+	return &reqError{codeInvalidURL, fmt.Sprintf("invalid URL %q: %v", raw, err)}
+}

@@ -1,0 +1,317 @@
+// Package k6http is `k6/http` as k6 v1.x documents it (k6 docs,
+// javascript-api/k6-http): the request functions, batch, params, the
+// Response object, k6's error codes and its built-in HTTP metrics, one
+// connection pool per VU, on the standard library's HTTP client and TLS.
+//
+// Each redirect hop is its own request with its own samples; timings come
+// from net/http/httptrace; data_sent and data_received count the bytes on
+// the VU's connections.
+package k6http
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"sync"
+
+	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+)
+
+// Config configures the module for a run.
+type Config struct {
+	// UserAgent is the default User-Agent (the userAgent option overrides
+	// it; an empty option sends none).
+	UserAgent string
+}
+
+// DefaultUserAgent is ours, in k6's format ("Grafana k6/<version>
+// (https://github.com/grafana/k6)").
+func DefaultUserAgent(version string) string {
+	return "buzzload/" + version + " (https://github.com/buzzload/buzzload)"
+}
+
+// Module is k6/http; it is shared by every VU.
+type Module struct {
+	cfg Config
+}
+
+// New returns the module.
+func New(cfg Config) *Module { return &Module{cfg: cfg} }
+
+// Logger is what a VU offers for warnings; the script host's VU has it.
+type Logger interface {
+	LogWarn(msg string, fields ...string)
+}
+
+// NewInstance implements jsmodule.Module.
+func (m *Module) NewInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
+	c := &client{mod: m, vu: vu, rt: vu.Runtime(), lastIter: -2, callback: defaultExpected()}
+	return c, nil
+}
+
+// client is one VU's k6/http: its options, connection pool, cookie jar and
+// response callback.
+type client struct {
+	mod *Module
+	vu  jsmodule.VU
+	rt  *sobek.Runtime
+
+	once     sync.Once
+	set      settings
+	setErr   error
+	met      *httpMetrics
+	tr       *http.Transport
+	jar      http.CookieJar
+	lastIter int64
+	callback *expectedStatuses
+	exports  *sobek.Object
+}
+
+// Exports implements jsmodule.Instance.
+func (c *client) Exports() jsmodule.Exports {
+	rt := c.rt
+	o := rt.NewObject()
+	set := func(k string, v any) { _ = o.Set(k, v) }
+	for _, mth := range []struct{ name, method string }{
+		{"get", "GET"}, {"head", "HEAD"}, {"options", "OPTIONS"}, {"del", "DELETE"},
+		{"post", "POST"}, {"put", "PUT"}, {"patch", "PATCH"},
+	} {
+		method := mth.method
+		bodyless := method == "GET" || method == "HEAD"
+		set(mth.name, func(call sobek.FunctionCall) sobek.Value {
+			if bodyless {
+				return c.request(method, call.Argument(0), nil, call.Argument(1))
+			}
+			return c.request(method, call.Argument(0), call.Argument(1), call.Argument(2))
+		})
+	}
+	set("request", func(call sobek.FunctionCall) sobek.Value {
+		return c.request(call.Argument(0).String(), call.Argument(1), call.Argument(2), call.Argument(3))
+	})
+	set("asyncRequest", func(call sobek.FunctionCall) sobek.Value {
+		return c.asyncRequest(call.Argument(0).String(), call.Argument(1), call.Argument(2), call.Argument(3))
+	})
+	set("batch", c.batch)
+	set("url", c.urlTemplate)
+	set("file", c.file)
+	set("expectedStatuses", c.expectedStatuses)
+	set("setResponseCallback", c.setResponseCallback)
+	set("cookieJar", func() sobek.Value { c.prepare(); return c.rt.ToValue(&cookieJar{c: c, jar: c.jar}) })
+	set("CookieJar", func(sobek.ConstructorCall) *sobek.Object {
+		j, _ := cookiejar.New(nil)
+		return c.rt.ToValue(&cookieJar{c: c, jar: j}).ToObject(c.rt)
+	})
+	for k, v := range map[string]string{
+		"TLS_1_0": "tls1.0", "TLS_1_1": "tls1.1", "TLS_1_2": "tls1.2", "TLS_1_3": "tls1.3",
+		"OCSP_STATUS_GOOD": "good", "OCSP_STATUS_REVOKED": "revoked", "OCSP_STATUS_UNKNOWN": "unknown",
+		"OCSP_STATUS_SERVER_FAILED": "server_failed",
+		"OCSP_REASON_UNSPECIFIED": "unspecified", "OCSP_REASON_KEY_COMPROMISE": "key_compromise",
+		"OCSP_REASON_CA_COMPROMISE": "ca_compromise", "OCSP_REASON_AFFILIATION_CHANGED": "affiliation_changed",
+		"OCSP_REASON_SUPERSEDED": "superseded", "OCSP_REASON_CESSATION_OF_OPERATION": "cessation_of_operation",
+		"OCSP_REASON_CERTIFICATE_HOLD": "certificate_hold", "OCSP_REASON_REMOVE_FROM_CRL": "remove_from_crl",
+		"OCSP_REASON_PRIVILEGE_WITHDRAWN": "privilege_withdrawn", "OCSP_REASON_AA_COMPROMISE": "aa_compromise",
+	} {
+		set(k, v)
+	}
+	named := map[string]any{}
+	for _, k := range o.Keys() {
+		named[k] = o.Get(k)
+	}
+	return jsmodule.Exports{Default: o, Named: named}
+}
+
+// throw raises a JS Error with err's message.
+func (c *client) throw(err error) {
+	ctor, ok := sobek.AssertConstructor(c.rt.Get("Error"))
+	if ok {
+		if obj, cerr := ctor(nil, c.rt.ToValue(err.Error())); cerr == nil {
+			panic(obj)
+		}
+	}
+	panic(c.rt.NewGoError(err))
+}
+
+func (c *client) warn(msg string, fields ...string) {
+	if l, ok := c.vu.(Logger); ok {
+		l.LogWarn(msg, fields...)
+	}
+}
+
+// prepare reads the options once (after init, when they are final) and, at
+// each new iteration, resets the cookie jar (unless noCookiesReset) and
+// drops pooled connections (noVUConnectionReuse), as k6 does per iteration.
+func (c *client) prepare() {
+	c.once.Do(func() {
+		o, err := ParseOptions(c.vu.TestOptions())
+		c.set, c.setErr = o.settings(c.mod.cfg.UserAgent), err
+		c.met, err = lookupMetrics(c.vu.Metrics().Registry())
+		if c.setErr == nil {
+			c.setErr = err
+		}
+		c.jar, _ = cookiejar.New(nil)
+	})
+	if c.setErr != nil {
+		c.throw(c.setErr)
+	}
+	st := c.vu.State()
+	if st == nil {
+		c.throw(errors.New("making HTTP requests in the init context is not supported"))
+	}
+	if st.Iteration != c.lastIter {
+		if c.lastIter != -2 {
+			if !c.set.noCookiesReset {
+				c.jar, _ = cookiejar.New(nil)
+			}
+			if c.set.noVUReuse && c.tr != nil {
+				c.tr.CloseIdleConnections()
+			}
+		}
+		c.lastIter = st.Iteration
+	}
+}
+
+func (c *client) transport() *http.Transport {
+	return c.tr
+}
+
+func (c *client) ensureTransport() {
+	if c.tr == nil {
+		vu := c.vu
+		c.tr = newTransport(c.set, vu.AddDataTransfer)
+	}
+}
+
+func (c *client) emitCtx() emitCtx {
+	st := c.vu.State()
+	ec := emitCtx{m: c.met, sys: c.set.sys}
+	if st.Tags != nil {
+		ec.base = st.Tags.TagSet()
+	}
+	if st.Metadata != nil && st.Metadata.Len() > 0 {
+		ec.metadata = st.Metadata.TagSet()
+	}
+	return ec
+}
+
+// request is http.request and the method shortcuts: it blocks the VU, as in
+// k6.
+func (c *client) request(method string, urlV, bodyV, paramsV sobek.Value) sobek.Value {
+	c.prepare()
+	s, err := c.buildSpec(method, urlV, bodyV, paramsV)
+	if err != nil {
+		return c.failedBuild(err)
+	}
+	c.ensureTransport()
+	res := c.execute(c.vu.Context(), s, c.emitCtx(), func(m string) { c.warn(m) })
+	return c.finish(s, res)
+}
+
+// failedBuild handles a request that could not be built (bad URL, params):
+// k6 throws for bad params and returns an errored response for a bad URL
+// unless throw is set.
+func (c *client) failedBuild(err error) sobek.Value {
+	var re *reqError
+	if !errors.As(err, &re) || c.set.throw {
+		c.throw(err)
+	}
+	c.warn("Request Failed", "error", re.msg)
+	return c.responseObject(&spec{respType: "text"}, &result{err: re})
+}
+
+// finish pushes the samples, logs a failed request and builds the Response.
+func (c *client) finish(s *spec, res *result) sobek.Value {
+	c.vu.Metrics().Push(res.samples...)
+	if res.err != nil && res.status == 0 {
+		if c.set.throw {
+			c.throw(fmt.Errorf("%s", res.err.msg))
+		}
+		c.warn("Request Failed", "error", res.err.msg)
+	}
+	return c.responseObject(s, res)
+}
+
+// asyncRequest is http.asyncRequest: the request runs off the VU goroutine
+// and the promise settles on its event loop.
+func (c *client) asyncRequest(method string, urlV, bodyV, paramsV sobek.Value) sobek.Value {
+	c.prepare()
+	p, resolve, reject := c.rt.NewPromise()
+	s, err := c.buildSpec(method, urlV, bodyV, paramsV)
+	if err != nil {
+		var re *reqError
+		if !errors.As(err, &re) || c.set.throw {
+			_ = reject(c.rt.NewGoError(err))
+			return c.rt.ToValue(p)
+		}
+		_ = resolve(c.responseObject(&spec{respType: "text"}, &result{err: re}))
+		return c.rt.ToValue(p)
+	}
+	c.ensureTransport()
+	ctx, ec := c.vu.Context(), c.emitCtx()
+	enqueue := c.vu.RegisterCallback()
+	go func() {
+		var warns []string
+		res := c.execute(ctx, s, ec, func(m string) { warns = append(warns, m) })
+		enqueue(func() error {
+			for _, w := range warns {
+				c.warn(w)
+			}
+			c.vu.Metrics().Push(res.samples...)
+			if res.err != nil && res.status == 0 {
+				if c.set.throw {
+					_ = reject(c.rt.NewGoError(errors.New(res.err.msg)))
+					return nil
+				}
+				c.warn("Request Failed", "error", res.err.msg)
+			}
+			_ = resolve(c.responseObject(s, res))
+			return nil
+		})
+	}()
+	return c.rt.ToValue(p)
+}
+
+// urlTemplate is the http.url tagged template.
+func (c *client) urlTemplate(call sobek.FunctionCall) sobek.Value {
+	strs, ok := call.Argument(0).(*sobek.Object)
+	if !ok {
+		c.throw(errors.New("http.url is a tagged template: http.url`https://host/${id}`"))
+	}
+	n := int(strs.Get("length").ToInteger())
+	var u, name strings.Builder
+	for i := 0; i < n; i++ {
+		part := strs.Get(fmt.Sprint(i)).String()
+		u.WriteString(part)
+		name.WriteString(part)
+		if i+1 < n {
+			u.WriteString(call.Argument(i + 1).String())
+			name.WriteString("${}")
+		}
+	}
+	return c.rt.ToValue(&URLTemplate{URL: u.String(), Name: name.String()})
+}
+
+// file is http.file(data, [filename], [contentType]).
+func (c *client) file(call sobek.FunctionCall) sobek.Value {
+	f := &FileData{ContentType: "application/octet-stream"}
+	switch x := call.Argument(0).Export().(type) {
+	case string:
+		f.Data = []byte(x)
+	case sobek.ArrayBuffer:
+		f.Data = append([]byte(nil), x.Bytes()...)
+	case []byte:
+		f.Data = append([]byte(nil), x...)
+	default:
+		f.Data = []byte(call.Argument(0).String())
+	}
+	if a := call.Argument(1); !sobek.IsUndefined(a) && !sobek.IsNull(a) {
+		f.Filename = a.String()
+	}
+	if a := call.Argument(2); !sobek.IsUndefined(a) && !sobek.IsNull(a) {
+		f.ContentType = a.String()
+	}
+	return c.rt.ToValue(f)
+}

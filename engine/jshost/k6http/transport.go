@@ -1,0 +1,105 @@
+package k6http
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// newTransport builds one VU's transport: k6 gives every VU its own
+// connection pool (k6-compat.md §1.4), so keep-alive connections are reused
+// within a VU and never across VUs. Bytes are counted on the raw
+// connections, TLS records included, as k6's dialer does for data_sent and
+// data_received.
+func newTransport(s settings, count func(sent, recv int64)) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	tlsCfg := &tls.Config{
+		InsecureSkipVerify: s.insecure, //nolint:gosec // the insecureSkipTLSVerify option asks for it
+		MinVersion:         s.tls.Min,
+		MaxVersion:         s.tls.Max,
+	}
+	if tlsCfg.MinVersion == 0 {
+		tlsCfg.MinVersion = tls.VersionTLS10 // k6 allows TLS 1.0 unless tlsVersion says otherwise
+	}
+	t := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			addr = mapHost(s.hosts, addr)
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countingConn{Conn: c, count: count}, nil
+		},
+		TLSClientConfig:       tlsCfg,
+		ForceAttemptHTTP2:     true,
+		DisableKeepAlives:     s.noReuse,
+		DisableCompression:    true, // bodies are decoded by Content-Encoding, as k6 does
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   s.batchPerHost + 1,
+		IdleConnTimeout:       60 * time.Second,
+		TLSHandshakeTimeout:   0,
+		ExpectContinueTimeout: time.Second,
+	}
+	return t
+}
+
+// mapHost applies the hosts option to a dial address "host:port". Keys may
+// be "host", "host:port" or "*.domain"; values "ip", "ip:port" or a name.
+func mapHost(hosts map[string]string, addr string) string {
+	if len(hosts) == 0 {
+		return addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	to, ok := hosts[addr]
+	if !ok {
+		to, ok = hosts[host]
+	}
+	if !ok {
+		for k, v := range hosts {
+			if strings.HasPrefix(k, "*.") && strings.HasSuffix(host, k[1:]) {
+				to, ok = v, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return addr
+	}
+	h, p, _ := splitHostPortOpt(to)
+	if p != 0 {
+		return net.JoinHostPort(h, strconv.Itoa(p))
+	}
+	return net.JoinHostPort(h, port)
+}
+
+// countingConn reports the bytes it moves.
+type countingConn struct {
+	net.Conn
+	count  func(sent, recv int64)
+	closed atomic.Bool
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.count(0, int64(n))
+	}
+	return n, err
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.count(int64(n), 0)
+	}
+	return n, err
+}
