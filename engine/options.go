@@ -15,7 +15,17 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/jshost/k6http"
 )
+
+func isHTTPOption(k string) bool {
+	for _, h := range k6http.OptionKeys {
+		if h == k {
+			return true
+		}
+	}
+	return false
+}
 
 // Options are the non-execution options of one configuration layer (config
 // file, script, environment, flags). A nil field is "not set in this layer".
@@ -36,6 +46,9 @@ type Options struct {
 	ExecutionSegmentSequence *string
 	MinIterationDuration     *time.Duration
 	Throw                    *bool
+	// HTTP holds k6/http's options (k6http.OptionKeys) as given, replaced
+	// key by key across layers and validated by k6http.ParseOptions.
+	HTTP map[string]json.RawMessage
 }
 
 // Defaults filled in after merging (k6-compat.md §8.2).
@@ -124,6 +137,13 @@ func ParseOptionsJSON(raw json.RawMessage, source string) (Options, []string, er
 		case "executionSegmentSequence":
 			o.ExecutionSegmentSequence, err = stringJSON(v)
 		default:
+			if isHTTPOption(k) {
+				if o.HTTP == nil {
+					o.HTTP = map[string]json.RawMessage{}
+				}
+				o.HTTP[k] = v
+				break
+			}
 			if !knownOptionKeys[k] {
 				unknown = append(unknown, k)
 			}
@@ -251,6 +271,16 @@ func (o Options) Apply(higher Options) Options {
 	if higher.Throw != nil {
 		o.Throw = higher.Throw
 	}
+	if len(higher.HTTP) > 0 {
+		m := make(map[string]json.RawMessage, len(o.HTTP)+len(higher.HTTP))
+		for k, v := range o.HTTP {
+			m[k] = v
+		}
+		for k, v := range higher.HTTP {
+			m[k] = v
+		}
+		o.HTTP = m
+	}
 	return o
 }
 
@@ -269,6 +299,7 @@ type Resolved struct {
 	ExecutionSegmentSequence string
 	MinIterationDuration     time.Duration
 	Throw                    bool
+	HTTP                     map[string]json.RawMessage
 }
 
 func deref[T any](p *T, def T) T {
@@ -295,6 +326,7 @@ func (o Options) Resolve() (Resolved, error) {
 		ExecutionSegmentSequence: deref(o.ExecutionSegmentSequence, ""),
 		MinIterationDuration:     deref(o.MinIterationDuration, 0),
 		Throw:                    deref(o.Throw, false),
+		HTTP:                     o.HTTP,
 	}
 	if r.SummaryTrendStats == nil {
 		r.SummaryTrendStats = append([]string(nil), DefaultSummaryTrendStats...)
@@ -303,6 +335,15 @@ func (o Options) Resolve() (Resolved, error) {
 		r.SystemTags = metrics.DefaultSystemTags()
 	}
 	var errs []error
+	if len(r.HTTP) > 0 {
+		raw, err := json.Marshal(r.HTTP)
+		if err == nil {
+			_, err = k6http.ParseOptions(raw)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, s := range r.SummaryTrendStats {
 		if !validTrendStat(s) {
 			errs = append(errs, fmt.Errorf("summaryTrendStats: %q is not one of avg, min, med, max, count, p(N)", s))
@@ -360,6 +401,9 @@ func (r Resolved) MarshalJSON() ([]byte, error) {
 		"noTeardown":           r.NoTeardown,
 		"systemTags":           r.SystemTags,
 		"throw":                r.Throw,
+	}
+	for k, v := range r.HTTP {
+		m[k] = v
 	}
 	if r.Thresholds != nil {
 		m["thresholds"] = r.Thresholds

@@ -18,6 +18,7 @@ import (
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/js"
 )
@@ -59,6 +60,7 @@ type runFlags struct {
 	result                                             string
 	noSummary, noThresholds, quiet, verbose            bool
 	noSetup, noTeardown, includeSystemEnv, throw, help bool
+	http                                               httpFlags
 }
 
 func newRunFlags(stderr io.Writer) *runFlags {
@@ -92,6 +94,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringVar(&f.result, "result", "", "write this instance's result file (metrics, thresholds, segment) at the end, for buzzload merge and compare")
 	fs.StringVar(&f.startAt, "start-at", "", "after VU init, wait until this time (RFC 3339 or Unix seconds) to start, so distributed instances start together")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
+	f.http.register(fs)
 	return f
 }
 
@@ -281,6 +284,9 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 	if changed("execution-segment-sequence") {
 		cli.ExecutionSegmentSequence = &f.sequence
 	}
+	if cfg.Env.Options.HTTP, cli.HTTP, err = f.http.layers(f.fs, env.Env); err != nil {
+		return cfg, err
+	}
 	cfg.CLI.Options = cli
 
 	// Runtime options: flag over env.
@@ -362,7 +368,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 // and the extensions compiled into this binary. close ends what the
 // extensions started (the embedded relay) once the run is over.
 func newModuleRegistry(environ []string) (reg *jsmodule.Registry, close func() error, err error) {
-	reg = jshost.NewRegistry()
+	reg = jshost.NewRegistryWith(jshost.RegistryOptions{UserAgent: k6http.DefaultUserAgent(version)})
 	buzz := extension.New(extension.Options{Registry: reg, LookupEnv: lookupFrom(environ)})
 	if err := reg.Register(extension.ImportPath, buzz); err != nil {
 		return nil, nil, err

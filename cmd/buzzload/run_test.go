@@ -97,71 +97,78 @@ func TestConformance(t *testing.T) {
 	for _, script := range scripts {
 		t.Run(strings.TrimSuffix(filepath.Base(script), ".js"), func(t *testing.T) {
 			t.Parallel()
-			tmp := t.TempDir()
-			c := parseCase(t, script, dir, tmp)
-			args := append([]string{"run", "-q"}, c.args...)
-			export := filepath.Join(tmp, "conformance-export.json")
-			if c.iterations >= 0 {
-				args = append(args, "--summary-export", export)
-			}
-			args = append(args, script)
-			var out, errb bytes.Buffer
-			code := dispatch(context.Background(), args, cliEnv{Stdout: &out, Stderr: &errb, Env: c.env})
-			stdout, stderr := out.String(), errb.String()
-			if code != c.exit {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.exit, stdout, stderr)
-			}
-			streams := map[string]string{"stdout": stdout, "stderr": stderr}
-			for s, texts := range c.want {
-				for _, text := range texts {
-					if !strings.Contains(streams[s], text) {
-						t.Errorf("%s lacks %q:\n%s", s, text, streams[s])
-					}
-				}
-			}
-			for s, texts := range c.notWant {
-				for _, text := range texts {
-					if strings.Contains(streams[s], text) {
-						t.Errorf("%s has %q:\n%s", s, text, streams[s])
-					}
-				}
-			}
-			if c.stdoutEmpty && stdout != "" {
-				t.Errorf("stdout should be empty, got %q", stdout)
-			}
-			for text, n := range c.counts {
-				if got := strings.Count(stderr, text); got != n {
-					t.Errorf("stderr has %q %d times, want %d:\n%s", text, got, n, stderr)
-				}
-			}
-			if c.iterations >= 0 {
-				b, err := os.ReadFile(export)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ex struct {
-					Metrics map[string]map[string]any `json:"metrics"`
-				}
-				if err := json.Unmarshal(b, &ex); err != nil {
-					t.Fatal(err)
-				}
-				if got := ex.Metrics["iterations"]["count"]; got != float64(c.iterations) {
-					t.Errorf("iterations = %v, want %d", got, c.iterations)
-				}
-			}
-			for p, want := range c.files {
-				b, err := os.ReadFile(p)
-				if err != nil || string(b) != want {
-					t.Errorf("%s = %q (%v), want %q", p, b, err, want)
-				}
-			}
-			for p, want := range c.fileContains {
-				b, err := os.ReadFile(p)
-				if err != nil || !strings.Contains(string(b), want) {
-					t.Errorf("%s = %q (%v), want it to contain %q", p, b, err, want)
-				}
-			}
+			runCase(t, dir, script, nil)
 		})
+	}
+}
+
+// runCase runs one conformance script with extra leading args and checks
+// what its header comment asks.
+func runCase(t *testing.T, dir, script string, extra []string) {
+	t.Helper()
+	tmp := t.TempDir()
+	c := parseCase(t, script, dir, tmp)
+	args := append(append([]string{"run", "-q"}, extra...), c.args...)
+	export := filepath.Join(tmp, "conformance-export.json")
+	if c.iterations >= 0 {
+		args = append(args, "--summary-export", export)
+	}
+	args = append(args, script)
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), args, cliEnv{Stdout: &out, Stderr: &errb, Env: c.env})
+	stdout, stderr := out.String(), errb.String()
+	if code != c.exit {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.exit, stdout, stderr)
+	}
+	streams := map[string]string{"stdout": stdout, "stderr": stderr}
+	for s, texts := range c.want {
+		for _, text := range texts {
+			if !strings.Contains(streams[s], text) {
+				t.Errorf("%s lacks %q:\n%s", s, text, streams[s])
+			}
+		}
+	}
+	for s, texts := range c.notWant {
+		for _, text := range texts {
+			if strings.Contains(streams[s], text) {
+				t.Errorf("%s has %q:\n%s", s, text, streams[s])
+			}
+		}
+	}
+	if c.stdoutEmpty && stdout != "" {
+		t.Errorf("stdout should be empty, got %q", stdout)
+	}
+	for text, n := range c.counts {
+		if got := strings.Count(stderr, text); got != n {
+			t.Errorf("stderr has %q %d times, want %d:\n%s", text, got, n, stderr)
+		}
+	}
+	if c.iterations >= 0 {
+		b, err := os.ReadFile(export)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ex struct {
+			Metrics map[string]map[string]any `json:"metrics"`
+		}
+		if err := json.Unmarshal(b, &ex); err != nil {
+			t.Fatal(err)
+		}
+		if got := ex.Metrics["iterations"]["count"]; got != float64(c.iterations) {
+			t.Errorf("iterations = %v, want %d", got, c.iterations)
+		}
+	}
+	for p, want := range c.files {
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", p, b, err, want)
+		}
+	}
+	for p, want := range c.fileContains {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s = %q (%v), want it to contain %q", p, b, err, want)
+		}
 	}
 }
 

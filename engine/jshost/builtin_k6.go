@@ -10,13 +10,29 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/jshost/k6crypto"
+	"github.com/buzzload/buzzload/engine/jshost/k6encoding"
+	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // NewRegistry returns a registry holding the built-in modules: k6,
-// k6/metrics, k6/execution and k6/timers. Extensions are added with
-// Register before the bundle is built.
-func NewRegistry() *jsmodule.Registry {
+// k6/metrics, k6/execution, k6/timers, k6/data, k6/http, k6/encoding and
+// k6/crypto. Extensions are added with Register before the bundle is built.
+func NewRegistry() *jsmodule.Registry { return NewRegistryWith(RegistryOptions{}) }
+
+// RegistryOptions configure the built-in modules.
+type RegistryOptions struct {
+	// UserAgent is k6/http's default User-Agent; empty gives
+	// k6http.DefaultUserAgent("dev").
+	UserAgent string
+}
+
+// NewRegistryWith is NewRegistry with options.
+func NewRegistryWith(o RegistryOptions) *jsmodule.Registry {
+	if o.UserAgent == "" {
+		o.UserAgent = k6http.DefaultUserAgent("dev")
+	}
 	r := jsmodule.NewRegistry()
 	must := func(err error) {
 		if err != nil {
@@ -28,6 +44,9 @@ func NewRegistry() *jsmodule.Registry {
 	must(r.Register("k6/execution", jsmodule.ModuleFunc(newExecutionModule)))
 	must(r.Register("k6/timers", jsmodule.ModuleFunc(newTimersModule)))
 	must(r.Register("k6/data", jsmodule.ModuleFunc(newDataModule)))
+	must(r.Register("k6/http", k6http.New(k6http.Config{UserAgent: o.UserAgent})))
+	must(r.Register("k6/encoding", k6encoding.Module))
+	must(r.Register("k6/crypto", k6crypto.Module))
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -295,7 +296,8 @@ func (c *client) roundTrip(ctx context.Context, s *spec, method string, u *url.U
 	}
 	tr.mu.Unlock()
 	if err != nil {
-		res.err = classify(err, errors.Is(context.Cause(ctx), errTimeout))
+		op := method[:1] + strings.ToLower(method[1:])
+		res.err = classify(&url.Error{Op: op, URL: cleanURL(u), Err: err}, errors.Is(context.Cause(ctx), errTimeout))
 		if resp == nil {
 			return res
 		}

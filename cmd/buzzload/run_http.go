@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+
+	"github.com/mstoykov/envconfig"
+	"github.com/spf13/pflag"
+)
+
+// httpFlags are k6 run's HTTP flags and their K6_* variables (k6-compat.md
+// §8.1); they land in engine.Options.HTTP under k6's option names.
+type httpFlags struct {
+	userAgent                                 string
+	batch, batchPerHost, maxRedirects         int64
+	insecure, noReuse, noVUReuse, discardBody bool
+}
+
+type httpEnv struct {
+	UserAgent    *string `envconfig:"K6_USER_AGENT"`
+	Batch        *int64  `envconfig:"K6_BATCH"`
+	BatchPerHost *int64  `envconfig:"K6_BATCH_PER_HOST"`
+	MaxRedirects *int64  `envconfig:"K6_MAX_REDIRECTS"`
+	Insecure     *bool   `envconfig:"K6_INSECURE_SKIP_TLS_VERIFY"`
+	NoReuse      *bool   `envconfig:"K6_NO_CONNECTION_REUSE"`
+	NoVUReuse    *bool   `envconfig:"K6_NO_VU_CONNECTION_REUSE"`
+	DiscardBody  *bool   `envconfig:"K6_DISCARD_RESPONSE_BODIES"`
+}
+
+func (h *httpFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&h.userAgent, "user-agent", "", "User-Agent header of k6/http requests (default buzzload/<version> (https://github.com/buzzload/buzzload))")
+	fs.Int64Var(&h.batch, "batch", 20, "max parallel requests of one http.batch call")
+	fs.Int64Var(&h.batchPerHost, "batch-per-host", 6, "max parallel http.batch requests per host")
+	fs.Int64Var(&h.maxRedirects, "max-redirects", 10, "redirects k6/http follows")
+	fs.BoolVar(&h.insecure, "insecure-skip-tls-verify", false, "do not verify TLS certificates")
+	fs.BoolVar(&h.noReuse, "no-connection-reuse", false, "no HTTP keep-alive")
+	fs.BoolVar(&h.noVUReuse, "no-vu-connection-reuse", false, "close a VU's HTTP connections after every iteration")
+	fs.BoolVar(&h.discardBody, "discard-response-bodies", false, "read and drop response bodies (responseType none)")
+}
+
+// layers returns the env layer and the CLI layer of the HTTP options.
+func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[string]json.RawMessage, err error) {
+	var e httpEnv
+	if err := envconfig.Process("", &e, lookupFrom(environ)); err != nil {
+		return nil, nil, optErr("environment: %w", err)
+	}
+	env, cli = map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	put := func(m map[string]json.RawMessage, k string, v any) {
+		b, _ := json.Marshal(v)
+		m[k] = b
+	}
+	for _, x := range []struct {
+		key, flag string
+		ev        any
+		fv        any
+	}{
+		{"userAgent", "user-agent", e.UserAgent, h.userAgent},
+		{"batch", "batch", e.Batch, h.batch},
+		{"batchPerHost", "batch-per-host", e.BatchPerHost, h.batchPerHost},
+		{"maxRedirects", "max-redirects", e.MaxRedirects, h.maxRedirects},
+		{"insecureSkipTLSVerify", "insecure-skip-tls-verify", e.Insecure, h.insecure},
+		{"noConnectionReuse", "no-connection-reuse", e.NoReuse, h.noReuse},
+		{"noVUConnectionReuse", "no-vu-connection-reuse", e.NoVUReuse, h.noVUReuse},
+		{"discardResponseBodies", "discard-response-bodies", e.DiscardBody, h.discardBody},
+	} {
+		if !isNilPtr(x.ev) {
+			put(env, x.key, x.ev)
+		}
+		if fs.Changed(x.flag) {
+			put(cli, x.key, x.fv)
+		}
+	}
+	return env, cli, nil
+}
+
+func isNilPtr(v any) bool {
+	switch p := v.(type) {
+	case *string:
+		return p == nil
+	case *int64:
+		return p == nil
+	case *bool:
+		return p == nil
+	}
+	return true
+}
+
