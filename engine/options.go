@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 func isHTTPOption(k string) bool {
