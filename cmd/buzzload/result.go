@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/result"
@@ -48,6 +49,8 @@ func writeRunResult(path string, cfg engine.RunConfig, res engine.Result) error 
 		StageVerdicts: result.FromVerdicts(info.StageVerdicts),
 		SetupData:     info.SetupData,
 	}
+	// One path for every runner of a TestRun: each fills in its own id.
+	path = strings.ReplaceAll(path, "{instance_id}", f.Run.InstanceID)
 	if f.Run.ExecutionSegment == "" {
 		return errors.New("result file " + path + ": not written, the run has no execution segment (it never planned)")
 	}

@@ -46,6 +46,9 @@ type runEnv struct {
 	TeardownTimeout      *string `envconfig:"K6_TEARDOWN_TIMEOUT"`
 	Throw                *bool   `envconfig:"K6_THROW"`
 	Config               *string `envconfig:"K6_CONFIG"`
+	// Result is --result's variable: a TestRun's arguments are the same on
+	// every runner, its runner.env can name the file ({instance_id}).
+	Result *string `envconfig:"BUZZLOAD_RESULT"`
 }
 
 // runFlags are the parsed command-line flags.
@@ -91,7 +94,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVar(&f.includeSystemEnv, "include-system-env-vars", true, "pass the system environment to the script's __ENV")
 	fs.BoolVarP(&f.throw, "throw", "w", false, "throw on metric errors instead of warning")
 	fs.StringVarP(&f.config, "config", "c", "", "JSON config file")
-	fs.StringVar(&f.result, "result", "", "write this instance's result file (metrics, thresholds, segment) at the end, for buzzload merge and compare")
+	fs.StringVar(&f.result, "result", "", "write this instance's result file (metrics, thresholds, segment) at the end, for buzzload merge and compare; {instance_id} in it is the instance's id [BUZZLOAD_RESULT]")
 	fs.StringVar(&f.startAt, "start-at", "", "after VU init, wait until this time (RFC 3339 or Unix seconds) to start, so distributed instances start together")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	f.http.register(fs)
@@ -326,6 +329,9 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		cfg.Outputs = splitList(*e.Out)
 	}
 	cfg.Quiet, cfg.Verbose = f.quiet, f.verbose
+	if !changed("result") && e.Result != nil {
+		f.result = *e.Result
+	}
 	if f.result != "" {
 		cfg.GroupBy = resultGroupBy
 	}
