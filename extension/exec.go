@@ -14,32 +14,19 @@ import (
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// pacer spaces connection attempts process-wide
-// (population.connect_rate_per_sec, divided among the shards).
+// pacer is the driver of models.ConnectPacer, shared by the process's
+// clients (population.connect_rate_per_sec, divided among the shards): the
+// pacer decides when, this waits.
 type pacer struct {
-	mu       sync.Mutex
-	next     time.Time
-	interval time.Duration
+	mu sync.Mutex
+	p  models.ConnectPacer
 }
 
-func newPacer(perSec float64) *pacer {
-	if perSec <= 0 {
-		return &pacer{}
-	}
-	return &pacer{interval: time.Duration(float64(time.Second) / perSec)}
-}
+func newPacer(perSec float64) *pacer { return &pacer{p: models.NewConnectPacer(perSec)} }
 
 func (p *pacer) wait(ctx context.Context) error {
-	if p.interval <= 0 {
-		return nil
-	}
 	p.mu.Lock()
-	now := time.Now()
-	at := p.next
-	if at.Before(now) {
-		at = now
-	}
-	p.next = at.Add(p.interval)
+	at := p.p.Reserve(time.Now())
 	p.mu.Unlock()
 	d := time.Until(at)
 	if d <= 0 {

@@ -1,6 +1,7 @@
 // Package models holds the client models of the Buzz load generator: the
-// shared activity schedule (Schedule, Activity), the basic human, the agent
-// with its turns, and the hot-thread author. The desktop-app model lives in
+// shared activity schedule (Schedule, Activity), the basic human, the
+// driver of the agent (its rules are the pure model in modules/models/agent),
+// the hot-thread author and the connection pacer. The desktop-app model lives in
 // modules/models/desktop and runs Activity beside its own subscriptions.
 //
 // A Client is one global index of a scenario. Session runs one session of

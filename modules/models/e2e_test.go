@@ -204,7 +204,7 @@ func TestAgentTurnRequestSequence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.agent.maxTurns = 1
+			c.agent.m.LimitTurns(1)
 			c.agent.turnDone = make(chan int, 1)
 			stop, cancel := context.WithCancel(context.Background())
 			ended := make(chan End, 1)
@@ -264,7 +264,7 @@ func TestAgentTurnContinuesAfterReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.agent.maxTurns = 1
+	c.agent.m.LimitTurns(1)
 	c.agent.turnDone = make(chan int, 1)
 	// The socket drops a few frames into the turn's work (typing OKs); the
 	// reconnect is left alone.

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"github.com/buzzload/buzzload/modules/models/agent"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -39,7 +40,10 @@ func (c *Client) hotSession(s *session) End {
 		}
 	}
 	for s.halt.Err() == nil {
-		due := minTime(h.nextReply, h.nextFetch)
+		due := h.nextReply
+		if h.nextFetch.Before(due) {
+			due = h.nextFetch
+		}
 		if due.Equal(farFuture) {
 			<-s.halt.Done()
 			break
@@ -96,3 +100,6 @@ func (c *Client) findHotRoot(s *session, chID string) {
 		c.hot.root = root
 	}
 }
+
+// farFuture is the due time of what will not happen.
+var farFuture = agent.Never
