@@ -164,6 +164,7 @@ func newTestHTTPServer(t *testing.T) *testHTTPServer {
 	s.plain.Start()
 	s.tls = httptest.NewUnstartedServer(mux)
 	s.tls.Config.ConnState = count
+	s.tls.EnableHTTP2 = true
 	s.tls.StartTLS()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

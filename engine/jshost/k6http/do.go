@@ -189,7 +189,7 @@ func (c *client) execute(ctx context.Context, s *spec, ec emitCtx, warn func(str
 	defer func() { res.samples = all }()
 	for hop := 0; ; hop++ {
 		res = c.roundTrip(ctx, s, method, u, body, hasBody, authz)
-		if res.err == nil && res.status == http.StatusUnauthorized && s.auth == "digest" && !digestTried && u.User != nil {
+		if res.status == http.StatusUnauthorized && s.auth == "digest" && !digestTried && u.User != nil {
 			digestTried = true
 			if h, err := digestAuthorization(res.headers.Get("WWW-Authenticate"), method, u, body); err == nil {
 				all = append(all, c.emit(res, s, ec)...)
@@ -211,7 +211,7 @@ func (c *client) execute(ctx context.Context, s *spec, ec emitCtx, warn func(str
 			return res
 		}
 		if hop >= s.redirects {
-			if s.redirects > 0 || c.set.maxRedirects > 0 {
+			if s.redirects > 0 {
 				warn(fmt.Sprintf("Stopped after %d redirects and returned the redirection; pass { redirects: n } in request params or set global maxRedirects to avoid this", hop))
 			}
 			return res
