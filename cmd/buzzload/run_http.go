@@ -83,4 +83,3 @@ func isNilPtr(v any) bool {
 	}
 	return true
 }
-
