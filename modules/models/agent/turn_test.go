@@ -224,6 +224,15 @@ func TestTurnTiming(t *testing.T) {
 	}
 }
 
+// poller is a started agent that only polls, every 10 s.
+func poller() *Model {
+	p := turnParams()
+	p.PollEvery, p.TurnsPerHour = 10*time.Second, 0
+	m := New(p, &fixed{}, &fixed{})
+	m.Step(Resume{At: t0})
+	return m
+}
+
 func TestSequenceRules(t *testing.T) {
 	t.Run("one request at a time: nothing is due while one is out", func(t *testing.T) {
 		p := turnParams()
@@ -241,10 +250,7 @@ func TestSequenceRules(t *testing.T) {
 		}
 	})
 	t.Run("a poll asks since the start of the last successful poll, and a failed one changes nothing", func(t *testing.T) {
-		p := turnParams()
-		p.PollEvery, p.TurnsPerHour = 10*time.Second, 0
-		m := New(p, &fixed{}, &fixed{})
-		m.Step(Resume{At: t0})
+		m := poller()
 		var since []int64
 		for i, ok := range []bool{true, false, true} {
 			now := t0.Add(time.Duration(i) * 10 * time.Second)
@@ -259,10 +265,7 @@ func TestSequenceRules(t *testing.T) {
 		}
 	})
 	t.Run("a slow poll does not cause a burst", func(t *testing.T) {
-		p := turnParams()
-		p.PollEvery, p.TurnsPerHour = 10*time.Second, 0
-		m := New(p, &fixed{}, &fixed{})
-		m.Step(Resume{At: t0})
+		m := poller()
 		m.Step(HTTPDue{At: t0.Add(35 * time.Second)}) // woke late
 		m.Step(Done{At: t0.Add(36 * time.Second), OK: true})
 		if got := m.NextHTTP().Sub(t0); got != 45*time.Second {
