@@ -3,11 +3,13 @@ package nostr
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +93,13 @@ type nodeInput struct {
 	NIP44Decrypt []nodeDecryptCase `json:"nip44_decrypt,omitempty"`
 	NIP44Encrypt []nodeEncryptCase `json:"nip44_encrypt,omitempty"`
 	Kinds        map[string]int    `json:"kinds,omitempty"`
+	SchnorrSign  []nodeSignCase    `json:"schnorr_sign,omitempty"`
+}
+
+type nodeSignCase struct {
+	Secret  string `json:"secret"`
+	Message string `json:"message"`
+	Aux     string `json:"aux"`
 }
 
 type nodeOutput struct {
@@ -114,7 +123,10 @@ type nodeOutput struct {
 		ConversationKey string `json:"conversation_key"`
 		Payload         string `json:"payload"`
 	} `json:"nip44_encrypt"`
-	Kinds map[string]*int `json:"kinds"`
+	Kinds       map[string]*int `json:"kinds"`
+	SchnorrSign []struct {
+		Sig string `json:"sig"`
+	} `json:"schnorr_sign"`
 }
 
 // One node run checks everything, since starting node dominates the cost.
@@ -231,6 +243,20 @@ func TestCrossCheckNostrTools(t *testing.T) {
 	}
 
 	// Kind numbers that nostr-tools also names.
+	// BIP-340 signatures with a given aux: nostr-tools' schnorr (noble) must
+	// produce ours byte for byte, over keys of both y parities.
+	var signWant []string
+	for i := 0; i < 24; i++ {
+		sk := DeriveKeys("xcheck-sign", RoleHuman, i)
+		msg := sha256.Sum256([]byte("m" + strconv.Itoa(i)))
+		aux := sha256.Sum256([]byte("a" + strconv.Itoa(i)))
+		sig, err := sk.signer.sign(&msg, &aux)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.SchnorrSign = append(in.SchnorrSign, nodeSignCase{sk.SecretHex(), hex.EncodeToString(msg[:]), hex.EncodeToString(aux[:])})
+		signWant = append(signWant, hex.EncodeToString(sig[:]))
+	}
 	in.Kinds = map[string]int{
 		"Metadata": KindProfile, "ShortTextNote": KindTextNote, "EventDeletion": KindDeletion,
 		"Reaction": KindReaction, "ChatMessage": KindStreamMessage, "GiftWrap": KindGiftWrap,
@@ -291,6 +317,14 @@ func TestCrossCheckNostrTools(t *testing.T) {
 	for name, want := range in.Kinds {
 		if got := out.Kinds[name]; got == nil || *got != want {
 			t.Errorf("kind %s: nostr-tools has %v, we have %d", name, got, want)
+		}
+	}
+	if len(out.SchnorrSign) != len(signWant) {
+		t.Fatalf("nostr-tools signed %d messages, want %d", len(out.SchnorrSign), len(signWant))
+	}
+	for i, w := range signWant {
+		if out.SchnorrSign[i].Sig != w {
+			t.Errorf("schnorr case %d: nostr-tools %s, ours %s", i, out.SchnorrSign[i].Sig, w)
 		}
 	}
 }

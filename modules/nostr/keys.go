@@ -19,6 +19,7 @@ type Keys struct {
 	sk     *btcec.PrivateKey
 	pub    *btcec.PublicKey
 	pubHex string
+	signer signer // d and P prepared once for BIP-340 (schnorr.go)
 }
 
 // NewKeys parses a 32-byte secret key given as 64 hex characters or as
@@ -54,7 +55,7 @@ func KeysFromBytes(b []byte) (*Keys, error) {
 	}
 	sk := btcec.PrivKeyFromScalar(&s)
 	pub := sk.PubKey()
-	return &Keys{sk: sk, pub: pub, pubHex: hex.EncodeToString(schnorr.SerializePubKey(pub))}, nil
+	return &Keys{sk: sk, pub: pub, pubHex: hex.EncodeToString(schnorr.SerializePubKey(pub)), signer: newSigner(sk)}, nil
 }
 
 // GenerateKeys returns fresh random keys.
@@ -87,27 +88,34 @@ func (k *Keys) String() string { return "nostr.Keys{pubkey:" + k.pubHex + "}" }
 func (k *Keys) GoString() string { return k.String() }
 
 // Sign sets e.PubKey, e.ID and e.Sig. CreatedAt, Kind, Tags and Content must
-// be final. FastSign skips btcec's re-verification of its own signature,
-// which would double the cost; the tests verify signatures independently.
+// be final. The signature is btcec's schnorr.Sign with FastSign, byte for
+// byte, without re-deriving the public key (schnorr.go); like FastSign it
+// does not re-verify its own signature: the tests verify independently.
 func (k *Keys) Sign(e *Event) error {
 	e.PubKey = k.pubHex
 	h := e.Hash()
-	sig, err := schnorr.Sign(k.sk, h[:], schnorr.FastSign())
+	sig, err := k.signer.sign(&h, nil)
 	if err != nil {
 		return fmt.Errorf("nostr: sign: %w", err)
 	}
-	e.ID = hex.EncodeToString(h[:])
-	e.Sig = hex.EncodeToString(sig.Serialize())
+	var buf [64 + 128]byte
+	hex.Encode(buf[:64], h[:])
+	hex.Encode(buf[64:], sig[:])
+	all := string(buf[:]) // one allocation for both strings
+	e.ID, e.Sig = all[:64], all[64:]
 	return nil
 }
 
 // SignHash signs a 32-byte message (for NIP-OA attestations).
 func (k *Keys) SignHash(h []byte) ([]byte, error) {
-	sig, err := schnorr.Sign(k.sk, h, schnorr.FastSign())
+	if len(h) != 32 {
+		return nil, fmt.Errorf("nostr: sign: message must be 32 bytes, got %d", len(h))
+	}
+	sig, err := k.signer.sign((*[32]byte)(h), nil)
 	if err != nil {
 		return nil, err
 	}
-	return sig.Serialize(), nil
+	return sig[:], nil
 }
 
 // NewEvent builds, stamps and signs an event.

@@ -10,6 +10,7 @@
 //   nip44_decrypt: [{conversation_key, payload}]      -> {plaintext} or {error}
 //   nip44_encrypt: [{secret, peer_pubkey, plaintext}] -> {conversation_key, payload}
 //   kinds:         {name: number}                     -> {name: value in nostr-tools kinds}
+//   schnorr_sign:  [{secret, message, aux}]           -> {sig}  (the schnorr nostr-tools signs with)
 // stdout: one JSON object with the same section names, results in input order.
 //
 // Events arrive as JSON, so nostr-tools never sees an object it signed
@@ -19,6 +20,7 @@ import { makeAuthEvent } from 'nostr-tools/nip42'
 import * as nip98 from 'nostr-tools/nip98'
 import * as nip44 from 'nostr-tools/nip44'
 import * as kinds from 'nostr-tools/kinds'
+import { schnorr } from '@noble/curves/secp256k1.js'
 
 const hexToBytes = (h) => Uint8Array.from(Buffer.from(h, 'hex'))
 const bytesToHex = (b) => Buffer.from(b).toString('hex')
@@ -95,5 +97,10 @@ if (input.nip44_encrypt) out.nip44_encrypt = input.nip44_encrypt.map(encryptNIP4
 if (input.kinds) {
   out.kinds = {}
   for (const name of Object.keys(input.kinds)) out.kinds[name] = kinds[name] ?? null
+}
+if (input.schnorr_sign) {
+  out.schnorr_sign = input.schnorr_sign.map(({ secret, message, aux }) => ({
+    sig: bytesToHex(schnorr.sign(hexToBytes(message), hexToBytes(secret), hexToBytes(aux))),
+  }))
 }
 process.stdout.write(JSON.stringify(out))
