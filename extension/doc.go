@@ -22,9 +22,10 @@
 // buzz.load(path, {shard, desktopMode}) parses a scenario file
 // (modules/scenario; path relative to the script, read like open()) once
 // per run and options; every VU shares it. Validation errors name the file,
-// key and line. shard "i/n" runs the clients whose global index g has
-// g % n == i (buzz-loadgen's --shard): run the same script n times with
-// -e BUZZ_SHARD=i/n. desktopMode "legacy" or "current" replaces the file's
+// key and line. shard "i/n" runs shard i of n (buzz-loadgen's --shard; each
+// kind dealt round-robin over the shards, scenario.Shard): run the same
+// script n times with --shard i/n, which is the default shard of every
+// buzz.load without one. desktopMode "legacy" or "current" replaces the file's
 // [desktop].mode after parsing (undefined, null or "" keep it; any other
 // value is an init error, exit 107), so one TOML compares the two desktop
 // apps: buzz.load('./local-desktop.toml', { desktopMode: __ENV.DESKTOP_MODE }).

@@ -234,18 +234,31 @@ func (c Counts) Total() int {
 // Humans is the humans of both models.
 func (c Counts) Humans() int { return c[KindHuman] + c[KindDesktop] }
 
-// Shard is one of Count processes that split the clients: it runs the
-// global indices g with g % Count == Index. The zero Shard is the whole run.
+// Shard is one of Count processes that split the clients. The zero Shard
+// is the whole run.
+//
+// Each kind is dealt round-robin over the shards in the order the ramp
+// adds its clients (for the two human models, in human index order within
+// each model), so every kind is split evenly at every step: the shards'
+// counts of a kind differ by at most one. Kind k's deal starts where the
+// previous kinds' deals at the peak ended, so at the peak the shards' totals
+// differ by at most one too. buzz-loadgen runs g % n == i instead; with a
+// population block whose size is a multiple of n, that puts every agent of
+// a step on one shard and every hot-thread author on another.
 type Shard struct {
 	Index, Count int
 }
 
-// Contains reports whether the shard runs global index g.
-func (sh Shard) Contains(g int) bool {
-	if sh.Count <= 1 {
-		return true
+// shardOffsets is where each kind's deal starts: the clients of the kinds
+// before it at the peak, whole run.
+func (s *Scenario) shardOffsets() (off [NumKinds]int) {
+	peak := s.CountsAt(s.PeakUsers(), Shard{})
+	sum := 0
+	for k := Kind(0); k < NumKinds; k++ {
+		off[k] = sum
+		sum += peak[k]
 	}
-	return g%sh.Count == sh.Index
+	return off
 }
 
 // CountsAt is the clients of each kind that run in shard sh at a step with
@@ -254,29 +267,33 @@ func (s *Scenario) CountsAt(users float64, sh Shard) Counts {
 	var c Counts
 	for _, k := range []Kind{KindAgent, KindHotAuthor} {
 		n, _ := s.base(k)
-		m := ScaleCount(n, users)
-		if sh.Count <= 1 {
-			c[k] = m
-			continue
-		}
-		for i := 0; i < m; i++ {
-			if sh.Contains(s.GlobalIndex(k, i)) {
-				c[k]++
-			}
-		}
+		c[k] = ScaleCount(n, users)
 	}
 	h := ScaleCount(s.Population.Humans, users)
 	for i := 0; i < h; i++ {
-		if !sh.Contains(s.GlobalIndex(KindHuman, i)) {
-			continue
-		}
 		if s.IsDesktop(i) {
 			c[KindDesktop]++
 		} else {
 			c[KindHuman]++
 		}
 	}
+	if sh.Count <= 1 {
+		return c
+	}
+	off := s.shardOffsets()
+	for k := Kind(0); k < NumKinds; k++ {
+		c[k] = dealt(c[k], off[k], sh)
+	}
 	return c
+}
+
+// dealt is how many of m clients, dealt from position off, land in shard sh.
+func dealt(m, off int, sh Shard) int {
+	first := ((sh.Index-off)%sh.Count + sh.Count) % sh.Count // rank of the shard's first client
+	if first >= m {
+		return 0
+	}
+	return (m-first-1)/sh.Count + 1
 }
 
 // Clients lists, in the order a ramp adds them, the global indices of kind k
@@ -286,13 +303,19 @@ func (s *Scenario) Clients(k Kind, users float64, sh Shard) []int {
 	n, _ := s.base(k)
 	m := ScaleCount(n, users)
 	out := make([]int, 0, m/max(sh.Count, 1)+1)
+	off := 0
+	if sh.Count > 1 {
+		off = s.shardOffsets()[k]
+	}
+	rank := 0
 	for i := 0; i < m; i++ {
 		if k.IsHuman() && s.IsDesktop(i) != (k == KindDesktop) {
 			continue
 		}
-		if g := s.GlobalIndex(k, i); sh.Contains(g) {
-			out = append(out, g)
+		if sh.Count <= 1 || (rank+off)%sh.Count == sh.Index {
+			out = append(out, s.GlobalIndex(k, i))
 		}
+		rank++
 	}
 	return out
 }
