@@ -19,6 +19,11 @@ const (
 	OpTurnContext = "turn_context" // an agent turn's context reads
 )
 
+// HTTPTimeout is the deadline of an agent's or hot-thread author's HTTP
+// request (buzz-LOADGEN "Abort": HTTP requests 60 s; publishes and history
+// fetches keep relayclient's 30 s, desktop reads their model's 30 s).
+const HTTPTimeout = 60 * time.Second
+
 // RecordDeliver records the publish→delivery latency (deliver) of a timed
 // event that arrived live at `at`, as every subscriber does (modules/models/desktop
 // too). Events without a send time, or a nil sink, record nothing.

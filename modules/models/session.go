@@ -185,7 +185,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	if info.Kind == scenario.KindAgent || info.Kind == scenario.KindHotAuthor {
 		h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: c.target(), Keys: c.keys, OATag: c.oaTag,
-			Sink: c.sink, Transport: cfg.Transport})
+			Sink: c.sink, Transport: cfg.Transport, Timeout: HTTPTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("client: HTTP client: %w", err)
 		}
