@@ -162,6 +162,10 @@ type Step struct {
 type Abort struct {
 	MaxP99Ms     float64 `toml:"max_p99_ms"`
 	MaxErrorRate float64 `toml:"max_error_rate"`
+	// WarmupSecs is the warm-up from the start of the run: what settles in
+	// it is reported apart and not judged (the gateway profiles exclude
+	// their first 10 s the same way). 0: none.
+	WarmupSecs float64 `toml:"warmup_secs"`
 }
 
 // DefaultOperatorKeyEnv is the environment variable the operator key is read

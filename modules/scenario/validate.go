@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Limits beyond which a scenario is refused, so counts and durations stay
@@ -129,6 +130,7 @@ func (s *Scenario) validate() []Problem {
 	s.validateRamp(c)
 	c.positive("abort.max_p99_ms", s.Abort.MaxP99Ms, false)
 	c.fraction("abort.max_error_rate", s.Abort.MaxErrorRate)
+	c.floatAtLeast("abort.warmup_secs", s.Abort.WarmupSecs, 0, true)
 	return c.probs
 }
 
@@ -338,6 +340,7 @@ func (s *Scenario) Warnings() []string {
 	if s.Desktop.Fraction > 0 && s.Population.Humans == 0 {
 		add("desktop.fraction", "has no effect with population.humans = 0")
 	}
+	w = append(w, s.ShortRunWarnings(s.Duration())...)
 	prev := 0
 	for i, p := range s.Steps() {
 		added := p.Clients.Total() - prev
@@ -351,6 +354,40 @@ func (s *Scenario) Warnings() []string {
 			add(fmt.Sprintf("ramp[%d].ramp_secs", i), "%s s is shorter than the %s s that %d new clients take at population.connect_rate_per_sec %s",
 				num(s.Ramp[i].RampSecs), num(math.Ceil(need)), added, num(s.Population.ConnectRatePerSec))
 		}
+	}
+	return w
+}
+
+// ShortRunWarnings names every interval that shapes the run but is longer
+// than run (the scenario's length, or a shorter --duration): its event
+// may never happen, so the run does not measure what the key asks for (as
+// the soak tool warns when its duration is shorter than its perturbation
+// intervals). Only intervals of clients the scenario runs count.
+func (s *Scenario) ShortRunWarnings(run time.Duration) []string {
+	var w []string
+	check := func(key string, secs float64, what string) {
+		if secs > 0 && Secs(secs) > run {
+			w = append(w, fmt.Sprintf("%s: %s: %s s is longer than the run (%s s): %s", s.File, key, num(secs), num(run.Seconds()), what))
+		}
+	}
+	peak := s.CountsAt(s.PeakUsers(), Shard{})
+	if peak[KindDesktop] > 0 {
+		check("desktop.tick_secs", s.Desktop.TickSecs, "no desktop recovery tick may run")
+		check("desktop.backstop_secs", s.Desktop.BackstopSecs, "no current-mode backstop may run")
+		check("desktop.renewal_secs", s.Desktop.RenewalSecs, "no desktop client may renew")
+	}
+	if peak.Humans() > 0 {
+		check("human.mean_session_secs", s.Human.MeanSessionSecs, "most sessions never end, so reconnect churn is not measured")
+		check("human.presence_interval_secs", s.Human.PresenceIntervalSecs, "a human may send no presence heartbeat after its first")
+	}
+	if peak[KindAgent] > 0 {
+		if s.Agent.Turn.PerHour > 0 {
+			check("agent.turn.mean_secs", s.Agent.Turn.MeanSecs, "an agent turn may not end, so its reply and clean-up are not measured")
+		}
+		check("agent.presence_interval_secs", s.Agent.PresenceIntervalSecs, "an agent may send no presence heartbeat after its first")
+	}
+	if s.Abort.WarmupSecs > 0 && Secs(s.Abort.WarmupSecs) >= run {
+		w = append(w, fmt.Sprintf("%s: abort.warmup_secs: %s s covers the whole run (%s s): nothing is judged", s.File, num(s.Abort.WarmupSecs), num(run.Seconds())))
 	}
 	return w
 }

@@ -195,7 +195,58 @@ func TestWarnings(t *testing.T) {
 			}
 		})
 	}
-	if w := mustParse(t, minimal).Warnings(); len(w) != 0 {
+	long := "run_id = \"t\"\n[[ramp]]\nusers = 1\nhold_secs = 600\n"
+	if w := mustParse(t, long).Warnings(); len(w) != 0 {
 		t.Errorf("defaults warn: %q", w)
+	}
+}
+
+// A run shorter than an interval that shapes it warns, naming the key; a
+// key of clients the scenario does not run, or 0 (disabled), does not.
+func TestShortRunWarnings(t *testing.T) {
+	src := scenarioSrc(`[population]
+humans = 4
+agents = 1
+[human]
+mean_session_secs = 120
+presence_interval_secs = 30
+[agent]
+presence_interval_secs = 90
+[agent.turn]
+per_hour = 60
+mean_secs = 45
+[desktop]
+fraction = 1
+tick_secs = 20
+backstop_secs = 40
+renewal_secs = 0
+[abort]
+warmup_secs = 50
+[[ramp]]
+users = 1
+ramp_secs = 5
+hold_secs = 25
+`)
+	w := strings.Join(mustParse(t, src).Warnings(), "\n")
+	for _, want := range []string{
+		"t.toml: desktop.backstop_secs: 40 s is longer than the run (30 s): no current-mode backstop may run",
+		"t.toml: human.mean_session_secs: 120 s is longer than the run (30 s): most sessions never end, so reconnect churn is not measured",
+		"t.toml: agent.turn.mean_secs: 45 s is longer than the run (30 s): an agent turn may not end, so its reply and clean-up are not measured",
+		"t.toml: agent.presence_interval_secs: 90 s is longer than the run (30 s): an agent may send no presence heartbeat after its first",
+		"t.toml: abort.warmup_secs: 50 s covers the whole run (30 s): nothing is judged",
+	} {
+		if !containsLine(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	for _, not := range []string{"desktop.tick_secs", "desktop.renewal_secs", "human.presence_interval_secs"} {
+		if strings.Contains(w, not) {
+			t.Errorf("warns about %s (shorter than the run, or disabled):\n%s", not, w)
+		}
+	}
+	// No agents: the agent keys do not warn.
+	noAgents := strings.Replace(src, "agents = 1", "agents = 0", 1)
+	if w := strings.Join(mustParse(t, noAgents).Warnings(), "\n"); strings.Contains(w, "agent.") {
+		t.Errorf("warns about agent keys without agents:\n%s", w)
 	}
 }
