@@ -42,7 +42,7 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 		}
 		return in.toJS(out)
 	})
-	set("limits", func(sobek.FunctionCall) sobek.Value { return in.toJS(Limits(l.base.Abort)) })
+	set("limits", func(sobek.FunctionCall) sobek.Value { return in.toJS(limitsOf(l.base.Abort)) })
 	set("steps", func(sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) })
 	set("setup", func(c sobek.FunctionCall) sobek.Value { return in.jsSetup(l, c.Argument(0)) })
 	set("teardown", func(sobek.FunctionCall) sobek.Value {

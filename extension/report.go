@@ -63,6 +63,11 @@ type ExitReport struct {
 type Limits struct {
 	MaxP99Ms     float64 `json:"max_p99_ms"`
 	MaxErrorRate float64 `json:"max_error_rate"`
+	WarmupSecs   float64 `json:"warmup_secs,omitempty"`
+}
+
+func limitsOf(a scenario.Abort) Limits {
+	return Limits{MaxP99Ms: a.MaxP99Ms, MaxErrorRate: a.MaxErrorRate, WarmupSecs: a.WarmupSecs}
 }
 
 // Report is the buzz-loadgen-style JSON report of one scenario file.
@@ -159,7 +164,7 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	a := l.agg
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: Limits(l.base.Abort), ThresholdsFailed: failedThresholds}
+	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: limitsOf(l.base.Abort), ThresholdsFailed: failedThresholds}
 	if l.shard.Count > 1 {
 		r.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
 	}
