@@ -12,7 +12,7 @@
 // # JS API
 //
 //	import buzz from "k6/x/buzz";
-//	const sc = buzz.load("./local-smoke.toml", { shard: __ENV.BUZZ_SHARD }); // init code
+//	const sc = buzz.load("./local-smoke.toml"); // init code; --shard i/n applies
 //	export const options = sc.options({ ...overrides });
 //	export function setup() { return sc.setup(); }
 //	export function human() { sc.human(); }      // also desktop(), agent(), hotAuthor(); run() picks by scenario name

@@ -157,6 +157,9 @@ func (in *instance) buildClient(l *loaded, p Population, st *jsmodule.State, sl 
 	if err != nil {
 		return err
 	}
+	if err := l.checkTarget(in.vu.Context(), sc, false, nil, ""); err != nil {
+		return err
+	}
 	pos, err := in.m.globalSlot(in, l.claim(st.Scenario))
 	if err != nil {
 		return err

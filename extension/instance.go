@@ -75,6 +75,14 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 			lo.desktopMode = mode
 		}
 	}
+	if cli := in.m.opts.Shard; cli.Count > 1 {
+		// --shard is the default; a script's own shard must agree with it.
+		if lo.shard.Count > 0 && lo.shard != cli {
+			in.throw(fmt.Errorf("buzz.load(%q): option shard %d/%d contradicts --shard %d/%d", p,
+				lo.shard.Index, lo.shard.Count, cli.Index, cli.Count))
+		}
+		lo.shard = cli
+	}
 	data, err := env.Open(p)
 	if err != nil {
 		in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))

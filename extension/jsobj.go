@@ -213,6 +213,10 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 	if st := in.vu.State(); st != nil {
 		ctx = in.vu.Context()
 	}
+	if err := l.checkTarget(ctx, sc, true, opt.Operator, opt.OperatorOrigin); err != nil {
+		l.seedErr = err
+		return nil, err
+	}
 	r, err := seed.Seed(ctx, sc, opt)
 	if err != nil {
 		err = fmt.Errorf("seed %s: %w", l.base.File, err)

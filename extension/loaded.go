@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -58,6 +60,10 @@ type loaded struct {
 	claims   map[string]*atomic.Int64 // k6 scenario name → next local slot
 
 	agg *aggregator
+
+	preMu   sync.Mutex
+	preDone bool  // a preflight passed
+	preErr  error // a preflight failed (sticky)
 
 	seedMu   sync.Mutex
 	seedDone bool
@@ -210,3 +216,29 @@ func (l *loaded) stepLabel(i int) string {
 
 // ShutdownStep is the step tag of what settles after the last hold.
 const ShutdownStep = "shutdown"
+
+// checkTarget runs the preflight once per run before the first seed or
+// client (seeding adds the operator API check; a passed check is not
+// repeated). A failure is sticky and stops the run.
+func (l *loaded) checkTarget(ctx context.Context, sc *scenario.Scenario, seeding bool, op *nostr.Keys, origin string) error {
+	l.preMu.Lock()
+	defer l.preMu.Unlock()
+	if l.preErr != nil || l.preDone {
+		return l.preErr
+	}
+	pool, err := l.m.httpPool()
+	if err != nil {
+		return err
+	}
+	err = preflight(ctx, sc, preflightTarget(sc, seeding), sc.OwnerKeys(0), pool)
+	if err == nil && seeding && op != nil {
+		err = preflightOperator(ctx, sc, op, origin, pool)
+	}
+	if err != nil {
+		l.preErr = err
+		l.m.failPreflight(err)
+		return err
+	}
+	l.preDone = true
+	return nil
+}

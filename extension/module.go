@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync"
@@ -40,6 +41,24 @@ type Options struct {
 	Relay func(*relay.Config)
 	// OnRelay sees the embedded relay once it listens (tests inject faults).
 	OnRelay func(*relay.Relay)
+
+	// The options of `buzzload run` (cmd/buzzload/buzz.go).
+	//
+	// Shard is the default shard of every buzz.load without one (--shard).
+	Shard scenario.Shard
+	// ReportPath, when set, is where the Buzz report's JSON goes (--report),
+	// whatever sc.report's json option says.
+	ReportPath string
+	// ReportInterval is how often a window block is printed while the run
+	// goes (--report-interval); 0 picks 10 s for runs under 10 minutes and
+	// 60 s above, negative prints none (the windows still go into the report).
+	ReportInterval time.Duration
+	// Warmup, when set, replaces [abort] warmup_secs (--warmup).
+	Warmup *time.Duration
+	// Console receives the window blocks; nil prints none.
+	Console io.Writer
+	// Abort stops the run (the preflight failed); nil does nothing.
+	Abort func(error)
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.
@@ -63,6 +82,31 @@ type Module struct {
 	metricsOnce sync.Once
 	met         *metricSet
 	metErr      error
+
+	failMu       sync.Mutex
+	preflightErr error    // the first failed preflight
+	reports      []string // report files written
+	reportErrs   []error  // report files that could not be written
+}
+
+// PreflightError is the preflight failure that stopped the run, if any.
+func (m *Module) PreflightError() error {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	return m.preflightErr
+}
+
+// failPreflight records a preflight failure and stops the run.
+func (m *Module) failPreflight(err error) {
+	m.failMu.Lock()
+	first := m.preflightErr == nil
+	if first {
+		m.preflightErr = err
+	}
+	m.failMu.Unlock()
+	if first && m.opts.Abort != nil {
+		m.opts.Abort(err)
+	}
 }
 
 // New returns the module of one run.

@@ -405,15 +405,23 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 			path = s
 		}
 	}
+	if in.m.opts.ReportPath != "" {
+		path = in.m.opts.ReportPath // --report wins over the script's choice
+	}
 	_ = in.m.Close()
 	rep := l.BuildReport(failedThresholds(d))
-	out := map[string]any{"stdout": rep.Text()}
+	text := rep.Text()
 	if path != "" {
+		// Written here, not returned to the runner, so a report that cannot
+		// be written fails the run (Module.FinishReports) instead of only
+		// being logged.
 		raw, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
 			in.throw(err)
 		}
-		out[path] = string(raw) + "\n"
+		if err := in.m.writeReport(path, append(raw, '\n')); err != nil {
+			text += "  ✗ " + err.Error() + "\n\n"
+		}
 	}
-	return in.rt().ToValue(out)
+	return in.rt().ToValue(map[string]any{"stdout": text})
 }

@@ -3,11 +3,11 @@
 // With no [target] in the TOML the embedded relay serves the run.
 //
 //   buzzload run scenarios/local-smoke.js
-//   buzzload run -e BUZZ_SHARD=0/2 scenarios/local-smoke.js   # one of two shards
-//   buzzload run -e BUZZ_REPORT=out.json scenarios/local-smoke.js
+//   buzzload run --shard 0/2 scenarios/local-smoke.js   # one of two shards
+//   buzzload run --report out.json scenarios/local-smoke.js
 import buzz from "k6/x/buzz";
 
-const sc = buzz.load("./local-smoke.toml", { shard: __ENV.BUZZ_SHARD });
+const sc = buzz.load("./local-smoke.toml");
 
 export const options = sc.options();
 

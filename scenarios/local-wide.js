@@ -5,11 +5,11 @@
 // [target] in the TOML the embedded relay serves the run.
 //
 //   buzzload run scenarios/local-wide.js
-//   buzzload run -e BUZZ_SHARD=0/2 scenarios/local-wide.js   # one of two shards
+//   buzzload run --shard 0/2 scenarios/local-wide.js   # one of two shards
 //   buzzload run -e BUZZ_REPORT=out.json scenarios/local-wide.js
 import buzz from "k6/x/buzz";
 
-const sc = buzz.load("./local-wide.toml", { shard: __ENV.BUZZ_SHARD });
+const sc = buzz.load("./local-wide.toml");
 
 export const options = sc.options();
 

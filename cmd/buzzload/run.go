@@ -64,6 +64,7 @@ type runFlags struct {
 	noSummary, noThresholds, quiet, verbose            bool
 	noSetup, noTeardown, includeSystemEnv, throw, help bool
 	http                                               httpFlags
+	buzz                                               buzzFlags
 }
 
 func newRunFlags(stderr io.Writer) *runFlags {
@@ -98,6 +99,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringVar(&f.startAt, "start-at", "", "after VU init, wait until this time (RFC 3339 or Unix seconds) to start, so distributed instances start together")
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	f.http.register(fs)
+	addBuzzFlags(fs, &f.buzz)
 	return f
 }
 
@@ -119,7 +121,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		return engine.ExitGeneric
 	}
 	if f.help {
-		fmt.Fprintln(stdout, "usage: buzzload run [flags] script.js")
+		fmt.Fprint(stdout, runUsage+"\n")
 		f.fs.SetOutput(stdout)
 		f.fs.PrintDefaults()
 		return 0
@@ -128,17 +130,19 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintln(stderr, "buzzload run: want exactly one script argument (see buzzload run --help)")
 		return engine.ExitGeneric
 	}
-	if strings.HasSuffix(f.fs.Arg(0), ".toml") {
-		// A scenario file is data: a script loads it with buzz.load().
-		fmt.Fprintf(stderr, "buzzload run: %s is a scenario file; run a script that loads it with buzz.load (e.g. scenarios/local-smoke.js)\n", f.fs.Arg(0))
-		return engine.ExitGeneric
-	}
 	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitCode(err)
 	}
-	reg, closeModules, err := newModuleRegistry(env.Env)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	bopts, err := f.buzz.moduleOptions(f.fs, stdout, func(err error) { cancel(err) })
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		return engine.ExitCode(err)
+	}
+	reg, buzz, closeModules, err := newModuleRegistry(env.Env, bopts)
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitGeneric
@@ -152,8 +156,6 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
 
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	finished := make(chan struct{})
 	defer close(finished)
 	if env.Signals != nil {
@@ -180,11 +182,11 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		if err := writeRunResult(f.result, cfg, res); err != nil {
 			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 			if res.ExitCode == engine.ExitOK {
-				return engine.ExitGeneric
+				return finishBuzz(buzz, engine.ExitGeneric, stderr)
 			}
 		}
 	}
-	return res.ExitCode
+	return finishBuzz(buzz, res.ExitCode, stderr)
 }
 
 // lookupFrom makes an envconfig lookup over a KEY=VALUE list.
@@ -359,6 +361,12 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		cfg.ConfigFile, cfg.ConfigFileName = b, filepath.Base(path)
 	}
 
+	if isScenarioFile(script) {
+		cfg.Script, cfg.Source, err = scenarioScript(script)
+		if err != nil {
+			return cfg, err
+		}
+	}
 	if script == "-" {
 		src, err := io.ReadAll(env.Stdin)
 		if err != nil {
@@ -373,13 +381,14 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 // newModuleRegistry is every Go module a script can import: the built-ins
 // and the extensions compiled into this binary. close ends what the
 // extensions started (the embedded relay) once the run is over.
-func newModuleRegistry(environ []string) (reg *jsmodule.Registry, close func() error, err error) {
+func newModuleRegistry(environ []string, opts extension.Options) (reg *jsmodule.Registry, buzz *extension.Module, close func() error, err error) {
 	reg = jshost.NewRegistryWith(jshost.RegistryOptions{UserAgent: k6http.DefaultUserAgent(version)})
-	buzz := extension.New(extension.Options{Registry: reg, LookupEnv: lookupFrom(environ)})
+	opts.Registry, opts.LookupEnv = reg, lookupFrom(environ)
+	buzz = extension.New(opts)
 	if err := reg.Register(extension.ImportPath, buzz); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return reg, buzz.Close, nil
+	return reg, buzz, buzz.Close, nil
 }
 
 func envOptions(e runEnv) (engine.Options, error) {

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// These tests run the real binary as an operator would (issue 13):
+// `buzzload run <file>.toml` with --report, --shard, and the preflight.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// buzzloadBin builds bin/buzzload once per test process.
+func buzzloadBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "buzzload-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "buzzload")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = err
+			binPath = string(out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("go build: %v\n%s", binErr, binPath)
+	}
+	return binPath
+}
+
+// runBin runs the binary in dir and returns its exit code and output.
+func runBin(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(buzzloadBin(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func copyTestdata(t *testing.T, name string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type opsReport struct {
+	RunID string `json:"run_id"`
+	Shard string `json:"shard"`
+	OK    bool   `json:"ok"`
+	Steps []struct {
+		Clients map[string]int             `json:"clients"`
+		Ops     map[string]json.RawMessage `json:"ops"`
+	} `json:"steps"`
+}
+
+func readOpsReport(t *testing.T, p string) opsReport {
+	t.Helper()
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r opsReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return r
+}
+
+// `run --help` says a .toml runs with the standard script and lists the
+// Buzz flags.
+func TestRunHelpDescribesScenarioFiles(t *testing.T) {
+	code, out, _ := runCLI(t, "run", "--help")
+	for _, want := range []string{"buzzload run [flags] scenario.toml", "standard script built in", "--shard", "--report", "--report-interval", "--warmup"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --help lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// `buzzload run file.toml --report out.json` seeds the embedded relay, runs
+// every population of the file and writes the Buzz report there.
+func TestRunScenarioFileWritesReport(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	code, out, errs := runBin(t, dir, nil, "run", "-q", "ops-tiny.toml", "--report", "out.json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	r := readOpsReport(t, filepath.Join(dir, "out.json"))
+	if r.RunID != "ops-tiny" || !r.OK || len(r.Steps) != 2 {
+		t.Fatalf("report %+v", r)
+	}
+	for _, op := range []string{"connect", "publish", "http_query", "hot_reply"} {
+		if _, ok := r.Steps[1].Ops[op]; !ok {
+			t.Errorf("step 1 has no %s: every population ran? ops %v", op, r.Steps[1].Ops)
+		}
+	}
+	if !strings.Contains(out, "buzz ops-tiny") || !strings.Contains(out, "result: ok") {
+		t.Errorf("stdout lacks the Buzz report:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "buzz-report.json")); err == nil {
+		t.Error("the standard script wrote buzz-report.json without --report")
+	}
+}
+
+// A report that cannot be written fails the run and says so.
+func TestRunReportThatCannotBeWrittenFails(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	code, _, errs := runBin(t, dir, nil, "run", "-q", "ops-tiny.toml", "--report", filepath.Join(dir, "missing", "out.json"))
+	if code == 0 || !strings.Contains(errs, "writing the Buzz report") || !strings.Contains(errs, "missing/out.json") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// --shard spreads every kind: with 2 shards at 2 users (4 humans, 2 agents,
+// 2 hot-thread authors), each shard runs 2 humans, 1 agent and 1 author.
+func TestRunShardSplitsEveryKind(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	for _, sh := range []string{"0/2", "1/2"} {
+		p := filepath.Join(dir, strings.ReplaceAll(sh, "/", "of")+".json")
+		code, out, errs := runBin(t, dir, nil, "run", "-q", "--shard", sh, "--report", p, "ops-tiny.toml")
+		if code != 0 {
+			t.Fatalf("shard %s: exit %d\n%s\n%s", sh, code, out, errs)
+		}
+		r := readOpsReport(t, p)
+		want := map[string]int{"human": 2, "agent": 1, "hot_author": 1}
+		if r.Shard != sh || len(r.Steps) != 2 {
+			t.Fatalf("shard %s: report %+v", sh, r)
+		}
+		for k, n := range want {
+			if r.Steps[1].Clients[k] != n {
+				t.Errorf("shard %s at 2 users: clients %v, want %v", sh, r.Steps[1].Clients, want)
+				break
+			}
+		}
+	}
+	if code, _, errs := runBin(t, dir, nil, "run", "--shard", "2/2", "ops-tiny.toml"); code != 104 || !strings.Contains(errs, "--shard") {
+		t.Errorf("--shard 2/2: exit %d, stderr %q", code, errs)
+	}
+}
+
+const deadTarget = `run_id = "dead"
+[target]
+ws_url = "ws://ADDR"
+http_url = "http://ADDR"
+connect_timeout_secs = 2
+[population]
+humans = 1
+agents = 0
+channels_per_member = 1
+[[ramp]]
+users = 1
+hold_secs = 30
+`
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// A relay that is down stops the run before any seeding or traffic, with a
+// message naming what did not answer and exit 111, for the seeding process
+// and for shards started with --no-setup alike.
+func TestPreflightClosedPort(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	if err := os.WriteFile(filepath.Join(dir, "dead.toml"), []byte(strings.ReplaceAll(deadTarget, "ADDR", addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "-q", "dead.toml"}, {"run", "-q", "--no-setup", "dead.toml"}} {
+		start := time.Now()
+		code, _, errs := runBin(t, dir, nil, args...)
+		if code != ExitUnreachable || !strings.Contains(errs, "preflight: NIP-11") || !strings.Contains(errs, "http://"+addr) {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, errs)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%v: took %v; the run (30 s) went on after the preflight failed", args, d)
+		}
+	}
+}
+
+// A relay that answers NIP-11 but refuses AUTH (the real `buzzload relay`
+// expecting wss:// in the NIP-42 relay tag while the scenario dials ws://)
+// fails the preflight on the WebSocket check.
+func TestPreflightAuthRefused(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	relay := exec.Command(buzzloadBin(t), "relay", "--listen", addr)
+	relay.Env = append(os.Environ(), "BUZZ_PUBLIC_SCHEME=wss", "BUZZ_OPERATOR_SECRET_FILE="+filepath.Join(dir, "op.key"))
+	if err := relay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = relay.Process.Kill(); _ = relay.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("relay did not listen")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "noauth.toml"), []byte(strings.ReplaceAll(deadTarget, "ADDR", addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "-q", "noauth.toml"}, {"run", "-q", "--no-setup", "noauth.toml"}} {
+		code, _, errs := runBin(t, dir, nil, args...)
+		if code != ExitUnreachable || !strings.Contains(errs, "preflight: WebSocket (connect and NIP-42 AUTH) at ws://"+addr) ||
+			!strings.Contains(errs, "auth") {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, errs)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// StandardScript is the script `buzzload run scenario.toml` runs: the
+// standard shape of scenarios/local-smoke.js (seed in setup, one ramping-vus
+// scenario per population, the Buzz report in handleSummary) for the
+// scenario file at path, relative to the script. Its report's JSON goes only
+// where --report says.
+func StandardScript(path string) []byte {
+	q, _ := json.Marshal(path)
+	var b strings.Builder
+	b.WriteString("// The standard script of `buzzload run <scenario>.toml` (extension.StandardScript).\n")
+	b.WriteString("import buzz from \"k6/x/buzz\";\n")
+	fmt.Fprintf(&b, "const sc = buzz.load(%s);\n", q)
+	b.WriteString("export const options = sc.options();\n")
+	b.WriteString("export function setup() { return sc.setup(); }\n")
+	for _, p := range Populations {
+		fmt.Fprintf(&b, "export function %s() { sc.%s(); }\n", p.Exec, p.Exec)
+	}
+	b.WriteString("export function teardown() { sc.teardown(); }\n")
+	b.WriteString("export function handleSummary(data) { return sc.report(data, { json: \"\" }); }\n")
+	return []byte(b.String())
+}
+
+// writeReport writes one report file and remembers how it went, so a
+// report that cannot be written fails the run (FinishReports) instead of
+// being lost.
+func (m *Module) writeReport(path string, data []byte) error {
+	err := os.WriteFile(path, data, 0o644)
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("writing the Buzz report: %w", err)
+		m.reportErrs = append(m.reportErrs, err)
+		return err
+	}
+	m.reports = append(m.reports, path)
+	return nil
+}
+
+// FinishReports is called once the run is over. With a report path
+// (--report) and no sc.report call (no handleSummary, --no-summary, a
+// custom script), it builds the report of the run's scenario and writes
+// it there. It returns every report file that could not be written.
+func (m *Module) FinishReports() error {
+	m.failMu.Lock()
+	wrote := len(m.reports) + len(m.reportErrs)
+	m.failMu.Unlock()
+	if m.opts.ReportPath != "" && wrote == 0 {
+		m.mu.Lock()
+		seen := map[*loaded]bool{}
+		var ls []*loaded
+		for _, l := range m.scenarios {
+			if !seen[l] {
+				seen[l] = true
+				ls = append(ls, l)
+			}
+		}
+		m.mu.Unlock()
+		switch {
+		case len(ls) == 0:
+			m.noteReportErr(fmt.Errorf("--report %s: the script loaded no scenario (buzz.load)", m.opts.ReportPath))
+		case len(ls) > 1:
+			m.noteReportErr(fmt.Errorf("--report %s: the script loaded %d scenarios; call sc.report in handleSummary for each", m.opts.ReportPath, len(ls)))
+		default:
+			raw, err := json.MarshalIndent(ls[0].BuildReport(nil), "", "  ")
+			if err == nil {
+				_ = m.writeReport(m.opts.ReportPath, append(raw, '\n'))
+			} else {
+				m.noteReportErr(err)
+			}
+		}
+	}
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	return errors.Join(m.reportErrs...)
+}
+
+func (m *Module) noteReportErr(err error) {
+	m.failMu.Lock()
+	m.reportErrs = append(m.reportErrs, err)
+	m.failMu.Unlock()
+}

@@ -1,0 +1,102 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// PreflightError says which part of the target did not answer before any
+// seeding or traffic: a dead relay must read as "relay down", not as a load
+// failure (issue 13). cmd/buzzload exits with its own code for it.
+type PreflightError struct {
+	What string // "NIP-11", "WebSocket", "operator API"
+	URL  string
+	Err  error
+}
+
+func (e *PreflightError) Error() string {
+	return fmt.Sprintf("preflight: %s at %s failed: %v", e.What, e.URL, e.Err)
+}
+
+func (e *PreflightError) Unwrap() error { return e.Err }
+
+// preflightTimeout bounds each check when the scenario sets no
+// connect_timeout_secs.
+const preflightTimeout = 10 * time.Second
+
+// preflightTarget is where the checks go. Before seeding a templated target,
+// the community hosts may not exist yet, so the checks go to the deployment
+// itself (ws_url and http_url as written, dialled at connect_addr), where
+// the operator API lives too; clients check community 0's host as they
+// dial it.
+func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
+	t := sc.Target
+	if t.CommunityHostTemplate == "" {
+		return relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+	}
+	if !seeding {
+		ep := sc.Endpoint(0)
+		return relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr}
+	}
+	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+	if u, err := url.Parse(t.WSURL); err == nil && t.ConnectAddr != "" {
+		tgt.Host, tgt.ConnectAddr = u.Host, t.ConnectAddr
+	}
+	return tgt
+}
+
+// preflight checks that NIP-11 answers and that a WebSocket connects and
+// authenticates as keys. Nothing it does is recorded as an operation.
+func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, tr http.RoundTripper) error {
+	timeout := preflightTimeout
+	if sc.Target.ConnectTimeoutSecs > 0 {
+		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
+	}
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Transport: tr, Timeout: timeout})
+	if err != nil {
+		return &PreflightError{What: "NIP-11", URL: tgt.HTTPURL, Err: err}
+	}
+	var doc map[string]any
+	if r := h.NIP11(ctx, "preflight", &doc); r.Outcome != relayclient.OutcomeOK {
+		return &PreflightError{What: "NIP-11 (GET / with Accept: application/nostr+json)", URL: tgt.HTTPURL, Err: errors.New(r.Error)}
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := relayclient.Connect(cctx, relayclient.Config{Target: tgt, Keys: keys, ConnectTimeout: timeout})
+	if err != nil {
+		return &PreflightError{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
+	}
+	c.Close()
+	return nil
+}
+
+// preflightOperator checks that the operator API answers the operator key:
+// a read-only availability query for community 0's host.
+func preflightOperator(ctx context.Context, sc *scenario.Scenario, keys *nostr.Keys, origin string, tr http.RoundTripper) error {
+	timeout := preflightTimeout
+	if sc.Target.ConnectTimeoutSecs > 0 {
+		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
+	}
+	tgt := preflightTarget(sc, true)
+	if origin == "" {
+		if u, err := url.Parse(sc.Target.HTTPURL); err == nil {
+			origin = u.Scheme + "://" + u.Host
+		}
+	}
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Keys: keys, Transport: tr, Timeout: timeout, OperatorOrigin: origin})
+	if err != nil {
+		return &PreflightError{What: "operator API", URL: origin, Err: err}
+	}
+	if _, r := h.CommunityAvailability(ctx, sc.CommunityHost(0), relayclient.CallOptions{Op: "preflight"}); r.Outcome != relayclient.OutcomeOK {
+		return &PreflightError{What: "operator API (GET /operator/communities/availability)", URL: origin, Err: errors.New(r.Error)}
+	}
+	return nil
+}
