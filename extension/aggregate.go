@@ -10,34 +10,21 @@ import (
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// maxErrorSamples is how many distinct error texts the report keeps per
-// operation and step.
-const maxErrorSamples = 3
-
 // opAgg is one operation's outcomes within one cell.
 type opAgg struct {
 	trend                          metrics.Sink // successes, ms
 	ok, errors, throttled, pending int64
-	errorTexts                     []string
+	errTexts                       errorCounts // normalised (errtext.go)
 }
 
 func newOpAgg() *opAgg { return &opAgg{trend: metrics.NewSink(metrics.Trend)} }
 
 func (o *opAgg) addError(text string) {
 	o.errors++
-	o.addText(text)
-}
-
-func (o *opAgg) addText(text string) {
-	if text == "" || len(o.errorTexts) >= maxErrorSamples {
-		return
+	if text == "" {
+		text = "(no error text)"
 	}
-	for _, t := range o.errorTexts {
-		if t == text {
-			return
-		}
-	}
-	o.errorTexts = append(o.errorTexts, text)
+	o.errTexts.add(NormaliseError(text), 1)
 }
 
 func (o *opAgg) add(r relayclient.Result, at time.Time) {
@@ -61,9 +48,7 @@ func (o *opAgg) merge(b *opAgg) {
 	o.throttled += b.throttled
 	o.pending += b.pending
 	_ = o.trend.Merge(b.trend) // both are Trend sinks: cannot fail
-	for _, t := range b.errorTexts {
-		o.addText(t)
-	}
+	o.errTexts.merge(&b.errTexts)
 }
 
 type exitKey struct {

@@ -298,7 +298,7 @@ func TestCancelledAtStopFailsTheRun(t *testing.T) {
 		t.Errorf("shutdown abort_reason %q does not name the cancelled clients", sd.AbortReason)
 	}
 	q := sd.Ops["http_query"]
-	if q == nil || q.Errors == 0 || len(q.ErrorSamples) == 0 || !strings.Contains(q.ErrorSamples[0], "unfinished at stop") {
+	if q == nil || q.Errors == 0 || len(q.ErrorTexts) == 0 || !strings.Contains(q.ErrorTexts[0].Text, "unfinished at stop") {
 		t.Errorf("shutdown http_query %+v: want unfinished-at-stop errors", q)
 	}
 	found := false

@@ -27,7 +27,9 @@ type OpReport struct {
 	ErrorRate    float64  `json:"error_rate"` // errors / (ok + errors)
 	Throttled    int64    `json:"throttled"`
 	Pending      int64    `json:"pending"` // in flight at the end of the step (not judged)
-	ErrorSamples []string `json:"error_samples,omitempty"`
+	// ErrorTexts are the distinct error texts (ids, numbers and durations
+	// stripped) with their counts, the 10 most frequent and then "other".
+	ErrorTexts []ErrorText `json:"error_texts,omitempty"`
 }
 
 // StepReport is one ramp step: its ramp and its hold.
@@ -110,7 +112,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 func (a *opAgg) report() *OpReport {
 	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Pending: a.pending,
-		Count: a.ok + a.errors + a.throttled, ErrorSamples: append([]string(nil), a.errorTexts...)}
+		Count: a.ok + a.errors + a.throttled, ErrorTexts: a.errTexts.top(topErrorTexts)}
 	if a.ok+a.errors > 0 {
 		r.ErrorRate = round3(float64(a.errors) / float64(a.ok+a.errors))
 	}
@@ -357,8 +359,8 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 		o := ops[name]
 		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
 			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending)
-		for _, e := range o.ErrorSamples {
-			errs = append(errs, name+": "+e)
+		for _, e := range o.ErrorTexts {
+			errs = append(errs, fmt.Sprintf("%s: %d× %s", name, e.Count, e.Text))
 		}
 	}
 	for _, e := range errs {
