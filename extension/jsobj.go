@@ -187,6 +187,15 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 		role = SeedRole(l.base.Embedded(), tup.Segment(), l.shard)
 	}
 	if role == RoleWait {
+		// The deployment, not community 0: its host may not be seeded yet.
+		ctx := context.Background()
+		if st := in.vu.State(); st != nil {
+			ctx = in.vu.Context()
+		}
+		if err := l.checkTarget(ctx, sc, true, nil, ""); err != nil {
+			l.seedErr = err
+			return nil, err
+		}
 		return in.waitFixture(l, sc, so)
 	}
 	opt := seed.Options{}
