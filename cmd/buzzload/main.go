@@ -40,6 +40,7 @@ func commands() map[string]command {
 		"teardown": {"archive and delete a scenario's communities", teardownCmd},
 		"merge":    {"merge the JSON results of several execution segments", mergeCmd},
 		"compare":  {"compare the per-operation results of two runs", compareCmd},
+		"plan":     {"simulate a scenario's clients without sockets: what the relay would see", planCmd},
 		"version":  {"print the version and commit", versionCmd},
 	}
 }

@@ -172,8 +172,11 @@ func (s *Schedule) gap(a Action) time.Duration {
 	return expDuration(s.rng, float64(time.Hour)/s.ratePerHour(a))
 }
 
-// expDuration draws an exponential duration with the given mean (ns),
-// capped so it never overflows.
+// ExpDuration draws an exponential duration with the given mean (ns),
+// capped so it never overflows: the gap of every Poisson stream of the
+// models (and of modules/plan, which replays their draws).
+func ExpDuration(rng *rand.Rand, mean float64) time.Duration { return expDuration(rng, mean) }
+
 func expDuration(rng *rand.Rand, mean float64) time.Duration {
 	d := rng.ExpFloat64() * mean
 	if d >= float64(never/2) {

@@ -63,7 +63,7 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	if !ok || info.Kind != scenario.KindDesktop {
 		return Config{}, fmt.Errorf("desktop: global index %d is not a desktop human", hc.Global)
 	}
-	p, err := ParamsFrom(sc.Desktop)
+	p, err := ModelParams(sc, hc.Global)
 	if err != nil {
 		return Config{}, err
 	}
@@ -93,14 +93,27 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 		cfg.CoMembers = append(cfg.CoMembers, pub(m))
 	}
 	p.Channels = cfg.Channels
-	p.RenewalPhase = RenewalPhase(sc.RunID, hc.Global)
 	if hc.LiveOnlyScope > 0 {
 		p.LiveOnlyScope = hc.LiveOnlyScope
 	}
-	s1, s2 := models.SeedFor(sc.RunID, hc.Global)
-	p.Jitter = rand.New(rand.NewPCG(s1^0x6465736b746f70, s2)).Float64 // its own stream: the model runs on its own goroutine
 	cfg.Params = p
 	return cfg, nil
+}
+
+// ModelParams resolves the model's Params of desktop human g from the
+// scenario's [desktop] keys: its renewal phase and reconnect jitter drawn
+// from (run_id, g). Channels and Presence are the caller's (they need the
+// member's channel ids and co-members). modules/plan simulates the model
+// from the same Params, so a plan and a run make the same decisions.
+func ModelParams(sc *scenario.Scenario, g int) (Params, error) {
+	p, err := ParamsFrom(sc.Desktop)
+	if err != nil {
+		return Params{}, err
+	}
+	p.RenewalPhase = RenewalPhase(sc.RunID, g)
+	s1, s2 := models.SeedFor(sc.RunID, g)
+	p.Jitter = rand.New(rand.NewPCG(s1^0x6465736b746f70, s2)).Float64 // its own stream: the model runs on its own goroutine
+	return p, nil
 }
 
 // PubKeys returns a memoised, concurrency-safe global index → pubkey map

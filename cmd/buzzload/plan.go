@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/modules/plan"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+const planUsage = `usage: buzzload plan scenario.toml [--users N | --step i] [--duration D] [--mode legacy|current|both] [--json]
+
+Simulates the scenario's clients without sockets — basic humans, desktop
+humans, agents, hot-thread authors, with the same schedules, membership and
+desktop decisions as a run — and prints what the relay would see: per op and
+per endpoint the mean and the peak-minute rate, open connections and
+subscriptions, #h channels per REQ, connects by cause, events by kind,
+fan-out deliveries, bytes each way, per community and for the largest
+channel. Only the relay's answers are modelled (every REQ replays what the
+relay stores and reaches its EOSE, reads succeed unless --fail-rate).
+
+Without --users or --step it simulates the scenario's whole ramp, as
+'buzzload run' would drive it. --users N holds N units of the population
+(as [[ramp]] users: population.humans × N humans, ...) for --duration
+(default 1h), joining over the first step's ramp_secs; --step i holds
+step i's users.
+
+flags:
+`
+
+func planCmd(ctx context.Context, args []string, env cliEnv) int {
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	users := fs.Float64("users", 0, "hold this many units of the population (as [[ramp]] users)")
+	step := fs.Int("step", -1, "hold ramp step i's users")
+	dur := fs.Duration("duration", 0, "simulated time (default: the ramp's length; 1h with --users)")
+	ramp := fs.Duration("ramp", -1, "with --users/--step: how long the clients take to join (default the step's ramp_secs)")
+	mode := fs.String("mode", "", "desktop mode: legacy, current or both (default the scenario's)")
+	failRate := fs.Float64("fail-rate", 0, "share of replays and HTTP reads that fail (0..1)")
+	latency := fs.Duration("latency", 0, "every answer's delay")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n%s%s", err, planUsage, fs.FlagUsages())
+		return 2
+	}
+	if *help {
+		fmt.Fprint(env.Stdout, planUsage+fs.FlagUsages())
+		return 0
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(env.Stderr, "buzzload plan: want one scenario .toml, got %d arguments\n%s", fs.NArg(), planUsage)
+		return 2
+	}
+	sc, err := scenario.Load(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+		return 2
+	}
+	if err := reshapeRamp(sc, *users, *step, *dur, *ramp); err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+		return 2
+	}
+	modes := []string{sc.Desktop.Mode}
+	switch *mode {
+	case "":
+	case "both":
+		modes = []string{scenario.ModeLegacy, scenario.ModeCurrent}
+	case scenario.ModeLegacy, scenario.ModeCurrent:
+		modes = []string{*mode}
+	default:
+		fmt.Fprintf(env.Stderr, "buzzload plan: --mode %q: want legacy, current or both\n", *mode)
+		return 2
+	}
+	var results []*plan.Result
+	for _, m := range modes {
+		c := *sc
+		c.Desktop.Mode = m
+		cfg, err := planConfig(&c, *failRate, *latency)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+			return 2
+		}
+		r, err := plan.Run(cfg)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+			return 1
+		}
+		results = append(results, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		var v any = results[0]
+		if len(results) > 1 {
+			v = results
+		}
+		if err := enc.Encode(v); err != nil {
+			fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	plan.WriteText(env.Stdout, results...)
+	return 0
+}
+
+// reshapeRamp replaces the scenario's ramp by one held step when --users
+// or --step asks for it, and sets the simulated length.
+func reshapeRamp(sc *scenario.Scenario, users float64, step int, dur, ramp time.Duration) error {
+	if users > 0 && step >= 0 {
+		return errors.New("--users and --step are exclusive")
+	}
+	if math.IsNaN(users) || math.IsInf(users, 0) || users < 0 {
+		return fmt.Errorf("--users %v: want a positive number", users)
+	}
+	if step >= len(sc.Ramp) {
+		return fmt.Errorf("--step %d: the scenario has %d ramp steps", step, len(sc.Ramp))
+	}
+	if users == 0 && step < 0 {
+		if dur > 0 && dur < sc.Duration() {
+			// a shorter look at the same ramp: cut the steps at dur
+			return cutRamp(sc, dur)
+		}
+		if dur > sc.Duration() {
+			last := &sc.Ramp[len(sc.Ramp)-1]
+			last.HoldSecs += (dur - sc.Duration()).Seconds()
+		}
+		return nil
+	}
+	st := sc.Ramp[0]
+	if step >= 0 {
+		st = sc.Ramp[step]
+		if dur <= 0 {
+			dur = scenario.Secs(st.RampSecs + st.HoldSecs)
+		}
+	} else {
+		st.Users = users
+		if dur <= 0 {
+			dur = time.Hour
+		}
+	}
+	if ramp >= 0 {
+		st.RampSecs = ramp.Seconds()
+	}
+	st.RampSecs = math.Min(st.RampSecs, dur.Seconds())
+	st.HoldSecs = dur.Seconds() - st.RampSecs
+	sc.Ramp = []scenario.Step{st}
+	return nil
+}
+
+func cutRamp(sc *scenario.Scenario, dur time.Duration) error {
+	left := dur.Seconds()
+	var out []scenario.Step
+	for _, st := range sc.Ramp {
+		if left <= 0 {
+			break
+		}
+		st.RampSecs = math.Min(st.RampSecs, left)
+		left -= st.RampSecs
+		st.HoldSecs = math.Min(st.HoldSecs, left)
+		left -= st.HoldSecs
+		out = append(out, st)
+	}
+	sc.Ramp = out
+	return nil
+}
+
+// planConfig places every kind's clients on the timeline with the runner's
+// own ramping-vus staircase (the stages sc.options() gives the runner), so
+// the plan starts each client when the run's VU for it would start.
+func planConfig(sc *scenario.Scenario, failRate float64, latency time.Duration) (plan.Config, error) {
+	cfg := plan.Config{Scenario: sc, Duration: sc.Duration(), FailRate: failRate, Latency: latency}
+	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
+		var stages []executor.Stage
+		for _, st := range sc.Stages(k, scenario.Shard{}) {
+			stages = append(stages, executor.Stage{Duration: st.Duration, Target: int64(st.Target), Name: st.Name})
+		}
+		rv := executor.RampingVUsConfig{Stages: stages}
+		prev := int64(0)
+		for _, s := range rv.RawSteps(segment.FullTuple()) {
+			for v := prev; v < s.PlannedVUs; v++ {
+				cfg.Starts[k] = append(cfg.Starts[k], s.Offset)
+			}
+			prev = max(prev, s.PlannedVUs)
+		}
+	}
+	return cfg, nil
+}

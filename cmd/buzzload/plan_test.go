@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/buzzload/buzzload/modules/plan"
+)
+
+// planFor runs `buzzload plan --json` on a scenario and decodes it.
+func planFor(t *testing.T, args ...string) *plan.Result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), append(append([]string{"plan"}, args...), "--json"), cliEnv{Stdout: &out, Stderr: &errb}); code != 0 {
+		t.Fatalf("plan %v: exit %d: %s", args, code, errb.String())
+	}
+	var r plan.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("plan --json: %v\n%s", err, out.String())
+	}
+	return &r
+}
+
+// TestPlanMatchesARealRun is the plan's honesty check (issue 17): the counts
+// it predicts for a scenario match, op by op within ±10 % (and at least
+// one, for rounding), what a real run of the same scenario against the
+// embedded relay records. The seed's ops happen before the run and are not
+// predicted.
+func TestPlanMatchesARealRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real scenarios (about a minute each)")
+	}
+	cases := []struct {
+		name, script, toml string
+		env                []string
+	}{
+		{"local-desktop legacy", "local-desktop.js", "local-desktop.toml", []string{"DESKTOP_MODE=legacy"}},
+		{"local-desktop current", "local-desktop.js", "local-desktop.toml", []string{"DESKTOP_MODE=current"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := filepath.Join(t.TempDir(), "result.json")
+			args := []string{"run", "-q", "--result", res}
+			mode := ""
+			for _, e := range tc.env {
+				args = append(args, "-e", e)
+				if v, ok := strings.CutPrefix(e, "DESKTOP_MODE="); ok {
+					mode = v
+				}
+			}
+			args = append(args, filepath.Join("..", "..", "scenarios", tc.script))
+			var out, errb bytes.Buffer
+			if code := dispatch(context.Background(), args, cliEnv{Stdout: &out, Stderr: &errb}); code != 0 {
+				t.Fatalf("run %s: exit %d\n%s\n%s", tc.script, code, out.String(), errb.String())
+			}
+			real, err := loadRunOps(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pargs := []string{filepath.Join("..", "..", "scenarios", tc.toml)}
+			if mode != "" {
+				pargs = append(pargs, "--mode", mode)
+			}
+			p := planFor(t, pargs...)
+			names := map[string]bool{}
+			for op := range real.Ops {
+				names[op] = true
+			}
+			for _, o := range p.Ops {
+				names[o.Name] = true
+			}
+			for op := range names {
+				if strings.HasPrefix(op, "seed_") {
+					continue
+				}
+				var got float64
+				if s := real.Ops[op]; s != nil {
+					got = float64(s.Count)
+				}
+				want := p.Op(op).Count
+				if tol := math.Max(0.1*got, 1); math.Abs(want-got) > tol {
+					t.Errorf("%s: plan predicts %.0f, the run recorded %.0f (more than ±10%%)", op, want, got)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanFlagErrors(t *testing.T) {
+	toml := filepath.Join("..", "..", "scenarios", "local-desktop.toml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{toml, "--users", "2", "--step", "0"}, "exclusive"},
+		{[]string{toml, "--step", "5"}, "--step 5"},
+		{[]string{toml, "--mode", "sideways"}, `--mode "sideways"`},
+		{[]string{toml, "--fail-rate", "2"}, "failure rate"},
+		{[]string{"missing.toml"}, "missing.toml"},
+		{[]string{}, "want one scenario"},
+	} {
+		var out, errb bytes.Buffer
+		code := dispatch(context.Background(), append([]string{"plan"}, tc.args...), cliEnv{Stdout: &out, Stderr: &errb})
+		if code == 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("plan %v: exit %d, stderr %q; want an error naming %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
