@@ -57,8 +57,9 @@ type Output struct {
 	client *http.Client
 	agg    *aggregator
 
-	inbox    chan []metrics.Sample
+	inbox    chan *[]metrics.Sample
 	overflow atomic.Int64
+	pool     sync.Pool // *[]metrics.Sample, reused between AddSamples and the aggregator
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -99,7 +100,7 @@ func New(cfg Config, warn func(string)) (*Output, error) {
 		cfg: cfg, warn: warn, now: time.Now,
 		client: &http.Client{Transport: tr, Timeout: cfg.Timeout},
 		agg:    newAggregator(cfg),
-		inbox:  make(chan []metrics.Sample, inboxBatches),
+		inbox:  make(chan *[]metrics.Sample, inboxBatches),
 		stop:   make(chan struct{}), done: make(chan struct{}),
 		sendQ: make(chan *request, 1), results: make(chan pushResult, 1),
 	}, nil
@@ -119,11 +120,16 @@ func (o *Output) AddSamples(samples []metrics.Sample) {
 	if len(samples) == 0 {
 		return
 	}
-	cp := append([]metrics.Sample(nil), samples...)
+	cp, _ := o.pool.Get().(*[]metrics.Sample)
+	if cp == nil {
+		cp = new([]metrics.Sample)
+	}
+	*cp = append((*cp)[:0], samples...)
 	select {
 	case o.inbox <- cp:
 	default:
-		o.overflow.Add(int64(len(cp)))
+		o.overflow.Add(int64(len(samples)))
+		o.pool.Put(cp)
 	}
 }
 
@@ -163,7 +169,7 @@ func (o *Output) loop() {
 	for {
 		select {
 		case b := <-o.inbox:
-			o.agg.add(b)
+			o.aggregate(b)
 		case <-tick.C:
 			if inFlight {
 				continue // the endpoint is slower than the interval: this tick's values go in the next push
@@ -203,11 +209,18 @@ func (o *Output) drain() {
 	for {
 		select {
 		case b := <-o.inbox:
-			o.agg.add(b)
+			o.aggregate(b)
 		default:
 			return
 		}
 	}
+}
+
+// aggregate adds a batch and returns its buffer for reuse.
+func (o *Output) aggregate(b *[]metrics.Sample) {
+	o.agg.add(*b)
+	clear(*b) // drop the references to tag sets and metrics until reuse
+	o.pool.Put(b)
 }
 
 func (o *Output) settle(res pushResult) {

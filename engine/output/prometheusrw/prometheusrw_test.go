@@ -1,13 +1,18 @@
 package prometheusrw
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/golang/snappy"
 
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -365,5 +370,123 @@ func TestDeadEndpointIsCountedNotBlocking(t *testing.T) {
 		if strings.Contains(w, "s3cret") {
 			t.Fatalf("a warning shows the password: %s", w)
 		}
+	}
+}
+
+// The inbox is bounded: when the aggregator cannot keep up, AddSamples
+// drops the batch and counts it instead of waiting or growing.
+func TestFullInboxDropsAndCounts(t *testing.T) {
+	cfg, _ := ParseConfig("", nil)
+	o, err := New(cfg, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	batch := make([]metrics.Sample, 10)
+	for i := range batch {
+		batch[i] = metrics.Sample{Metric: f.counter, Time: time.Now(), Value: 1}
+	}
+	// Not started: nothing drains the inbox.
+	for i := 0; i < inboxBatches+30; i++ {
+		o.AddSamples(batch)
+	}
+	if got := o.overflow.Load(); got != 30*10 {
+		t.Fatalf("%d samples counted as dropped, want 300", got)
+	}
+	if len(o.inbox) != inboxBatches {
+		t.Fatalf("inbox holds %d batches", len(o.inbox))
+	}
+}
+
+// A receiver that answers too slowly costs pushes that time out; one that
+// refuses a request for good (4xx) gets its points dropped, not resent; one
+// that fails for now (5xx) gets them again in the next push.
+func TestSlowAndRefusingReceivers(t *testing.T) {
+	var mu sync.Mutex
+	status, delay := http.StatusServiceUnavailable, time.Duration(0)
+	var bodies [][]byte
+	var orgIDs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		st, d := status, delay
+		mu.Unlock()
+		if d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		b, _ := io.ReadAll(r.Body)
+		dec, err := snappy.Decode(nil, b)
+		if err != nil || r.Header.Get("Content-Encoding") != "snappy" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		bodies = append(bodies, dec)
+		orgIDs = append(orgIDs, r.Header.Get("X-Scope-OrgID"))
+		mu.Unlock()
+		w.WriteHeader(st)
+	}))
+	defer srv.Close()
+	f := newFixture(t)
+	cfg, _ := ParseConfig("", map[string]string{"K6_PROMETHEUS_RW_SERVER_URL": srv.URL, "K6_PROMETHEUS_RW_HEADERS_X-Scope-OrgID": "t1"})
+	o, _ := New(cfg, func(string) {})
+	push := func() pushResult {
+		r := o.agg.build()
+		if r == nil {
+			t.Fatal("nothing to push")
+		}
+		perm, err := o.push(r)
+		res := pushResult{r: r, err: err, permanent: perm}
+		o.settle(res)
+		return res
+	}
+	o.agg.add([]metrics.Sample{{Metric: f.counter, Time: time.Now(), Value: 1}})
+	if res := push(); res.err == nil || res.permanent {
+		t.Fatalf("503: %+v", res)
+	}
+	if o.agg.build() == nil {
+		t.Fatal("points of a 503 were not kept for the next push")
+	}
+	mu.Lock()
+	status = http.StatusBadRequest
+	mu.Unlock()
+	if res := push(); res.err == nil || !res.permanent {
+		t.Fatalf("400: %+v", res)
+	}
+	if o.agg.build() != nil {
+		t.Fatal("points refused with 400 would be sent again")
+	}
+	mu.Lock()
+	status, delay = http.StatusNoContent, time.Second
+	mu.Unlock()
+	o.cfg.Timeout = 100 * time.Millisecond
+	o.client.Timeout = o.cfg.Timeout
+	o.agg.add([]metrics.Sample{{Metric: f.counter, Time: time.Now().Add(time.Second), Value: 1}})
+	start := time.Now()
+	res := push()
+	if res.err == nil || !strings.Contains(res.err.Error(), "no answer within") || time.Since(start) > 900*time.Millisecond {
+		t.Fatalf("slow receiver: %v after %s", res.err, time.Since(start))
+	}
+	mu.Lock()
+	delay = 0
+	mu.Unlock()
+	if res := push(); res.err != nil {
+		t.Fatalf("recovered receiver: %v", res.err)
+	}
+	if st := o.stats; st.Pushes != 4 || st.FailedPushes != 3 || st.PointsLost != 3 {
+		t.Fatalf("stats %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, id := range orgIDs {
+		if id != "t1" {
+			t.Fatalf("push %d: X-Scope-OrgID %q (K6_PROMETHEUS_RW_HEADERS_ not sent)", i, id)
+		}
+	}
+	if len(bodies) < 3 {
+		t.Fatalf("%d bodies decoded", len(bodies))
 	}
 }
