@@ -42,6 +42,16 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
 		return 2
 	}
+	stopProfiles, err := startProfiles(profilePaths(fs, env.Env))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := stopProfiles(); err != nil {
+			fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+		}
+	}()
 	var logMu sync.Mutex
 	if relayVerbose(fs) {
 		cfg.Logf = func(format string, a ...any) {
@@ -174,6 +184,7 @@ func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error
 	dur(&cfg.DrainOnClose, "drain-timeout", "BUZZ_DRAIN_TIMEOUT", "how long shutdown waits for sockets to close")
 	fs.Bool("verbose", false, "log relay errors to stderr")
 	fs.BoolP("help", "h", false, "show this help")
+	registerProfileFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
 		return cfg, fs, err

@@ -100,6 +100,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	f.http.register(fs)
 	addBuzzFlags(fs, &f.buzz)
+	registerProfileFlags(fs)
 	return f
 }
 
@@ -130,6 +131,16 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintln(stderr, "buzzload run: want exactly one script argument (see buzzload run --help)")
 		return engine.ExitGeneric
 	}
+	stopProfiles, err := startProfiles(profilePaths(f.fs, env.Env))
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		return engine.ExitGeneric
+	}
+	defer func() {
+		if err := stopProfiles(); err != nil {
+			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		}
+	}()
 	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)

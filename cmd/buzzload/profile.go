@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Profiling flags of run and relay (docs/benchmarks.md, "Profiling your own
+// run"): a CPU profile of the whole command and a heap profile written as it
+// ends. The environment variables serve where the command line is not
+// yours (a k6-operator runner, a container entrypoint).
+const (
+	envCPUProfile = "BUZZLOAD_CPUPROFILE"
+	envMemProfile = "BUZZLOAD_MEMPROFILE"
+)
+
+func registerProfileFlags(fs *pflag.FlagSet) {
+	fs.String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof) ["+envCPUProfile+"]")
+	fs.String("memprofile", "", "write a heap profile to this file when the command ends ["+envMemProfile+"]")
+}
+
+// profilePaths are the flag values, or the environment's when a flag is unset.
+func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem string) {
+	get := func(flag, env string) string {
+		if v, _ := fs.GetString(flag); v != "" {
+			return v
+		}
+		prefix := env + "="
+		for i := len(environ) - 1; i >= 0; i-- {
+			if strings.HasPrefix(environ[i], prefix) {
+				return environ[i][len(prefix):]
+			}
+		}
+		return ""
+	}
+	return get("cpuprofile", envCPUProfile), get("memprofile", envMemProfile)
+}
+
+// startProfiles starts the CPU profile (when asked) and returns the stop
+// function that ends it and writes the heap profile.
+func startProfiles(cpu, mem string) (stop func() error, err error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		if cpuFile, err = os.Create(cpu); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpuFile); err != nil {
+			cpuFile.Close()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	return func() error {
+		var errs []error
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			if err := cpuFile.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("--cpuprofile: %w", err))
+			}
+		}
+		if mem != "" {
+			errs = append(errs, writeHeapProfile(mem))
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	runtime.GC() // the profile then shows live memory as of the end
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
+}
