@@ -62,6 +62,15 @@ type RunConfig struct {
 	// PlainProgressEvery is how often a progress line is appended when
 	// stderr is not a terminal; 0 means every 10 s.
 	PlainProgressEvery time.Duration
+	// Control, when set, is the run as the REST API steers it: status,
+	// the resume of a paused run (NewControl(true)), the stop.
+	Control *Control
+	// ReadFile reads the script's local files (an archive's, for `run
+	// x.tar`); nil means the file system.
+	ReadFile func(string) ([]byte, error)
+	// ArchiveLayers are the env and flag layers an archive was made with:
+	// above the script, below this run's env and flags.
+	ArchiveLayers []Layer
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }

@@ -18,6 +18,10 @@ type Layers struct {
 	FileName string
 	// Script is the options the script exports, as JSON.
 	Script json.RawMessage
+	// Archived are the env and flag layers an archive was made with
+	// (`run x.tar`, `inspect x.tar`), lowest first: above the script,
+	// below Env.
+	Archived []Layer
 	// Env is the K6_* environment layer, CLI the flag layer.
 	Env, CLI Layer
 	// SummaryMode is the --summary-mode flag (its value is validated with
@@ -70,16 +74,26 @@ func Consolidate(l Layers) (Consolidated, error) {
 		return c, configerr.New(fmt.Errorf("script options: %w", err))
 	}
 	exec := fileExec
-	for _, layer := range []struct {
+	type namedLayer struct {
 		o    executor.ExecutionOptions
 		name string
-	}{{scriptExec, "script"}, {l.Env.Exec, "env"}, {l.CLI.Exec, "cli"}} {
+	}
+	layers := []namedLayer{{scriptExec, "script"}}
+	for _, a := range l.Archived {
+		layers = append(layers, namedLayer{a.Exec, "archive"})
+	}
+	layers = append(layers, namedLayer{l.Env.Exec, "env"}, namedLayer{l.CLI.Exec, "cli"})
+	for _, layer := range layers {
 		var warns []string
 		exec, warns = executor.Merge(exec, layer.o, layer.name)
 		c.Warnings = append(c.Warnings, warns...)
 	}
 	c.Exec = exec
-	opts := Options{}.Apply(fileOpts).Apply(scriptOpts).Apply(l.Env.Options).Apply(l.CLI.Options)
+	opts := Options{}.Apply(fileOpts).Apply(scriptOpts)
+	for _, a := range l.Archived {
+		opts = opts.Apply(a.Options)
+	}
+	opts = opts.Apply(l.Env.Options).Apply(l.CLI.Options)
 	if c.Options, err = opts.Resolve(); err != nil {
 		return c, configerr.New(err)
 	}

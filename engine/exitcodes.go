@@ -15,6 +15,7 @@ const (
 	ExitSetupTimeout     = 100
 	ExitTeardownTimeout  = 101
 	ExitGenericTimeout   = 102
+	ExitStoppedByAPI     = 103
 	ExitInvalidConfig    = configerr.Exit
 	ExitExternalAbort    = 105
 	ExitScriptException  = 107

@@ -18,12 +18,13 @@ import (
 func (r *runner) load(ctx context.Context) error {
 	b, err := jshost.NewBundle(ctx, jshost.Config{
 		Filename: r.cfg.Script, Source: r.cfg.Source, Registry: r.cfg.Registry, Helpers: r.cfg.Helpers,
-		Env: r.cfg.ScriptEnv, Logger: r.log, Collector: r.coll, Control: (*control)(r),
+		Env: r.cfg.ScriptEnv, Logger: r.log, Collector: r.coll, Control: (*control)(r), ReadFile: r.cfg.ReadFile,
 	})
 	if err != nil {
 		return err
 	}
 	r.bundle = b
+	r.bundleRef.Store(b)
 
 	exports := b.Exports
 	if exports == nil {
@@ -31,7 +32,7 @@ func (r *runner) load(ctx context.Context) error {
 	}
 	c, err := Consolidate(Layers{
 		File: r.cfg.ConfigFile, FileName: r.cfg.ConfigFileName, Script: b.Options,
-		Env: r.cfg.Env, CLI: r.cfg.CLI, SummaryMode: r.cfg.SummaryMode, Exports: exports,
+		Archived: r.cfg.ArchiveLayers, Env: r.cfg.Env, CLI: r.cfg.CLI, SummaryMode: r.cfg.SummaryMode, Exports: exports,
 	})
 	for _, w := range c.Warnings {
 		r.log.Log(jshost.LevelWarn, w)

@@ -87,9 +87,18 @@ type runner struct {
 	sched  atomic.Pointer[executor.Scheduler]
 	pool   *executor.Pool
 
-	runStart  time.Time
-	runEnd    time.Time
+	runStart time.Time
+	runEnd   time.Time
+	// setupData is setup()'s JSON (or PUT /v1/setup's); setupMu guards it
+	// because the REST API reads and replaces it from its own goroutine.
+	setupMu   sync.Mutex
 	setupData []byte
+	// The REST API (cfg.Control) reads these while the run sets them.
+	started   atomic.Pointer[time.Time]
+	poolRef   atomic.Pointer[executor.Pool]
+	evRef     atomic.Pointer[thresholds.Evaluator]
+	bundleRef atomic.Pointer[jshost.Bundle]
+	tainted   atomic.Bool
 	merged    json.RawMessage // consolidated options, for RunInfo
 	testWide  metrics.TagSet
 	// stageNames are each ramping scenario's stage names, for the named
@@ -164,6 +173,17 @@ func (r *runner) run(ctx context.Context) Result {
 	}
 	r.bi = bi
 	r.coll = metrics.NewCollector(r.reg, metrics.CollectorOptions{BatchSize: SampleBatch})
+	if ctl := r.cfg.Control; ctl != nil {
+		ctl.attach(r)
+		defer ctl.ended()
+		// GET /v1/groups lists the groups that ran and their checks.
+		for _, g := range [][]string{{metrics.GroupDurationName, "group"}, {metrics.ChecksName, "group", "check"}} {
+			if err := r.coll.AddGroup(g[0], g[1:]...); err != nil {
+				r.fail(ExitGeneric, err)
+				return r.result()
+			}
+		}
+	}
 	if r.cfg.SummaryMode != "disabled" {
 		if err := summary.Register(r.coll, r.summaryOptions()); err != nil {
 			r.fail(ExitGeneric, err)
@@ -208,11 +228,17 @@ func (r *runner) run(ctx context.Context) Result {
 	go func() { r.coll.Run(collCtx, 50*time.Millisecond); close(collDone) }()
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
+	r.mu.Lock()
 	r.cancelRun = cancelRun
+	r.mu.Unlock()
 	defer cancelRun(nil)
+	if r.cfg.Control != nil && r.cfg.Control.isStopped() {
+		cancelRun(ErrStoppedByAPI) // stopped while the script loaded
+	}
 
 	// The pool exists before anything reads it (gauges, k6/execution).
 	r.pool = executor.NewPool(r.newVU, r.tuple, r.plan.MaxVUs)
+	r.poolRef.Store(r.pool)
 
 	// vus / vus_max every second from the start of VU init.
 	gaugeCtx, stopGauges := context.WithCancel(runCtx)
@@ -229,6 +255,7 @@ func (r *runner) run(ctx context.Context) Result {
 	if r.ev != nil {
 		out := r.ev.Final()
 		if len(out.Failed) > 0 {
+			r.tainted.Store(true)
 			var keys []string
 			seen := map[string]bool{}
 			for _, f := range out.Failed {
@@ -255,7 +282,7 @@ func (r *runner) run(ctx context.Context) Result {
 
 // runInfo is the description RunInfo gives of this run.
 func (r *runner) runInfo() *RunInfo {
-	info := &RunInfo{Options: r.opts, MergedOptions: r.merged, Start: r.runStart, End: r.runEnd, SetupData: r.setupData}
+	info := &RunInfo{Options: r.opts, MergedOptions: r.merged, Start: r.runStart, End: r.runEnd, SetupData: r.setup()}
 	if r.tuple != nil {
 		info.Segment, info.Sequence = r.tuple.Segment().String(), r.tuple.Sequence().String()
 	}
@@ -297,20 +324,33 @@ func (r *runner) stopOutputs() {
 
 // execute initialises the VUs, runs setup, the scenarios and teardown.
 func (r *runner) execute(ctx, runCtx context.Context) {
+	r.setStatus(StatusInitVUs)
 	if err := r.pool.Init(runCtx, r.plan.MaxPlannedVUs, runtime.GOMAXPROCS(0)); err != nil {
 		// k6 still runs handleSummary after a VU's init failed (errata 6).
-		r.runStart = r.now()
+		r.markStart()
 		r.failFromCause(runCtx, err)
 		return
 	}
-	if !r.cfg.StartAt.IsZero() {
-		if err := r.waitForStart(runCtx); err != nil {
-			r.runStart = r.now()
+	r.setStatus(StatusInitDone)
+	if ctl := r.cfg.Control; ctl != nil && ctl.Status().Paused {
+		// --paused: VUs are initialised, setup has not run, and the clock
+		// starts at the resume (docs/k6-operator.md).
+		r.setStatus(StatusPausedBeforeRun)
+		if err := ctl.waitResume(runCtx); err != nil {
+			r.markStart()
 			r.failFromCause(runCtx, err)
 			return
 		}
 	}
-	r.runStart = r.now()
+	if !r.cfg.StartAt.IsZero() {
+		if err := r.waitForStart(runCtx); err != nil {
+			r.markStart()
+			r.failFromCause(runCtx, err)
+			return
+		}
+	}
+	r.markStart()
+	r.setStatus(StatusStarted)
 	if r.thr != nil {
 		ev, err := thresholds.NewEvaluator(r.thr, r.coll, thresholds.Options{RunStart: r.runStart, Now: r.now})
 		if err != nil {
@@ -318,19 +358,22 @@ func (r *runner) execute(ctx, runCtx context.Context) {
 			return
 		}
 		r.ev = ev
+		r.evRef.Store(ev)
 	}
 	stopProgress := r.startProgress(runCtx)
 	defer stopProgress()
 
 	if !r.opts.NoSetup {
+		r.setStatus(StatusSetup)
 		data, err := r.bundle.RunSetup(runCtx, r.opts.SetupTimeout)
 		if err != nil {
 			// A failed setup ends the run; teardown does not run (§1.1).
 			r.failFromCause(runCtx, err)
 			return
 		}
-		r.setupData = data
+		r.setSetup(data)
 	}
+	r.setStatus(StatusRunning)
 
 	sched := executor.NewScheduler(r.plan, r.pool, (*observer)(r))
 	r.sched.Store(sched)
@@ -350,8 +393,9 @@ func (r *runner) execute(ctx, runCtx context.Context) {
 	}
 
 	if !r.opts.NoTeardown {
+		r.setStatus(StatusTeardown)
 		// Teardown runs on the global context: also after an abort.
-		if err := r.bundle.RunTeardown(context.WithoutCancel(ctx), r.opts.TeardownTimeout, r.setupData); err != nil {
+		if err := r.bundle.RunTeardown(context.WithoutCancel(ctx), r.opts.TeardownTimeout, r.setup()); err != nil {
 			r.fail(ExitCode(err), err)
 		}
 	}
@@ -385,6 +429,8 @@ func (r *runner) failFromCause(runCtx context.Context, err error) {
 		r.fail(ExitCode(err), err)
 	case errors.Is(cause, ErrSignal):
 		r.fail(ExitExternalAbort, ErrSignal)
+	case errors.Is(cause, ErrStoppedByAPI):
+		r.fail(ExitStoppedByAPI, ErrStoppedByAPI)
 	case errors.Is(cause, errThresholdAbort):
 		r.fail(ExitThresholdsFailed, cause)
 	case errors.As(cause, &ab):
@@ -405,7 +451,11 @@ func (r *runner) checkThresholds(ctx context.Context) {
 			return
 		case <-t.C:
 			r.coll.Flush()
-			if out := r.ev.Check(); out.Abort {
+			out := r.ev.Check()
+			if len(out.Failed) > 0 {
+				r.tainted.Store(true)
+			}
+			if out.Abort {
 				r.log.Log(jshost.LevelError, "thresholds on metrics '"+out.AbortedBy.Key+"' were crossed; at least one has abortOnFail enabled, stopping test prematurely")
 				r.cancelRun(errThresholdAbort)
 				return
@@ -433,5 +483,52 @@ func (r *runner) emitVUGauges(ctx context.Context) {
 			r.coll.Add(metrics.Sample{Metric: r.bi.VUs, Tags: r.testWide, Time: now, Value: float64(active)})
 			r.coll.Add(metrics.Sample{Metric: r.bi.VUsMax, Tags: r.testWide, Time: now, Value: float64(allocated)})
 		}
+	}
+}
+
+// markStart starts the run's clock.
+func (r *runner) markStart() {
+	r.runStart = r.now()
+	t := r.runStart
+	r.started.Store(&t)
+}
+
+// startTime is when the clock started (zero before), for other goroutines.
+func (r *runner) startTime() time.Time {
+	if t := r.started.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
+
+func (r *runner) setStatus(s RunStatus) {
+	if r.cfg.Control != nil {
+		r.cfg.Control.setStatus(s)
+	}
+}
+
+func (r *runner) evaluator() *thresholds.Evaluator { return r.evRef.Load() }
+
+func (r *runner) loadedBundle() *jshost.Bundle { return r.bundleRef.Load() }
+
+func (r *runner) setup() []byte {
+	r.setupMu.Lock()
+	defer r.setupMu.Unlock()
+	return r.setupData
+}
+
+func (r *runner) setSetup(b []byte) {
+	r.setupMu.Lock()
+	r.setupData = b
+	r.setupMu.Unlock()
+}
+
+// stopFromAPI stops the execution with ErrStoppedByAPI (exit 103).
+func (r *runner) stopFromAPI() {
+	r.mu.Lock()
+	cancel := r.cancelRun
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrStoppedByAPI)
 	}
 }

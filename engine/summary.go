@@ -57,7 +57,7 @@ func (r *runner) summarize(ctx context.Context) {
 		r.log.Log(jshost.LevelError, "summary data: "+err.Error())
 		return
 	}
-	outs, handled, err := r.bundle.RunHandleSummary(ctx, r.opts.HandleSummaryTimeout, raw, r.setupData)
+	outs, handled, err := r.bundle.RunHandleSummary(ctx, r.opts.HandleSummaryTimeout, raw, r.setup())
 	if err != nil {
 		var to *jshost.TimeoutError
 		if errors.As(err, &to) {
@@ -82,7 +82,7 @@ func (r *runner) summarize(ctx context.Context) {
 		}
 	}
 	if r.cfg.SummaryExport != "" {
-		in.SetupData = r.setupData
+		in.SetupData = r.setup()
 		b, err := summary.Export(in)
 		if err == nil {
 			err = os.WriteFile(r.cfg.SummaryExport, b, 0o666)

@@ -26,8 +26,14 @@ func (c *SharedIterationsConfig) Validate() error {
 
 // ExecutionSteps: all VUs are reserved for maxDuration + gracefulStop even if
 // the iterations finish early (§2.3).
+// An instance whose segment gets no VUs has nothing to wait for: its plan
+// ends at 0 (k6 inspect: maxVUs 0, totalDuration "0s").
 func (c *SharedIterationsConfig) ExecutionSteps(t *segment.Tuple) []Step {
-	return fixedSteps(t.ScaleInt64(c.VUs), 0, c.MaxDuration+c.GracefulStop)
+	vus := t.ScaleInt64(c.VUs)
+	if vus == 0 {
+		return []Step{{Offset: 0}}
+	}
+	return fixedSteps(vus, 0, c.MaxDuration+c.GracefulStop)
 }
 
 func (c *SharedIterationsConfig) Description(t *segment.Tuple) string {

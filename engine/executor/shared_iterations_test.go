@@ -35,3 +35,23 @@ func TestSharedIterationsDropsTheRestOnceAtMaxDuration(t *testing.T) {
 		t.Fatalf("%d starts, drops %+v", starts, h.rec.drops)
 	}
 }
+
+// An instance whose segment gets none of the VUs plans nothing: k6 inspect
+// reports maxVUs 0 and totalDuration "0s" for it (docs/k6-operator.md).
+func TestSharedIterationsWithoutVUsOnASegmentPlanNothing(t *testing.T) {
+	c := &SharedIterationsConfig{BaseConfig: base("s", 30*time.Second), VUs: 1, Iterations: 3, MaxDuration: 10 * time.Minute}
+	c.Type = SharedIterations
+	for i, tu := range tuplesOf(t, "0,1/3,2/3,1") {
+		p, err := NewPlan([]Config{c}, tu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantVUs, wantDur := int64(0), time.Duration(0)
+		if i == 0 {
+			wantVUs, wantDur = 1, 10*time.Minute+30*time.Second
+		}
+		if p.MaxVUs != wantVUs || p.MaxDuration != wantDur {
+			t.Errorf("segment %s: maxVUs %d, duration %s; want %d, %s", tu.Segment(), p.MaxVUs, p.MaxDuration, wantVUs, wantDur)
+		}
+	}
+}
