@@ -189,6 +189,12 @@ func TestSmokeScriptOnEmbeddedRelay(t *testing.T) {
 	if !strings.Contains(r.stdout, "step 1  users 2") || !strings.Contains(r.stdout, "result: ok") {
 		t.Errorf("text report missing step table or result:\n%s", r.stdout)
 	}
+	// k6's summary (thresholds, checks, built-in metrics) comes first, then
+	// the Buzz report.
+	k6At, buzzAt := strings.Index(r.stdout, "█ TOTAL RESULTS"), strings.Index(r.stdout, "step 1  users 2")
+	if !strings.Contains(r.stdout, "█ THRESHOLDS") || k6At < 0 || k6At > buzzAt || !strings.Contains(r.stdout, "iterations") {
+		t.Errorf("k6's summary is not printed before the Buzz report:\n%s", r.stdout)
+	}
 	// JSON shape (what other tools read).
 	for _, k := range []string{"run_id", "scenario", "ok", "limits", "steps", "shutdown", "client_exits"} {
 		if _, ok := r.raw[k]; !ok {

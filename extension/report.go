@@ -10,6 +10,7 @@ import (
 
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/jshost/textsummary"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -388,8 +389,9 @@ func failedThresholds(data any) []string {
 	return out
 }
 
-// jsReport is sc.report(data, {json}) for handleSummary: the text report on
-// stdout and the JSON report in a file (default buzz-report.json; an empty
+// jsReport is sc.report(data, {json, k6Summary}) for handleSummary: k6's
+// summary then the text report on stdout (k6Summary: false leaves k6's
+// out) and the JSON report in a file (default buzz-report.json; an empty
 // string writes none). It also stops the embedded relay.
 func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 	d, err := in.fromJS(data)
@@ -412,7 +414,27 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 	}
 	_ = in.m.Close()
 	rep := l.BuildReport(failedThresholds(d))
-	text := rep.Text()
+	// k6's own summary (thresholds, checks, built-in metrics) stays in
+	// front of the Buzz report, as k6 would have printed it.
+	k6Text := ""
+	if keep, _ := optBool(in, opts, "k6Summary", true); keep {
+		color := false
+		if dm, ok := d.(map[string]any); ok {
+			o, _ := dm["options"].(map[string]any)
+			st, _ := dm["state"].(map[string]any)
+			noColor, _ := o["noColor"].(bool)
+			tty, _ := st["isStdOutTTY"].(bool)
+			color = tty && !noColor
+		}
+		co := in.rt().NewObject()
+		_ = co.Set("enableColors", color)
+		t, err := textsummary.Render(in.rt(), data, co)
+		if err != nil {
+			in.throw(fmt.Errorf("report(data): %w", err))
+		}
+		k6Text = t
+	}
+	text := k6Text + rep.Text()
 	if path != "" {
 		// Written here, not returned to the runner, so a report that cannot
 		// be written fails the run (Module.FinishReports) instead of only
@@ -426,4 +448,17 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		}
 	}
 	return in.rt().ToValue(map[string]any{"stdout": text})
+}
+
+// optBool reads a boolean option of an options object (def when absent).
+func optBool(_ *instance, opts sobek.Value, key string, def bool) (bool, error) {
+	o, ok := opts.(*sobek.Object)
+	if !ok {
+		return def, nil
+	}
+	v := o.Get(key)
+	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+		return def, nil
+	}
+	return v.ToBoolean(), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/k6crypto"
 	"github.com/buzzload/buzzload/engine/jshost/k6encoding"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
+	"github.com/buzzload/buzzload/engine/jshost/textsummary"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
@@ -47,6 +48,7 @@ func NewRegistryWith(o RegistryOptions) *jsmodule.Registry {
 	must(r.Register("k6/http", k6http.New(k6http.Config{UserAgent: o.UserAgent})))
 	must(r.Register("k6/encoding", k6encoding.Module))
 	must(r.Register("k6/crypto", k6crypto.Module))
+	must(r.Register(textsummary.ImportPath, textsummary.Module))
 	return r
 }
 

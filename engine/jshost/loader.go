@@ -97,7 +97,11 @@ func (l *loader) resolve(referrer any, specifier string) (sobek.ModuleRecord, er
 
 func (l *loader) resolveURL(base *url.URL, specifier string) (*url.URL, error) {
 	if strings.HasPrefix(specifier, HelperPrefix) {
-		return &url.URL{Scheme: "buzzload", Path: "/" + strings.TrimPrefix(specifier, HelperPrefix)}, nil
+		name := strings.TrimPrefix(specifier, HelperPrefix)
+		if path.Ext(name) == "" {
+			name += ".js" // "buzzload/summary" is summary.js, as jslib imports read
+		}
+		return &url.URL{Scheme: "buzzload", Path: "/" + name}, nil
 	}
 	if base == nil {
 		return fileURL(specifier), nil
