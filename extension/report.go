@@ -18,16 +18,16 @@ import (
 
 // OpReport is one operation's numbers within a step (or the shutdown).
 type OpReport struct {
-	Count        int64    `json:"count"` // settled: ok + errors + throttled
-	OK           int64    `json:"ok"`
-	P50Ms        float64  `json:"p50_ms"`
-	P95Ms        float64  `json:"p95_ms"`
-	P99Ms        float64  `json:"p99_ms"`
-	MaxMs        float64  `json:"max_ms"`
-	Errors       int64    `json:"errors"`
-	ErrorRate    float64  `json:"error_rate"` // errors / (ok + errors)
-	Throttled    int64    `json:"throttled"`
-	Pending      int64    `json:"pending"` // in flight at the end of the step (not judged)
+	Count     int64   `json:"count"` // settled: ok + errors + throttled
+	OK        int64   `json:"ok"`
+	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	Errors    int64   `json:"errors"`
+	ErrorRate float64 `json:"error_rate"` // errors / (ok + errors)
+	Throttled int64   `json:"throttled"`
+	Pending   int64   `json:"pending"` // in flight at the end of the step (not judged)
 	// ErrorTexts are the distinct error texts (ids, numbers and durations
 	// stripped) with their counts, the 10 most frequent and then "other".
 	ErrorTexts []ErrorText `json:"error_texts,omitempty"`
