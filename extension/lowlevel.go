@@ -451,7 +451,7 @@ func (in *instance) hotRoot(l *loaded) (string, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	evs, r := h.Query(ctx, []relayclient.Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}},
+	evs, r := h.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}},
 		Limit: 10, Extra: map[string]any{"search": scenario.HotRootMarker(sc.RunID)}}}, relayclient.CallOptions{})
 	if r.Outcome != relayclient.OutcomeOK {
 		return "", fmt.Errorf("finding the hot root: %s", r.Error)

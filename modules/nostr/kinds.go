@@ -33,6 +33,10 @@ const (
 	KindMembershipList      = 13534
 
 	KindEmojiList = 10030 // the user's emoji list
+	// The desktop app's own profile-subscription kinds (docs/desktop-requests.md
+	// §4.1), named here by their NIP-01 range: their content is the app's.
+	KindAppReplaceable = 10100
+	KindAppAddressable = 30177
 
 	// Ephemeral (20000–29999): fanned out live, never stored.
 	KindPresence      = 20001 // content online|away|offline, optional status tag; WS only

@@ -5,63 +5,56 @@ import (
 	"github.com/buzzload/buzzload/modules/relay/store"
 )
 
-// Kind sets (digest §1.6, §1.8, §4).
-const (
-	kindEngram       = 30174
-	kindPresence     = 20001
-	kindTyping       = 20002
-	kindObserver     = 24200
-	kindGiftWrap     = 1059
-	kindReaction     = 7
-	kindDeletion     = 5
-	kindModDelete    = 9005
-	kindAddUser      = 9000
-	kindRemoveUser   = 9001
-	kindEditMeta     = 9002
-	kindDeleteGroup  = 9008
-	kindCreateGroup  = 9007
-	kindJoin         = 9021
-	kindLeave        = 9022
-	kindProfile      = 0
-	kindEdit         = 40003
-	kindReminder     = 30300
-	kindMemberAdded  = 44100
-	kindMemberRemove = 44101
-)
+// Kind sets (docs/buzz-protocol.md §1.6, §1.8, §4).
+var pGatedKinds = set(nostr.KindObserverFrame, nostr.KindMemberAdded, nostr.KindMemberRemoved, nostr.KindGiftWrap,
+	nostr.KindDMVisibility, nostr.KindAgentTurnMetric)
 
-var pGatedKinds = map[int]bool{24200: true, 44100: true, 44101: true, 1059: true, 30622: true, 44200: true}
-
-var authorOnlyKinds = map[int]bool{kindReminder: true}
+var authorOnlyKinds = set(nostr.KindReminder)
 
 // relayOnlyKinds are refused from clients with "restricted: relay-only kind".
 // Buzz names 13534, 40901, 40902, 30622, 39005 and 39006; the relay-signed
 // group state 39000-39003, the thread-window bounds 39007, system messages
 // 40099 and NIP-43 notices 8000/8001 are refused the same way (our choice:
-// the digest says only that clients can never write them).
-var relayOnlyKinds = map[int]bool{
-	13534: true, 40901: true, 40902: true, 30622: true, 39005: true, 39006: true,
-	39000: true, 39001: true, 39002: true, 39003: true, 39007: true, 40099: true, 8000: true, 8001: true,
-}
+// docs/buzz-protocol.md says only that clients can never write them).
+var relayOnlyKinds = set(
+	nostr.KindMembershipList, nostr.KindChannelSummary, nostr.KindPresenceSnapshot, nostr.KindDMVisibility,
+	nostr.KindThreadSummary, nostr.KindWindowBounds,
+	nostr.KindGroupMetadata, nostr.KindGroupAdmins, nostr.KindGroupMembers, nostr.KindGroupRoles, nostr.KindThreadBounds,
+	nostr.KindSystemMessage, nostr.KindMemberAddedNotice, nostr.KindMemberRemovedNotice,
+)
 
-// allowedKinds is the client-writable allow-list (digest §4.1). Kinds
-// 10100 and 30177 are the desktop app's profile-subscription kinds.
-var allowedKinds = map[int]bool{
-	0: true, 5: true, 7: true, 9: true, 1059: true,
-	9000: true, 9001: true, 9002: true, 9005: true, 9007: true, 9008: true, 9021: true, 9022: true,
-	10030: true, 10100: true, 20001: true, 20002: true, 24200: true,
-	30030: true, 30078: true, 30174: true, 30177: true, 30300: true, 30315: true, 30617: true, 30621: true,
-	40002: true, 40003: true, 40008: true, 40100: true,
-	44200: true, 45001: true, 45002: true, 45003: true, 47001: true,
-}
+// allowedKinds is the client-writable allow-list (docs/buzz-protocol.md
+// §4.1), with the desktop app's profile-subscription kinds 10100 and 30177.
+var allowedKinds = set(
+	nostr.KindProfile, nostr.KindDeletion, nostr.KindReaction, nostr.KindStreamMessage, nostr.KindGiftWrap,
+	nostr.KindPutUser, nostr.KindRemoveUser, nostr.KindEditMetadata, nostr.KindDeleteEvent, nostr.KindCreateGroup,
+	nostr.KindDeleteGroup, nostr.KindJoinRequest, nostr.KindLeaveRequest,
+	nostr.KindEmojiList, nostr.KindAppReplaceable, nostr.KindPresence, nostr.KindTyping, nostr.KindObserverFrame,
+	nostr.KindEmojiSet, nostr.KindReadState, nostr.KindAgentEngram, nostr.KindAppAddressable, nostr.KindReminder,
+	nostr.KindUserStatus, nostr.KindGitRepo, nostr.KindProject,
+	nostr.KindStreamMessageV2, nostr.KindStreamMessageEdit, nostr.KindStreamMessageDiff, nostr.KindCanvas,
+	nostr.KindAgentTurnMetric, nostr.KindForumPost, nostr.KindForumVote, nostr.KindForumComment, nostr.KindProjectRevision,
+)
 
 // channelKinds need an h tag (Buzz's requires_h_channel_scope).
-var channelKinds = map[int]bool{
-	9: true, 40002: true, 40003: true, 40008: true, 40100: true, 45001: true, 45002: true, 45003: true,
-	9000: true, 9001: true, 9002: true, 9005: true, 9008: true, 9022: true, 20002: true,
-}
+var channelKinds = set(
+	nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindStreamMessageEdit, nostr.KindStreamMessageDiff,
+	nostr.KindCanvas, nostr.KindForumPost, nostr.KindForumVote, nostr.KindForumComment,
+	nostr.KindPutUser, nostr.KindRemoveUser, nostr.KindEditMetadata, nostr.KindDeleteEvent, nostr.KindDeleteGroup,
+	nostr.KindLeaveRequest, nostr.KindTyping,
+)
 
 // threadKinds may carry NIP-10 thread ancestry.
-var threadKinds = map[int]bool{9: true, 40002: true, 40008: true, 45001: true, 45003: true}
+var threadKinds = set(nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindStreamMessageDiff,
+	nostr.KindForumPost, nostr.KindForumComment)
+
+func set(kinds ...int) map[int]bool {
+	m := make(map[int]bool, len(kinds))
+	for _, k := range kinds {
+		m[k] = true
+	}
+	return m
+}
 
 type accessMode int
 
@@ -73,7 +66,7 @@ const (
 
 // checkReadAccess applies REQ/COUNT/query gates; it returns the CLOSED (or
 // HTTP error) reason, or "". Over HTTP an inaccessible channel is left out
-// of the result rather than refused (digest §3.4), so channel membership is
+// of the result rather than refused (docs/buzz-protocol.md §3.4), so channel membership is
 // checked only on WebSocket.
 func (c *community) checkReadAccess(filters []store.Filter, reader string, mode accessMode, maxChannels int) string {
 	channels := map[string]bool{}
@@ -103,7 +96,7 @@ func (c *community) checkReadAccess(filters []store.Filter, reader string, mode 
 					}
 					return "restricted: p-gated kinds require #p tag matching your pubkey"
 				}
-			case k == kindEngram:
+			case k == nostr.KindAgentEngram:
 				if !onlyValues(f.Authors, reader) && !onlyValues(f.Tags["p"], reader) {
 					return "restricted: agent-engram reads require authors=[self] or #p=[self]"
 				}
@@ -127,7 +120,7 @@ func (c *community) checkReadAccess(filters []store.Filter, reader string, mode 
 
 // history runs a REQ's historical read: per filter at most min(limit,
 // maxLimit) events (absent limit = maxLimit), deduplicated, newest first.
-// Extension fields are ignored on this path (digest §3.5).
+// Extension fields are ignored on this path (docs/buzz-protocol.md §3.5).
 func (c *community) history(filters []store.Filter, reader string, maxLimit int) []*nostr.Event {
 	return c.store().QueryN(filters, c.reader(reader), maxLimit)
 }

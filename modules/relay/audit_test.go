@@ -165,8 +165,8 @@ func TestAuditRateLimitSwitchOff(t *testing.T) {
 	}
 }
 
-// "Rate limits per (community, pubkey) and tier with the digest's
-// defaults" and the §1.3 limits: DefaultConfig is the digest's table.
+// "Rate limits per (community, pubkey) and tier with docs/buzz-protocol.md's
+// defaults" and the §1.3 limits: DefaultConfig is docs/buzz-protocol.md's table.
 func TestAuditDefaultsAreTheDigests(t *testing.T) {
 	c := DefaultConfig()
 	for _, tc := range []struct {

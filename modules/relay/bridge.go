@@ -43,7 +43,7 @@ func (r *Relay) readBody(w http.ResponseWriter, req *http.Request) ([]byte, bool
 	return body, true
 }
 
-// authHTTP applies NIP-98 (digest §3.2). requirePayload is true on
+// authHTTP applies NIP-98 (docs/buzz-protocol.md §3.2). requirePayload is true on
 // /buzz/v1 POSTs; allowDev permits the X-Pubkey fallback when configured.
 // It writes the 401 itself and returns ok=false on failure.
 func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community, body []byte, requirePayload, allowDev bool) (httpCaller, bool) {
@@ -88,8 +88,8 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 	return caller, true
 }
 
-// serveBridge handles POST /events, /query and /count. Check order (digest
-// §3.2): host → auth → admission (429) → replay → JSON parse → route.
+// serveBridge handles POST /events, /query and /count. Check order
+// (docs/buzz-protocol.md §3.2): host → auth → admission (429) → replay → JSON parse → route.
 func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *community) {
 	if d := r.faults.latency(); d > 0 {
 		time.Sleep(d)
@@ -241,7 +241,7 @@ func writeRaw(w http.ResponseWriter, b []byte) {
 func isPresenceQuery(filters []store.Filter) bool {
 	for i := range filters {
 		f := &filters[i]
-		if len(f.Kinds) != 1 || (f.Kinds[0] != kindPresence && f.Kinds[0] != 40902) || len(f.Authors) == 0 {
+		if len(f.Kinds) != 1 || (f.Kinds[0] != nostr.KindPresence && f.Kinds[0] != nostr.KindPresenceSnapshot) || len(f.Authors) == 0 {
 			return false
 		}
 	}
@@ -249,7 +249,7 @@ func isPresenceQuery(filters []store.Filter) bool {
 }
 
 // synthesizePresence answers a presence read with relay-signed 20001
-// events: content = the subject's status, p = the subject (digest §3.4).
+// events: content = the subject's status, p = the subject (docs/buzz-protocol.md §3.4).
 func (r *Relay) synthesizePresence(c *community, filters []store.Filter) []byte {
 	seen := map[string]bool{}
 	var subjects []string
@@ -267,7 +267,7 @@ func (r *Relay) synthesizePresence(c *community, filters []store.Filter) []byte 
 	}
 	out := []byte{'['}
 	for i, pk := range subjects {
-		e := r.signRelay(kindPresence, [][]string{{"p", pk}}, statuses[i], timeZero)
+		e := r.signRelay(nostr.KindPresence, [][]string{{"p", pk}}, statuses[i], timeZero)
 		if e == nil {
 			continue
 		}

@@ -15,14 +15,16 @@ import (
 	"github.com/buzzload/buzzload/modules/relay/store"
 )
 
-// /buzz/v1 accessory API (digest §3.10): sidebar counts and server-side read
-// state. Decisions where the digest is silent: frontiers order by author
+// /buzz/v1 accessory API (docs/buzz-protocol.md §3.10): sidebar counts and server-side read
+// state. Decisions where docs/buzz-protocol.md is silent: frontiers order by author
 // created_at then id; a row lists the reader's joined channels by id; a
 // thread appears in a row when the reader wrote its root or a reply among
 // the channel's newest 1000 eligible events within the horizon; a POST
 // answers {"account","outcomes":[...]}.
 
-var buzzV1Eligible = map[int]bool{9: true, 40002: true, 45001: true, 45003: true}
+var buzzV1Kinds = []int{nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindForumPost, nostr.KindForumComment}
+
+var buzzV1Eligible = set(buzzV1Kinds...)
 
 const (
 	v1MaxChannels = 20
@@ -269,7 +271,7 @@ func (r *Relay) v1Row(c *community, pk string, ch *channel) map[string]any {
 	st := c.store()
 	horizon := time.Now().Unix() - r.cfg.BuzzV1RetentionSeconds
 	limit := v1ScanCap + 1
-	f := store.Filter{Kinds: []int{9, 40002, 45001, 45003}, Tags: map[string][]string{"h": {ch.id}}, Since: &horizon, Limit: &limit}
+	f := store.Filter{Kinds: buzzV1Kinds, Tags: map[string][]string{"h": {ch.id}}, Since: &horizon, Limit: &limit}
 	evs := st.QueryN([]store.Filter{f}, c.reader(pk), limit)
 	truncated := len(evs) > v1ScanCap
 	if truncated {

@@ -10,7 +10,7 @@ import (
 // maxAddMembers caps p tags in one kind-9000 (the generator sends ≤ 100).
 const maxAddMembers = 100
 
-// createChannel handles kind 9007 (digest §4.6).
+// createChannel handles kind 9007 (docs/buzz-protocol.md §4.6).
 func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, []*entry) {
 	name := strings.TrimSpace(ev.TagValue("name"))
 	if name == "" {
@@ -78,7 +78,7 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		pk   string
 	}
 	switch ev.Kind {
-	case kindAddUser:
+	case nostr.KindPutUser:
 		var ps [][]string
 		for _, t := range ev.Tags {
 			if len(t) >= 2 && t[0] == "p" {
@@ -116,10 +116,10 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 				notices = append(notices, struct {
 					kind int
 					pk   string
-				}{kindMemberAdded, t[1]})
+				}{nostr.KindMemberAdded, t[1]})
 			}
 		}
-	case kindRemoveUser:
+	case nostr.KindRemoveUser:
 		pk := ev.TagValue("p")
 		if pk == "" {
 			return reject("invalid: remove-member events need a p tag"), nil
@@ -132,9 +132,9 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 			notices = append(notices, struct {
 				kind int
 				pk   string
-			}{kindMemberRemove, pk})
+			}{nostr.KindMemberRemoved, pk})
 		}
-	case kindJoin:
+	case nostr.KindJoinRequest:
 		if ch.visibility == "private" {
 			return reject("restricted: channel is private"), nil
 		}
@@ -144,9 +144,9 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		if _, ok := ch.members[ev.PubKey]; !ok {
 			ch.members[ev.PubKey] = "member"
 		}
-	case kindLeave:
+	case nostr.KindLeaveRequest:
 		delete(ch.members, ev.PubKey)
-	case kindEditMeta:
+	case nostr.KindEditMetadata:
 		if !admin {
 			return reject("restricted: only channel owners and admins can edit the channel"), nil
 		}
@@ -180,7 +180,7 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 				ch.archived = t[1] == "true"
 			}
 		}
-	case kindDeleteGroup:
+	case nostr.KindDeleteGroup:
 		if actorRole != "owner" {
 			return reject("restricted: only the channel owner can delete the channel"), nil
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // community is one tenant: its own events, channels, members, presence,
-// subscriptions, rate-limit buckets and NIP-98 replay cache (digest §3.1).
+// subscriptions, rate-limit buckets and NIP-98 replay cache (docs/buzz-protocol.md §3.1).
 //
 // Locking: the event store locks itself (per channel partition); each
 // channel has its own lock; nothing on the publish or fan-out path takes a
@@ -178,7 +178,7 @@ func eventVisible(e *nostr.Event, reader string) bool {
 	if authorOnlyKinds[k] && e.PubKey != reader {
 		return false
 	}
-	if k == kindEngram && e.PubKey != reader && !taggedP(e, reader) {
+	if k == nostr.KindAgentEngram && e.PubKey != reader && !taggedP(e, reader) {
 		return false
 	}
 	return true
@@ -249,7 +249,7 @@ func (ch *channel) groupState() map[int][][]string {
 	for _, pk := range pks {
 		members = append(members, []string{"p", pk, "", ch.members[pk]})
 	}
-	return map[int][][]string{39000: meta, 39002: members}
+	return map[int][][]string{nostr.KindGroupMetadata: meta, nostr.KindGroupMembers: members}
 }
 
 // publishGroupState signs, stores and returns the 39000/39002 events whose
@@ -260,7 +260,7 @@ func (ch *channel) groupState() map[int][][]string {
 func (c *community) publishGroupState(ch *channel) []*entry {
 	var out []*entry
 	state := ch.groupState()
-	for _, kind := range []int{39000, 39002} {
+	for _, kind := range []int{nostr.KindGroupMetadata, nostr.KindGroupMembers} {
 		tags := state[kind]
 		prev := ch.lastState[kind]
 		if prev != nil && tagsEqual(prev.Tags, tags) {

@@ -96,7 +96,7 @@ type Config struct {
 	Logf func(format string, args ...any) `ignored:"true"`
 }
 
-// DefaultConfig returns Buzz's defaults (digest §1.3, §2.1).
+// DefaultConfig returns Buzz's defaults (docs/buzz-protocol.md §1.3, §2.1).
 func DefaultConfig() Config {
 	return Config{
 		Listen:                 "127.0.0.1:0",

@@ -20,7 +20,7 @@ import (
 )
 
 // conn is one WebSocket client. The HTTP handler goroutine reads; one writer
-// goroutine owns all writes through a bounded queue (digest §1.1: 1000
+// goroutine owns all writes through a bounded queue (docs/buzz-protocol.md §1.1: 1000
 // messages, dropped after 15 consecutive overflows).
 type conn struct {
 	r  *Relay
@@ -404,7 +404,7 @@ func (k *conn) enqueueClose(b []byte) {
 
 // deliver queues a live event without blocking. When SendBuffer frames are
 // already waiting the delivery is dropped; SlowClientGrace consecutive drops
-// disconnect the client (digest §1.1 item 7).
+// disconnect the client (docs/buzz-protocol.md §1.1 item 7).
 func (k *conn) deliver(s *subscription, e *entry) {
 	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
 		k.overflows.Store(0)
@@ -476,7 +476,7 @@ func (k *conn) eose(s string) {
 	k.enqueue([]byte(`["EOSE",` + jsonString(s) + `]`))
 }
 
-// handle dispatches one client frame (digest §1.2).
+// handle dispatches one client frame (docs/buzz-protocol.md §1.2).
 func (k *conn) handle(data []byte) {
 	var elems [8][]byte // a frame's elements; REQs with more filters spill
 	msg, err := wire.Elements(data, elems[:0])
@@ -548,7 +548,7 @@ func (k *conn) handleClose(msg [][]byte) {
 	k.closed(sub, "")
 }
 
-// handleAuth is NIP-42 as Buzz applies it (digest §1.5).
+// handleAuth is NIP-42 as Buzz applies it (docs/buzz-protocol.md §1.5).
 func (k *conn) handleAuth(msg [][]byte) {
 	if len(msg) < 2 {
 		k.notice("invalid message: AUTH needs an event")
@@ -636,7 +636,7 @@ func (k *conn) handleEvent(msg [][]byte) {
 	k.ok(ev.ID, res.accepted, res.message)
 }
 
-// handleReq serves REQ and COUNT (digest §1.6, §1.7).
+// handleReq serves REQ and COUNT (docs/buzz-protocol.md §1.6, §1.7).
 func (k *conn) handleReq(msg [][]byte, count bool) {
 	sub, err := subID(msg)
 	if err != nil {

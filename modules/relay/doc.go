@@ -1,6 +1,6 @@
 // Package relay is the embedded Buzz-compatible relay: the default
 // target of `buzzload run` and the integration tests' real counterpart. It
-// enforces the contracts of docs/buzz-protocol.md (the "digest") at the wire
+// enforces the contracts of docs/buzz-protocol.md at the wire
 // — reason strings word for word — so a generator bug shows up here and not
 // only against a production relay.
 //
@@ -17,7 +17,7 @@
 //	r.Close()                              // drain: 503 to new upgrades, 1012 to open sockets
 //
 // One http.Server serves every community; the normalised Host header picks
-// the community (digest §3.1). The deployment community is the listen
+// the community (docs/buzz-protocol.md §3.1). The deployment community is the listen
 // address as clients dial it (Config.DeploymentHost overrides); more are
 // mapped by Config.Communities or the operator API. A loopback deployment
 // community also answers on localhost:<port> (an alias, as Buzz's
@@ -50,7 +50,7 @@
 // socket runs on its own goroutine after the upgrade, so net/http lets go
 // of the request.
 //
-// # Decisions where the digest is silent or unsure
+// # Decisions where docs/buzz-protocol.md is silent or unsure
 //
 //   - Channel access follows Buzz's check_channel_membership: open channels
 //     can be read and written by anyone in the community, private ones by

@@ -61,9 +61,9 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	switch {
 	case k == nostr.KindClientAuth:
 		return reject("invalid: AUTH events cannot be submitted")
-	case k == kindMemberAdded || k == kindMemberRemove:
+	case k == nostr.KindMemberAdded || k == nostr.KindMemberRemoved:
 		return reject("invalid: membership notifications are relay-signed only")
-	case !auth.ws && (k == kindGiftWrap || k == kindPresence):
+	case !auth.ws && (k == nostr.KindGiftWrap || k == nostr.KindPresence):
 		return rejectf("invalid: kind %d is only accepted via WebSocket", k)
 	case relayOnlyKinds[k]:
 		return reject("restricted: relay-only kind")
@@ -84,7 +84,7 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	}
 	now := time.Now()
 	skew := int64(r.cfg.CreatedAtSkew / time.Second)
-	if k == kindObserver {
+	if k == nostr.KindObserverFrame {
 		skew = 300
 	}
 	if d := ev.CreatedAt - now.Unix(); d > skew || d < -skew {
@@ -93,7 +93,7 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	if len(ev.Content) > r.cfg.MaxContentBytes {
 		return rejectf("invalid: content exceeds maximum size of %d bytes (got %d)", r.cfg.MaxContentBytes, len(ev.Content))
 	}
-	if ev.PubKey != auth.pubkey && k != kindGiftWrap {
+	if ev.PubKey != auth.pubkey && k != nostr.KindGiftWrap {
 		return ingestResult{message: "invalid: event pubkey does not match authenticated identity", status: http.StatusForbidden}
 	}
 	if !isEphemeral(k) {
@@ -115,14 +115,14 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 func (r *Relay) ingestEphemeral(c *community, ev *nostr.Event, auth ingestAuth, now time.Time) ingestResult {
 	e := newEntry(ev, "")
 	switch ev.Kind {
-	case kindPresence:
+	case nostr.KindPresence:
 		switch ev.Content {
 		case "online", "away", "offline":
 		default:
 			return reject("invalid: presence content must be online, away or offline")
 		}
 		c.setPresence(ev.PubKey, ev.Content)
-	case kindObserver:
+	case nostr.KindObserverFrame:
 		if reason := r.checkObserver(c, ev, now); reason != "" {
 			if strings.HasPrefix(reason, "rate-limited:") {
 				return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
@@ -145,7 +145,7 @@ func (r *Relay) ingestEphemeral(c *community, ev *nostr.Event, auth ingestAuth, 
 	return accept("")
 }
 
-// checkObserver applies the kind-24200 rules (digest §4.9).
+// checkObserver applies the kind-24200 rules (docs/buzz-protocol.md §4.9).
 func (r *Relay) checkObserver(c *community, ev *nostr.Event, now time.Time) string {
 	p, agent, frame := ev.TagValue("p"), ev.TagValue("agent"), ev.TagValue("frame")
 	if p == "" || agent == "" || (frame != "telemetry" && frame != "control") {
@@ -203,7 +203,7 @@ func (c *community) isAdmin(chID, pk string) bool {
 func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*entry) {
 	st := c.store()
 	k := ev.Kind
-	if k != kindReaction {
+	if k != nostr.KindReaction {
 		if _, exists := st.Lookup(ev.ID); exists {
 			return accept("duplicate:"), nil
 		}
@@ -212,7 +212,7 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 	chID := ""
 	var targetAuthor, targetChannel string
 	switch k {
-	case kindReaction:
+	case nostr.KindReaction:
 		if lastETag(ev) == "" {
 			return reject("invalid: reaction must reference a target event via e tag"), nil
 		}
@@ -226,9 +226,9 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		if info, ok := st.Lookup(target.ID); ok {
 			chID = info.Channel
 		}
-	case kindDeletion, kindModDelete:
+	case nostr.KindDeletion, nostr.KindDeleteEvent:
 		ne, na := countTags(ev, "e"), countTags(ev, "a")
-		if ne+na != 1 || k == kindModDelete && ne != 1 {
+		if ne+na != 1 || k == nostr.KindDeleteEvent && ne != 1 {
 			return rejectf("invalid: deletion events must reference exactly one target via e or a tag (got e=%d, a=%d)", ne, na), nil
 		}
 		var target *nostr.Event
@@ -247,21 +247,21 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		}
 		targetAuthor = target.PubKey
 		chID = targetChannel
-	case kindCreateGroup:
+	case nostr.KindCreateGroup:
 		chID = eventChannel(ev)
 		if chID == "" {
 			chID = newUUID()
 		}
 	default:
-		if channelKinds[k] || k == kindJoin {
+		if channelKinds[k] || k == nostr.KindJoinRequest {
 			chID = eventChannel(ev)
 		}
 	}
-	if (channelKinds[k] || k == kindJoin) && chID == "" {
+	if (channelKinds[k] || k == nostr.KindJoinRequest) && chID == "" {
 		return reject("invalid: channel-scoped events must include an h tag"), nil
 	}
-	if chID != "" && k != kindCreateGroup && k != kindJoin {
-		unarchive := k == kindEditMeta && hasTagValue(ev, "archived", "false")
+	if chID != "" && k != nostr.KindCreateGroup && k != nostr.KindJoinRequest {
+		unarchive := k == nostr.KindEditMetadata && hasTagValue(ev, "archived", "false")
 		if reason := c.writeAccess(chID, ev.PubKey); reason != "" && !(unarchive && reason == "invalid: channel is archived") {
 			return reject(reason), nil
 		}
@@ -270,19 +270,19 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 	var extra []*entry
 	admin := false
 	switch k {
-	case kindCreateGroup:
+	case nostr.KindCreateGroup:
 		res, ex := c.createChannel(ev, chID)
 		if !res.accepted {
 			return res, nil
 		}
 		extra = ex
-	case kindAddUser, kindRemoveUser, kindJoin, kindLeave, kindEditMeta, kindDeleteGroup:
+	case nostr.KindPutUser, nostr.KindRemoveUser, nostr.KindJoinRequest, nostr.KindLeaveRequest, nostr.KindEditMetadata, nostr.KindDeleteGroup:
 		res, ex := r.membership(c, ev, chID)
 		if !res.accepted {
 			return res, nil
 		}
 		extra = ex
-	case kindReaction:
+	case nostr.KindReaction:
 		content := ev.Content
 		if content == "" {
 			content = "+"
@@ -290,12 +290,12 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		if n := utf8.RuneCountInString(content); n > 64 {
 			return rejectf("invalid: reaction emoji exceeds 64 characters (got %d)", n), nil
 		}
-	case kindDeletion, kindModDelete:
+	case nostr.KindDeletion, nostr.KindDeleteEvent:
 		admin = c.isAdmin(targetChannel, ev.PubKey)
 		if targetAuthor != ev.PubKey && !admin {
 			return reject("restricted: only the author or a channel admin can delete this event"), nil
 		}
-	case kindEdit:
+	case nostr.KindStreamMessageEdit:
 		info, ok := st.Lookup(ev.TagValue("e"))
 		if !ok || info.Deleted {
 			return reject("invalid: edit target event not found"), nil
@@ -306,11 +306,11 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		if info.Event.PubKey != ev.PubKey {
 			return reject("invalid: must be event author to edit"), nil
 		}
-	case kindProfile:
+	case nostr.KindProfile:
 		if !json.Valid([]byte(ev.Content)) {
 			return reject("invalid: kind:0 content must be valid JSON"), nil
 		}
-	case kindReminder:
+	case nostr.KindReminder:
 		if ev.Tag("d") == nil {
 			return reject("invalid: reminders require a d tag"), nil
 		}
@@ -333,7 +333,7 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 	default:
 		return ingestResult{message: "error: internal server error", status: http.StatusInternalServerError}, nil
 	}
-	if k == kindDeletion || k == kindModDelete {
+	if k == nostr.KindDeletion || k == nostr.KindDeleteEvent {
 		st.ApplyDeletion(ev, admin)
 	}
 	return accept(""), append([]*entry{newEntry(ev, res.Channel)}, extra...)

@@ -6,7 +6,7 @@ import "github.com/buzzload/buzzload/modules/nostr"
 // x-auth-tag header) for agent: shape, owner ≠ agent, owner signature, and
 // the created_at clauses against createdAt. kind clauses restrict the events
 // the agent publishes, not its AUTH, so they are not applied here (our
-// decision: the digest does not say how Buzz treats them on AUTH).
+// decision: docs/buzz-protocol.md does not say how Buzz treats them on AUTH).
 func verifyOATag(tag []string, agent string, _ int, createdAt int64) (string, error) {
 	owner, conds, err := nostr.VerifyOATag(tag, agent)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
-// Deletion stages in order (digest §3.9, from buzz-db deletion.rs). A request
+// Deletion stages in order (docs/buzz-protocol.md §3.9, from buzz-db deletion.rs). A request
 // is accepted at "submitted" and then walks the stages on its own; the
 // community's events are purged at postgres_purged. The host stays reserved
 // (tombstoned) forever.
@@ -44,7 +44,7 @@ func (e opError) write(w http.ResponseWriter) {
 	writeJSON(w, e.status, body)
 }
 
-// serveOperator handles /operator/* (digest §3.9). The Host header is not
+// serveOperator handles /operator/* (docs/buzz-protocol.md §3.9). The Host header is not
 // used: NIP-98 u tags must name the configured operator origin.
 func (r *Relay) serveOperator(w http.ResponseWriter, req *http.Request) {
 	body, ok := r.readBody(w, req)
@@ -365,7 +365,7 @@ func (r *Relay) runDeletion(c *community, d *deletionRequest) {
 	}
 }
 
-// opTransfer moves ownership (digest §3.9); the previous owner is demoted.
+// opTransfer moves ownership (docs/buzz-protocol.md §3.9); the previous owner is demoted.
 func (r *Relay) opTransfer(w http.ResponseWriter, body []byte) {
 	var in struct {
 		CommunityID string `json:"community_id"`

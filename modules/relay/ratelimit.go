@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// limiter holds one community's quota buckets per pubkey (digest §2.1):
+// limiter holds one community's quota buckets per pubkey (docs/buzz-protocol.md §2.1):
 // stored messages and HTTP API calls per 60 s by tier, WS frames (EVENT,
 // REQ, COUNT) per WSFrameWindow, observer frames per second per agent.
 // Windows are fixed, so "retry in Ns" is the time to the window's end.
@@ -122,7 +122,7 @@ func (l *limiter) prune(now time.Time) {
 	}
 }
 
-// replayCache accepts each NIP-98 event id once per window (digest §3.2).
+// replayCache accepts each NIP-98 event id once per window (docs/buzz-protocol.md §3.2).
 type replayCache struct {
 	window time.Duration
 	mu     sync.Mutex

@@ -323,7 +323,7 @@ func isUUID(s string) bool {
 
 const unmappedBody = "relay: no community is configured for this host"
 
-// ServeHTTP routes by path and Host (digest §3.1, §3.8).
+// ServeHTTP routes by path and Host (docs/buzz-protocol.md §3.1, §3.8).
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	path := req.URL.Path
 	if strings.HasPrefix(path, "/operator/") {
@@ -410,7 +410,7 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-// serveNIP11 writes the relay information document (digest §5).
+// serveNIP11 writes the relay information document (docs/buzz-protocol.md §5).
 func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 	nips := []int{1, 2, 10, 11, 16, 17, 23, 25, 29, 33, 38, 42, 50}
 	doc := map[string]any{
@@ -445,7 +445,7 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 			doc["buzz_v1"] = map[string]any{
 				"version": 1, "base_path": "/buzz/v1", "retention_seconds": r.cfg.BuzzV1RetentionSeconds,
 				"max_channels": 20, "max_intents": 100, "max_contexts": 20, "max_context_messages": 100,
-				"max_thread_summaries": 5, "eligible_kinds": []int{9, 40002, 45001, 45003},
+				"max_thread_summaries": 5, "eligible_kinds": buzzV1Kinds,
 			}
 		}
 	}

@@ -17,7 +17,7 @@ type subscription struct {
 }
 
 // subIndex indexes live subscriptions by channel so a channel event touches
-// only that channel's subscribers (digest §1.6: channel events go only to
+// only that channel's subscribers (docs/buzz-protocol.md §1.6: channel events go only to
 // channel-scoped subscriptions, everything else only to global ones).
 type subIndex struct {
 	mu        sync.RWMutex
@@ -65,7 +65,7 @@ func (x *subIndex) remove(s *subscription) {
 
 // fanout delivers e to every live subscription that may see it. It holds
 // the index read lock (which never blocks other fan-outs) and re-checks
-// private-channel membership on each delivery (digest §1.6).
+// private-channel membership on each delivery (docs/buzz-protocol.md §1.6).
 func (c *community) fanout(e *entry) {
 	c.subs.mu.RLock()
 	defer c.subs.mu.RUnlock()

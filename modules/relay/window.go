@@ -14,7 +14,7 @@ import (
 // 4096), as the object the desktop app expects (desktop-requests §5.8).
 func (r *Relay) readStateSnapshot(c *community, reader string) map[string]any {
 	limit := 4096
-	f := store.Filter{Kinds: []int{30078}, Authors: []string{reader}, Limit: &limit}
+	f := store.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{reader}, Limit: &limit}
 	es := c.store().QueryN([]store.Filter{f}, c.reader(reader), limit)
 	h := sha256.New()
 	events := make([]json.RawMessage, 0, len(es))

@@ -39,7 +39,7 @@ func TestNIP11Document(t *testing.T) {
 	}
 }
 
-// §1.1, §3.1: an unmapped host is refused with 404 and the digest's bodies.
+// §1.1, §3.1: an unmapped host is refused with 404 and docs/buzz-protocol.md's bodies.
 func TestUnmappedHostIsRefused(t *testing.T) {
 	r := startRelay(t, nil)
 	_, resp, err := tryDial(r, "nobody.example:9")

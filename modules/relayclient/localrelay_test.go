@@ -12,7 +12,7 @@ import (
 )
 
 // These tests run the client against the embedded Buzz-compatible relay
-// (another team's package, built to the same digest): the two were written
+// (another team's package, built to the same docs/buzz-protocol.md): the two were written
 // independently, so agreement here is evidence about both.
 
 func startLocalRelay(t *testing.T, mutate func(*relay.Config)) *relay.Relay {

@@ -10,7 +10,7 @@ import (
 
 // Operator API (buzz-protocol §3.9). Every call is NIP-98 signed with the
 // client's Keys (the operator key) against OperatorOrigin, with the payload
-// tag on bodies. Fields whose type the digest leaves open are raw JSON.
+// tag on bodies. Fields whose type docs/buzz-protocol.md leaves open are raw JSON.
 
 // Default operation names of the operator calls.
 const (

@@ -77,7 +77,7 @@ func (p *WindowPager) Advance(events []nostr.Event) (more bool, err error) {
 	p.done = true
 	var bounds *nostr.Event
 	for i := range events {
-		if events[i].Kind != 39006 {
+		if events[i].Kind != nostr.KindWindowBounds {
 			continue
 		}
 		if bounds != nil {
@@ -134,7 +134,7 @@ func (p *RosterPager) Done() bool { return p.done }
 
 // Filter is the next page's request filter.
 func (p *RosterPager) Filter() relayclient.Filter {
-	f := relayclient.Filter{Kinds: []int{39002}, Tags: tags("p", p.Viewer), Limit: RosterPage}
+	f := relayclient.Filter{Kinds: []int{nostr.KindGroupMembers}, Tags: tags("p", p.Viewer), Limit: RosterPage}
 	if p.cursor != nil {
 		f.Until = p.cursor.CreatedAt
 		f.Extra = map[string]any{"before_id": p.cursor.ID}
@@ -147,7 +147,7 @@ func (p *RosterPager) Advance(events []nostr.Event) bool {
 	p.pages++
 	var rosters []Cursor
 	for i := range events {
-		if events[i].Kind == 39002 {
+		if events[i].Kind == nostr.KindGroupMembers {
 			rosters = append(rosters, Cursor{CreatedAt: events[i].CreatedAt, ID: events[i].ID})
 		}
 	}
@@ -167,7 +167,7 @@ func (p *RosterPager) Advance(events []nostr.Event) bool {
 func PickRoot(events []nostr.Event) string {
 	rows := map[string]*nostr.Event{}
 	for i := range events {
-		if events[i].Kind != 39005 && events[i].Kind != 39006 {
+		if events[i].Kind != nostr.KindThreadSummary && events[i].Kind != nostr.KindWindowBounds {
 			rows[events[i].ID] = &events[i]
 		}
 	}
@@ -175,7 +175,7 @@ func PickRoot(events []nostr.Event) string {
 	var bestAt int64
 	for i := range events {
 		e := &events[i]
-		if e.Kind != 39005 {
+		if e.Kind != nostr.KindThreadSummary {
 			continue
 		}
 		root := e.TagValue("e")

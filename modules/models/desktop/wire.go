@@ -5,18 +5,24 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
 // ChannelKinds is the kind set of every channel subscription
 // (CHANNEL_LIVE_KINDS in the app).
-var ChannelKinds = []int{9, 40002, 40008, 45001, 45003, 40099, 40100, 40003, 5, 9005, 7, 39000, 39002, 39005, 20002}
+var ChannelKinds = []int{
+	nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindStreamMessageDiff, nostr.KindForumPost,
+	nostr.KindForumComment, nostr.KindSystemMessage, nostr.KindCanvas, nostr.KindStreamMessageEdit,
+	nostr.KindDeletion, nostr.KindDeleteEvent, nostr.KindReaction, nostr.KindGroupMetadata,
+	nostr.KindGroupMembers, nostr.KindThreadSummary, nostr.KindTyping,
+}
 
 // Row kinds of a window page and of a thread page.
 var (
-	WindowKinds = []int{9, 40002, 40008, 40099}
-	ThreadKinds = []int{9, 40002}
-	UnreadKinds = []int{9, 40002, 40008}
+	WindowKinds = []int{nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindStreamMessageDiff, nostr.KindSystemMessage}
+	ThreadKinds = []int{nostr.KindStreamMessage, nostr.KindStreamMessageV2}
+	UnreadKinds = []int{nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindStreamMessageDiff}
 )
 
 // Page sizes and read limits (desktop-requests.md §5).
@@ -85,21 +91,21 @@ func SubFilters(sp SubSpec, id *Identity) []relayclient.Filter {
 	}
 	switch {
 	case sp.Probe:
-		return []relayclient.Filter{{Kinds: []int{44100, 44101}, Tags: tags("p", id.Viewer), Since: sp.Since, LimitZero: true}}
+		return []relayclient.Filter{{Kinds: []int{nostr.KindMemberAdded, nostr.KindMemberRemoved}, Tags: tags("p", id.Viewer), Since: sp.Since, LimitZero: true}}
 	case sp.Route == RouteProfiles:
 		return []relayclient.Filter{
-			live(relayclient.Filter{Kinds: []int{0, 10100, 30177}}),
-			live(relayclient.Filter{Kinds: []int{30315}, Tags: tags("d", "general")}),
-			live(relayclient.Filter{Kinds: []int{30030}, Tags: tags("d", "buzz:custom-emoji")}),
+			live(relayclient.Filter{Kinds: []int{nostr.KindProfile, nostr.KindAppReplaceable, nostr.KindAppAddressable}}),
+			live(relayclient.Filter{Kinds: []int{nostr.KindUserStatus}, Tags: tags("d", "general")}),
+			live(relayclient.Filter{Kinds: []int{nostr.KindEmojiSet}, Tags: tags("d", "buzz:custom-emoji")}),
 		}
 	case sp.Route == RouteMembership:
 		return []relayclient.Filter{
-			live(relayclient.Filter{Kinds: []int{44100, 44101}, Tags: tags("p", id.Viewer)}),
-			live(relayclient.Filter{Kinds: []int{30078}, Authors: []string{id.Viewer}, Tags: tags("t", "read-state")}),
-			live(relayclient.Filter{Kinds: []int{30300}, Authors: []string{id.Viewer}}),
+			live(relayclient.Filter{Kinds: []int{nostr.KindMemberAdded, nostr.KindMemberRemoved}, Tags: tags("p", id.Viewer)}),
+			live(relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{id.Viewer}, Tags: tags("t", "read-state")}),
+			live(relayclient.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{id.Viewer}}),
 		}
 	case sp.Route == RoutePresence:
-		return []relayclient.Filter{{Kinds: []int{20001}, Authors: id.PresenceAuthors(), Since: sp.Since, LimitZero: true}}
+		return []relayclient.Filter{{Kinds: []int{nostr.KindPresence}, Authors: id.PresenceAuthors(), Since: sp.Since, LimitZero: true}}
 	case sp.LiveOnly: // live-only channel subscription or a replacement: one filter
 		return []relayclient.Filter{live(relayclient.Filter{Kinds: ChannelKinds, Tags: map[string][]string{"h": id.channelIDs(sp.Channels)}})}
 	default: // a replaying batch or replay: one filter per channel
@@ -140,22 +146,22 @@ func FixedRequests(r Read, id *Identity) []Request {
 	switch r.Key.Kind {
 	case ReadMetadata:
 		for _, c := range chunkStrings(id.Channels, MetadataChunk) {
-			add(OpMetadata, relayclient.Filter{Kinds: []int{39000}, Tags: tags("d", c...), Limit: 500})
+			add(OpMetadata, relayclient.Filter{Kinds: []int{nostr.KindGroupMetadata}, Tags: tags("d", c...), Limit: 500})
 		}
 	case ReadSidebar:
 		add(OpSidebar,
-			relayclient.Filter{Kinds: []int{30078}, Authors: []string{id.Viewer}, Tags: tags("d", "channel-sections"), Limit: 1},
-			relayclient.Filter{Kinds: []int{30078}, Authors: []string{id.Viewer}, Tags: tags("d", "channel-stars"), Limit: 1})
+			relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{id.Viewer}, Tags: tags("d", "channel-sections"), Limit: 1},
+			relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{id.Viewer}, Tags: tags("d", "channel-stars"), Limit: 1})
 	case ReadProfiles:
 		for _, c := range chunkStrings(dedupSorted(id.CoMembers), ProfileChunk) {
-			add(OpProfiles, relayclient.Filter{Kinds: []int{0}, Authors: c, Limit: 500})
+			add(OpProfiles, relayclient.Filter{Kinds: []int{nostr.KindProfile}, Authors: c, Limit: 500})
 		}
 	case ReadStatuses:
 		for _, c := range chunkStrings(dedupSorted(id.CoMembers), StatusChunk) {
-			add(OpStatuses, relayclient.Filter{Kinds: []int{30315}, Authors: c, Tags: tags("d", "general"), Limit: len(c)})
+			add(OpStatuses, relayclient.Filter{Kinds: []int{nostr.KindUserStatus}, Authors: c, Tags: tags("d", "general"), Limit: len(c)})
 		}
 	case ReadEmoji:
-		add(OpEmoji, relayclient.Filter{Kinds: []int{30030}, Tags: tags("d", "buzz:custom-emoji"), Limit: 500})
+		add(OpEmoji, relayclient.Filter{Kinds: []int{nostr.KindEmojiSet}, Tags: tags("d", "buzz:custom-emoji"), Limit: 500})
 	case ReadUnread:
 		if r.Snapshot {
 			add(OpReadState, ReadStateFilter(id.Viewer))
@@ -164,16 +170,16 @@ func FixedRequests(r Read, id *Identity) []Request {
 			add(OpUnread, relayclient.Filter{Kinds: UnreadKinds, Tags: tags("h", c...), Limit: 500, Extra: map[string]any{"include_aux": true}})
 		}
 	case ReadReminders:
-		add(OpReminders, relayclient.Filter{Kinds: []int{30300}, Authors: []string{id.Viewer}, Limit: RemindersLimit})
+		add(OpReminders, relayclient.Filter{Kinds: []int{nostr.KindReminder}, Authors: []string{id.Viewer}, Limit: RemindersLimit})
 	case ReadNotices:
-		add(OpNotices, relayclient.Filter{Kinds: []int{40099}, Tags: tags("h", id.Channels[WindowChannel(r.Key.Index)]), Limit: NoticesLimit})
+		add(OpNotices, relayclient.Filter{Kinds: []int{nostr.KindSystemMessage}, Tags: tags("h", id.Channels[WindowChannel(r.Key.Index)]), Limit: NoticesLimit})
 	}
 	return out
 }
 
 // ReadStateFilter is the read-state snapshot request; the reply is an object.
 func ReadStateFilter(viewer string) relayclient.Filter {
-	return relayclient.Filter{Kinds: []int{30078}, Authors: []string{viewer}, Extra: map[string]any{"read_state_snapshot": 1}}
+	return relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{viewer}, Extra: map[string]any{"read_state_snapshot": 1}}
 }
 
 // CheckReadStateSnapshot validates a snapshot reply: an object with
@@ -230,7 +236,7 @@ func tagValue(tags [][]string, name string) string {
 // in channel: the channel's top-level head with thread summaries; the root
 // is the row whose 39005 summary counts the most replies (see PickRoot).
 func RootSearchFilter(channel string) relayclient.Filter {
-	return relayclient.Filter{Kinds: []int{9}, Tags: tags("h", channel), Limit: RootSearchLimit,
+	return relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: tags("h", channel), Limit: RootSearchLimit,
 		Extra: map[string]any{"top_level": true, "include_summaries": true}}
 }
 
@@ -238,7 +244,7 @@ func RootSearchFilter(channel string) relayclient.Filter {
 // channel by the word seed puts in their content
 // (scenario.RootMarker), with NIP-50 search on /query.
 func MarkedRootSearchFilter(channel, word string) relayclient.Filter {
-	return relayclient.Filter{Kinds: []int{9}, Tags: tags("h", channel), Limit: RootSearchLimit, Extra: map[string]any{"search": word}}
+	return relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: tags("h", channel), Limit: RootSearchLimit, Extra: map[string]any{"search": word}}
 }
 
 // RootLookupFilter is the app's root lookup once the root is known.

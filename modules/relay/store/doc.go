@@ -33,7 +33,7 @@
 //
 // # Decisions
 //
-// Where the protocol digest (buzz-protocol.md) is silent or unsure, the
+// Where docs/buzz-protocol.md is silent or unsure, the
 // store decides as follows, consistently.
 //
 // Order and cursors. Every read orders by created_at DESC, id ASC. The cursor

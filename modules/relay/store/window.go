@@ -13,7 +13,7 @@ import (
 )
 
 // RequestError is a /query request Buzz answers with HTTP 400
-// {"error": Msg}. Msg is Buzz's wording where the digest or the upstream
+// {"error": Msg}. Msg is Buzz's wording where docs/buzz-protocol.md or the upstream
 // source gives it.
 type RequestError struct{ Msg string }
 
@@ -72,7 +72,7 @@ func (w *Window) Events() []*nostr.Event {
 }
 
 // rowKinds are the conversation kinds a thread window serves.
-var rowKinds = []int{nostr.KindStreamMessage, 40002, nostr.KindForumPost, nostr.KindForumComment}
+var rowKinds = []int{nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindForumPost, nostr.KindForumComment}
 
 // validateChannelWindow applies NIP-CW's request rules; the messages are Buzz's.
 func validateChannelWindow(f *Filter) error {
@@ -266,7 +266,7 @@ type summary struct {
 	participants []string
 }
 
-// json renders the 39005 content in the digest's field order.
+// json renders the 39005 content in docs/buzz-protocol.md's field order.
 func (sm *summary) json() string {
 	b := []byte(`{"reply_count":`)
 	b = strconv.AppendInt(b, int64(sm.replies), 10)
