@@ -35,6 +35,7 @@ func (m *Module) NewInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 func (in *instance) Exports() jsmodule.Exports {
 	named := map[string]any{
 		"load":    in.jsLoad,
+		"nip98":   in.jsNIP98,
 		"version": Version,
 	}
 	return jsmodule.Exports{Named: named}

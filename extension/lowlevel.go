@@ -32,8 +32,12 @@ func (in *instance) lowLevel(l *loaded, o *sobek.Object) {
 		for _, ch := range l.base.MemberChannels(g) {
 			chans = append(chans, l.base.ChannelID(ch))
 		}
-		return in.toJS(map[string]any{"global": g, "kind": info.Kind.String(), "index": info.Index,
+		v := in.toJS(map[string]any{"global": g, "kind": info.Kind.String(), "index": info.Index,
 			"community": info.Community, "pubkey": l.base.Keys(g).PubKey(), "channels": chans})
+		if o, ok := v.(*sobek.Object); ok {
+			in.addHTTPInfo(l, g, o)
+		}
+		return v
 	})
 	set("channelId", func(c sobek.FunctionCall) sobek.Value {
 		ch := scenario.Channel{Community: int(c.Argument(0).ToInteger()), Index: int(c.Argument(1).ToInteger())}
