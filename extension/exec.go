@@ -101,6 +101,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	} else {
 		end = sl.cl.Session(stop, grace)
 	}
+	sl.sink.flushData()
 	live = l.agg.clientDelta(p.Kind, -1, false)
 	in.pushClients(l, sl, live)
 	if end.Reason == models.EndCancelled && time.Now().Before(stopAt) {
@@ -141,6 +142,8 @@ func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot,
 	}
 	l.agg.noteStart(start)
 	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
+	sink.periodic = true
+	sink.lastData.Store(time.Now().UnixNano())
 	sl := &slot{kind: p.Kind, global: -1, sink: sink}
 	if err := in.buildClient(l, p, st, sl); err != nil {
 		// The client cannot run: an unexpected exit (it fails the run), once;

@@ -146,6 +146,9 @@ func (m *Module) EmbeddedRelay() *relay.Relay {
 // metricSet is the module's metrics (docs/architecture.md).
 type metricSet struct {
 	duration, failed, throttled, pending, clients, exits *metrics.Metric
+	// dataSent and dataReceived are the host's built-in data_sent and
+	// data_received (nil when the host has none).
+	dataSent, dataReceived *metrics.Metric
 }
 
 func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
@@ -171,6 +174,10 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 				return
 			}
 			*d.dst = mt
+		}
+		ms.dataSent, ms.dataReceived = reg.Get(metrics.DataSentName), reg.Get(metrics.DataReceivedName)
+		if ms.dataSent == nil || ms.dataReceived == nil || ms.dataSent.Type != metrics.Counter || ms.dataReceived.Type != metrics.Counter {
+			ms.dataSent, ms.dataReceived = nil, nil
 		}
 		m.met = ms
 	})

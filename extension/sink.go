@@ -31,6 +31,46 @@ type opSink struct {
 	// "unfinished at stop" errors (desktop humans; modules/models marks its
 	// own).
 	graceEnded atomic.Bool
+
+	// periodic: the sink of a population client, whose iteration lasts the
+	// whole session. Its bytes are written as data_sent / data_received
+	// samples at most every dataEvery while it runs, so live outputs see
+	// the traffic as it happens (the host writes a VU's bytes only when an
+	// iteration ends); flushData hands the rest to the VU at the end.
+	periodic           bool
+	pendSent, pendRecv atomic.Int64
+	lastData           atomic.Int64 // unix ns of the last data samples
+}
+
+// dataEvery is how often a population client's traffic becomes samples.
+const dataEvery = time.Second
+
+// addData counts a result's bytes: for a population client as samples every
+// dataEvery, otherwise through the VU (written when the iteration ends).
+func (s *opSink) addData(sent, received int64, now time.Time) {
+	if !s.periodic || s.met.dataSent == nil {
+		s.data(sent, received)
+		return
+	}
+	s.pendSent.Add(sent)
+	s.pendRecv.Add(received)
+	last := s.lastData.Load()
+	if now.UnixNano()-last < int64(dataEvery) || !s.lastData.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	sent, received = s.pendSent.Swap(0), s.pendRecv.Swap(0)
+	s.push(
+		metrics.Sample{Metric: s.met.dataSent, Tags: s.base, Time: now, Value: float64(sent)},
+		metrics.Sample{Metric: s.met.dataReceived, Tags: s.base, Time: now, Value: float64(received)},
+	)
+}
+
+// flushData hands the bytes not yet written to the VU, which writes them
+// when its iteration ends (call it when the client's session is over).
+func (s *opSink) flushData() {
+	if sent, received := s.pendSent.Swap(0), s.pendRecv.Swap(0); sent != 0 || received != 0 {
+		s.data(sent, received)
+	}
 }
 
 type tagKey struct {
@@ -76,7 +116,7 @@ func (s *opSink) Record(r relayclient.Result) {
 	}
 	pend := s.l.agg.record(r, s.kind, stage, straddled, end)
 	if r.BytesSent != 0 || r.BytesReceived != 0 {
-		s.data(r.BytesSent, r.BytesReceived)
+		s.addData(r.BytesSent, r.BytesReceived, end)
 	}
 	tags := s.tagsFor(r.Op, stage/2)
 	switch r.Outcome {

@@ -147,8 +147,9 @@ func TestPrometheusRWFeedsTheDashboards(t *testing.T) {
 	prom := promserver.Start(t)
 	dir := t.TempDir()
 	script := writeBuzzRun(t, dir)
+	export := filepath.Join(dir, "summary.json")
 	code, _, stderr := runCLIEnv(t, promEnv(prom), "run", "-q", "--tag", "testid=dash1", "--tag", "instance_id=r1",
-		"-e", "BUZZ_REPORT="+filepath.Join(dir, "report.json"), "-o", "experimental-prometheus-rw", script)
+		"--summary-export", export, "-e", "BUZZ_REPORT="+filepath.Join(dir, "report.json"), "-o", "experimental-prometheus-rw", script)
 	if code != 0 {
 		t.Fatalf("buzz run exit %d: %s", code, stderr)
 	}
@@ -221,6 +222,33 @@ func TestPrometheusRWFeedsTheDashboards(t *testing.T) {
 		res, err := prom.Query(ctx, expr, at)
 		if err != nil || len(res) == 0 || res[0].Metric[want] == "" {
 			t.Errorf("%s: %v %v", expr, res, err)
+		}
+	}
+	// A Buzz client's traffic arrives while it runs (several points per
+	// series, not one at the end), and all of it: Prometheus's totals are
+	// the summary's.
+	sum := func(expr string) float64 {
+		t.Helper()
+		res, err := prom.Query(ctx, expr, at)
+		if err != nil || len(res) != 1 {
+			t.Fatalf("%s: %v %v", expr, res, err)
+		}
+		return res[0].Value
+	}
+	if n := sum(`min(count_over_time(k6_data_sent_total{testid="dash1", instance_id="r1", scenario="humans"}[5m]))`); n < 4 {
+		t.Errorf("data_sent of the humans has %v points over a 6 s run", n)
+	}
+	var summary struct {
+		Metrics map[string]map[string]any `json:"metrics"`
+	}
+	if b, err := os.ReadFile(export); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &summary); err != nil {
+		t.Fatalf("summary export: %v", err)
+	}
+	for _, m := range []string{"data_sent", "data_received"} {
+		if got, want := sum(`sum(k6_`+m+`_total{testid="dash1", instance_id="r1"})`), summary.Metrics[m]["count"]; got != want || want == 0.0 {
+			t.Errorf("%s: Prometheus %v, summary %v", m, got, want)
 		}
 	}
 	// Every op the run reports has its latency series, seed operations
