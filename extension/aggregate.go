@@ -78,6 +78,7 @@ type aggregator struct {
 	cells       map[cellKey]*opAgg
 	pendingEnd  map[cellKey]int64 // in flight at the end of a stage (kind 0)
 	setup       map[string]*opAgg
+	warmup      map[string]*opAgg // settled in the warm-up, not judged
 	exits       map[exitKey]int64
 	exitsByStep []map[exitKey]int64 // len(plan)+1
 	exitTexts   []string
@@ -89,7 +90,7 @@ type aggregator struct {
 
 func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator {
 	a := &aggregator{sc: sc, plan: plan, cells: map[cellKey]*opAgg{}, pendingEnd: map[cellKey]int64{},
-		setup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1)}
+		setup: map[string]*opAgg{}, warmup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1)}
 	for i := range a.exitsByStep {
 		a.exitsByStep[i] = map[exitKey]int64{}
 	}
@@ -149,6 +150,18 @@ func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int
 		}
 	}
 	return out
+}
+
+// recordWarmup adds one Result settled in the warm-up.
+func (a *aggregator) recordWarmup(r relayclient.Result, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := a.warmup[r.Op]
+	if o == nil {
+		o = newOpAgg()
+		a.warmup[r.Op] = o
+	}
+	o.add(r, at)
 }
 
 func (a *aggregator) recordSetup(r relayclient.Result, at time.Time) {

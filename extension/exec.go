@@ -141,6 +141,7 @@ func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot,
 		return nil, err
 	}
 	l.agg.noteStart(start)
+	l.startWindows(start)
 	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
 	sink.periodic = true
 	sink.lastData.Store(time.Now().UnixNano())

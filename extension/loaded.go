@@ -60,6 +60,7 @@ type loaded struct {
 	claims   map[string]*atomic.Int64 // k6 scenario name → next local slot
 
 	agg *aggregator
+	win *windows // the report intervals (windows.go)
 
 	preMu   sync.Mutex
 	preDone bool  // a preflight passed
@@ -115,6 +116,7 @@ func (l *loaded) pacer() *pacer {
 func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l := &loaded{m: m, base: sc, shard: shard, plan: sc.Steps(), claims: map[string]*atomic.Int64{}}
 	l.agg = newAggregator(sc, l.plan)
+	l.win = newWindows()
 	return l
 }
 

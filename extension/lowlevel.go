@@ -105,6 +105,7 @@ func (in *instance) lowSink(l *loaded) (relayclient.Sink, error) {
 	}
 	s := newOpSink(l, customKind, in.met, in.vu, st.Tags.TagSet(), start)
 	in.slots[key] = &slot{sink: s}
+	l.startWindows(start)
 	return s, nil
 }
 

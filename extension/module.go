@@ -123,6 +123,9 @@ func (m *Module) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
+	for _, l := range m.scenarios {
+		l.stopWindows()
+	}
 	var err error
 	if m.relay != nil {
 		err = m.relay.Close()

@@ -88,7 +88,10 @@ type Report struct {
 	Seed        *SetupResult         `json:"seed,omitempty"`
 	SetupError  string               `json:"setup_error,omitempty"`
 	Setup       map[string]*OpReport `json:"setup,omitempty"`
-	Steps       []StepReport         `json:"steps"`
+	// Warmup is what settled in the warm-up ([abort] warmup_secs,
+	// --warmup): reported apart, not judged.
+	Warmup *WarmupReport `json:"warmup,omitempty"`
+	Steps  []StepReport  `json:"steps"`
 	Shutdown    ShutdownReport       `json:"shutdown"`
 	ClientExits []ExitReport         `json:"client_exits"`
 	ExitSamples []string             `json:"exit_samples,omitempty"`
@@ -96,6 +99,16 @@ type Report struct {
 	// stop (no grace): a consequence of the abort, not client failures.
 	Interrupted      map[string]int64 `json:"interrupted,omitempty"`
 	ThresholdsFailed []string         `json:"thresholds_failed,omitempty"`
+	// Windows are the report intervals (--report-interval) from the start of
+	// the populations, at most MaxWindows (older ones merged).
+	WindowSecs float64        `json:"window_s,omitempty"`
+	Windows    []WindowReport `json:"windows,omitempty"`
+}
+
+// WarmupReport is the warm-up: its length and its operations.
+type WarmupReport struct {
+	Secs float64              `json:"secs"`
+	Ops  map[string]*OpReport `json:"ops"`
 }
 
 var stats = func() (out [4]metrics.Stat) {
@@ -164,6 +177,9 @@ func sortedOpNames(m map[string]*OpReport) []string {
 // BuildReport assembles the report from the aggregation and the names of
 // the thresholds that failed (from handleSummary's data).
 func (l *loaded) BuildReport(failedThresholds []string) *Report {
+	l.finalWindow(time.Now())
+	windows := l.win.list()
+	every, _ := l.reportInterval()
 	a := l.agg
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -176,6 +192,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	}
 	if len(a.setup) > 0 {
 		r.Setup = opsReport(a.setup)
+	}
+	if w := l.warmup(); w > 0 {
+		r.Warmup = &WarmupReport{Secs: w.Seconds(), Ops: opsReport(a.warmup)}
 	}
 	l.seedMu.Lock()
 	r.Seed = l.seedRes
@@ -255,6 +274,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		r.AbortReason = "the run was interrupted before its end (a signal or test.abort())"
 	}
 	r.OK = r.AbortReason == ""
+	if len(windows) > 0 {
+		r.WindowSecs, r.Windows = every.Seconds(), windows
+	}
 	return r
 }
 
@@ -293,6 +315,14 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
 			sd.Communities, sd.Channels, sd.Members, sd.Posts, where,
 			(time.Duration(sd.DurationMs) * time.Millisecond).String(), sd.Created, sd.Existing)
+	}
+	if w := r.Warmup; w != nil {
+		fmt.Fprintf(&b, "\n  warm-up  first %s  (reported apart, not judged)\n", secs(w.Secs))
+		if len(w.Ops) == 0 {
+			b.WriteString("    nothing settled in the warm-up\n")
+		} else {
+			writeOps(&b, w.Ops)
+		}
 	}
 	for _, s := range r.Steps {
 		var cl []string

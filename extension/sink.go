@@ -23,6 +23,8 @@ type opSink struct {
 	data  func(sent, received int64) // the VU's data_sent / data_received
 	base  metrics.TagSet             // the VU's tags when the iteration started
 	start time.Time                  // the scenario timeline's start
+	// warmup is the warm-up from start: what settles in it is not judged.
+	warmup time.Duration
 
 	mu   sync.Mutex
 	tags map[tagKey]metrics.TagSet
@@ -80,7 +82,7 @@ type tagKey struct {
 
 func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics.TagSet, start time.Time) *opSink {
 	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: base, start: start,
-		tags: map[tagKey]metrics.TagSet{}}
+		warmup: l.warmup(), tags: map[tagKey]metrics.TagSet{}}
 }
 
 func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
@@ -109,6 +111,17 @@ func (s *opSink) Record(r relayclient.Result) {
 		end = time.Now()
 		r.Start = end
 	}
+	if s.warmup > 0 && end.Sub(s.start) < s.warmup {
+		// Warm-up: reported apart (the report's warmup, the windows) and
+		// not judged, so no buzz_op_* sample for the thresholds.
+		s.l.agg.recordWarmup(r, end)
+		s.l.win.add(r, end, true)
+		if r.BytesSent != 0 || r.BytesReceived != 0 {
+			s.data(r.BytesSent, r.BytesReceived)
+		}
+		return
+	}
+	s.l.win.add(r, end, false)
 	stage := s.l.stageIndex(end.Sub(s.start))
 	var straddled []int
 	for i := s.l.stageIndex(r.Start.Sub(s.start)); i < stage; i++ {

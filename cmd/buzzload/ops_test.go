@@ -252,3 +252,91 @@ func TestPreflightAuthRefused(t *testing.T) {
 		}
 	}
 }
+
+type windowsReport struct {
+	WindowSecs float64 `json:"window_s"`
+	Windows    []struct {
+		StartS, EndS float64
+		Warmup       bool
+		Clients      map[string]int64
+		Ops          map[string]struct{ Count int64 }
+	} `json:"windows"`
+	Warmup *struct {
+		Secs float64
+		Ops  map[string]struct{ Count int64 }
+	} `json:"warmup"`
+	Steps []struct {
+		Ops map[string]struct{ Count int64 }
+	} `json:"steps"`
+	Shutdown struct {
+		Ops map[string]struct{ Count int64 }
+	} `json:"shutdown"`
+}
+
+// A run prints a window block every --report-interval while it goes, the
+// same windows are in the report, and with --warmup the first second is
+// reported apart: every publish is in exactly one of warm-up, steps and
+// shutdown, and in exactly one window.
+func TestRunSpeaksEveryIntervalWithWarmup(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	code, out, errs := runBin(t, dir, nil, "run", "-q", "--report-interval", "1s", "--warmup", "1s", "--report", "out.json", "ops-tiny.toml")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if n := strings.Count(out, "buzz ops-tiny window "); n < 3 {
+		t.Errorf("%d window blocks in a 5 s run at 1 s:\n%s", n, out)
+	}
+	if i, j := strings.Index(out, "buzz ops-tiny window "), strings.Index(out, "buzz ops-tiny (./ops-tiny.toml)"); i < 0 || j < i {
+		t.Errorf("window blocks do not come before the final report:\n%s", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r windowsReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.WindowSecs != 1 || len(r.Windows) < 4 || !r.Windows[0].Warmup || r.Windows[len(r.Windows)-1].Warmup {
+		t.Fatalf("windows: every %v s, %d, first/last warm-up flags wrong: %+v", r.WindowSecs, len(r.Windows), r.Windows)
+	}
+	if r.Warmup == nil || r.Warmup.Secs != 1 || r.Warmup.Ops["connect"].Count == 0 {
+		t.Fatalf("warm-up section %+v", r.Warmup)
+	}
+	var inWindows, judged int64
+	for _, w := range r.Windows {
+		inWindows += w.Ops["publish"].Count
+	}
+	for _, s := range r.Steps {
+		judged += s.Ops["publish"].Count
+	}
+	judged += r.Shutdown.Ops["publish"].Count
+	if total := judged + r.Warmup.Ops["publish"].Count; inWindows != total || judged == 0 {
+		t.Errorf("publishes: %d in windows, %d in warm-up + steps + shutdown (%d judged)", inWindows, total, judged)
+	}
+	peak := false
+	for _, w := range r.Windows {
+		peak = peak || (w.Clients["agent"] == 2 && w.Clients["hot_author"] == 2 && w.Clients["human"] == 4)
+	}
+	if !peak {
+		t.Errorf("no window counts the peak's clients by kind (4 human, 2 agent, 2 hot_author): %+v", r.Windows)
+	}
+}
+
+// What settles in the warm-up is not judged: with an impossible p99 limit
+// the run fails (99), and with a warm-up covering it the same run passes.
+func TestWarmupIsNotJudged(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	p := filepath.Join(dir, "ops-tiny.toml")
+	src, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, append(src, "\n[abort]\nmax_p99_ms = 0.0001\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runBin(t, dir, nil, "run", "-q", "--report-interval", "0s", "ops-tiny.toml"); code != 99 {
+		t.Fatalf("impossible limit, no warm-up: exit %d, want 99\n%s", code, out)
+	}
+	code, out, errs := runBin(t, dir, nil, "run", "-q", "--report-interval", "0s", "--warmup", "60s", "ops-tiny.toml")
+	if code != 0 || !strings.Contains(out, "result: ok") || strings.Contains(out, " window ") {
+		t.Fatalf("warm-up over the whole run: exit %d\n%s\n%s", code, out, errs)
+	}
+}

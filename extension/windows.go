@@ -1,0 +1,261 @@
+package extension
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// A long run speaks while it runs (issue 13): every report interval the
+// operations settled since the previous window are printed as a compact
+// block and kept for the report's JSON.
+
+// MaxWindows bounds the windows a report keeps: 720 is 12 hours at 60 s.
+// When full, the oldest half is merged pairwise (downsampling), so memory
+// stays flat however long the run and the report still spans all of it.
+const MaxWindows = 720
+
+// DefaultReportInterval is the window length of a run: 10 s under 10
+// minutes, 60 s above (as the soak tool's periodic report).
+func DefaultReportInterval(run time.Duration) time.Duration {
+	if run < 10*time.Minute {
+		return 10 * time.Second
+	}
+	return time.Minute
+}
+
+// WindowOp is one operation's numbers in a window.
+type WindowOp struct {
+	Count     int64   `json:"count"` // settled: ok + errors + throttled
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	Errors    int64   `json:"errors"`
+	Throttled int64   `json:"throttled"`
+}
+
+// WindowReport is one report interval. Merged counts how many intervals it
+// holds (1 until downsampling merges it with a neighbour; then p50 is the
+// count-weighted mean of the merged p50s and p99 the largest p99, an
+// approximation the counts do not share).
+type WindowReport struct {
+	StartS  float64              `json:"start_s"`
+	EndS    float64              `json:"end_s"`
+	Merged  int                  `json:"merged,omitempty"`
+	Warmup  bool                 `json:"warmup,omitempty"`
+	Clients map[string]int64     `json:"clients"`
+	Ops     map[string]*WindowOp `json:"ops"`
+}
+
+// windows is the current window and the closed ones of a loaded scenario.
+type windows struct {
+	mu     sync.Mutex
+	start  time.Time // the population scenarios' start ("" until then)
+	from   time.Time // the current window's start
+	cur    map[string]*opAgg
+	warm   bool // the current window holds warm-up samples
+	closed []WindowReport
+
+	stopOnce sync.Once
+	stop     chan struct{}
+}
+
+func newWindows() *windows { return &windows{cur: map[string]*opAgg{}, stop: make(chan struct{})} }
+
+// add counts one settled operation in the current window.
+func (w *windows) add(r relayclient.Result, at time.Time, warmup bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := w.cur[r.Op]
+	if o == nil {
+		o = newOpAgg()
+		w.cur[r.Op] = o
+	}
+	o.add(r, at)
+	w.warm = w.warm || warmup
+}
+
+// close ends the current window at now with the clients live then; an
+// empty window is kept too (a silent interval is news in a long run).
+func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wr := WindowReport{StartS: round3(w.from.Sub(w.start).Seconds()), EndS: round3(now.Sub(w.start).Seconds()),
+		Warmup: w.warm, Clients: live, Ops: map[string]*WindowOp{}}
+	for op, a := range w.cur {
+		r := a.report()
+		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled}
+	}
+	w.cur, w.from, w.warm = map[string]*opAgg{}, now, false
+	w.closed = append(w.closed, wr)
+	if len(w.closed) >= MaxWindows {
+		w.closed = downsample(w.closed)
+	}
+	return wr
+}
+
+// downsample merges the older half of the windows pairwise.
+func downsample(ws []WindowReport) []WindowReport {
+	half := len(ws) / 2
+	out := make([]WindowReport, 0, len(ws)-half/2)
+	for i := 0; i+1 < half; i += 2 {
+		out = append(out, mergeWindows(ws[i], ws[i+1]))
+	}
+	if half%2 == 1 {
+		out = append(out, ws[half-1])
+	}
+	return append(out, ws[half:]...)
+}
+
+func mergeWindows(a, b WindowReport) WindowReport {
+	m := WindowReport{StartS: a.StartS, EndS: b.EndS, Merged: max(a.Merged, 1) + max(b.Merged, 1),
+		Warmup: a.Warmup || b.Warmup, Clients: b.Clients, Ops: map[string]*WindowOp{}}
+	for _, w := range []WindowReport{a, b} {
+		for op, o := range w.Ops {
+			cur := m.Ops[op]
+			if cur == nil {
+				cp := *o
+				m.Ops[op] = &cp
+				continue
+			}
+			okA, okB := cur.Count-cur.Errors-cur.Throttled, o.Count-o.Errors-o.Throttled
+			if okA+okB > 0 {
+				cur.P50Ms = round3((cur.P50Ms*float64(okA) + o.P50Ms*float64(okB)) / float64(okA+okB))
+			}
+			cur.P99Ms = max(cur.P99Ms, o.P99Ms)
+			cur.Count += o.Count
+			cur.Errors += o.Errors
+			cur.Throttled += o.Throttled
+		}
+	}
+	return m
+}
+
+// list returns the closed windows.
+func (w *windows) list() []WindowReport {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]WindowReport(nil), w.closed...)
+}
+
+// startWindows begins the windows at the population scenarios' start
+// (once): a ticker closes one every interval and prints it to the console.
+func (l *loaded) startWindows(start time.Time) {
+	w := l.win
+	w.mu.Lock()
+	if !w.start.IsZero() {
+		w.mu.Unlock()
+		return
+	}
+	w.start, w.from = start, start
+	w.mu.Unlock()
+	every, print := l.reportInterval()
+	go func() {
+		// Windows end on the start's grid (start + k·every), whenever the
+		// first client began.
+		next := start.Add(every)
+		for time.Until(next) < 0 {
+			next = next.Add(every)
+		}
+		t := time.NewTimer(time.Until(next))
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				wr := w.close(next, l.agg.liveClients())
+				if print && l.m.opts.Console != nil {
+					_, _ = io.WriteString(l.m.opts.Console, wr.Text(l.base.RunID))
+				}
+				next = next.Add(every)
+				t.Reset(time.Until(next))
+			}
+		}
+	}()
+}
+
+// stopWindows stops the ticker; the partial window is closed by the report.
+func (l *loaded) stopWindows() { l.win.stopOnce.Do(func() { close(l.win.stop) }) }
+
+// finalWindow closes the partial window at the end of the run, if it holds
+// anything, so the report's windows cover the run to its end.
+func (l *loaded) finalWindow(now time.Time) {
+	w := l.win
+	w.mu.Lock()
+	started, empty := !w.start.IsZero(), len(w.cur) == 0
+	w.mu.Unlock()
+	if started && !empty {
+		w.close(now, l.agg.liveClients())
+	}
+}
+
+// reportInterval is the window length and whether blocks are printed:
+// --report-interval, or DefaultReportInterval of the scenario's length
+// (also when --report-interval 0s prints none).
+func (l *loaded) reportInterval() (time.Duration, bool) {
+	iv := l.m.opts.ReportInterval
+	if iv > 0 {
+		return iv, true
+	}
+	return DefaultReportInterval(l.base.Duration()), iv == 0
+}
+
+// warmup is --warmup, else [abort] warmup_secs.
+func (l *loaded) warmup() time.Duration {
+	if w := l.m.opts.Warmup; w != nil {
+		return *w
+	}
+	return scenario.Secs(l.base.Abort.WarmupSecs)
+}
+
+// liveClients is the clients in a session by kind.
+func (a *aggregator) liveClients() map[string]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int64{}
+	for k, n := range a.live {
+		if n > 0 {
+			out[scenario.Kind(k).String()] = n
+		}
+	}
+	return out
+}
+
+// Text is the compact block printed every interval.
+func (w WindowReport) Text(runID string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  buzz %s window %s–%s", runID, secs(w.StartS), secs(w.EndS))
+	var cl []string
+	for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
+		if n := w.Clients[k]; n > 0 {
+			cl = append(cl, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if len(cl) == 0 {
+		cl = append(cl, "no clients")
+	}
+	fmt.Fprintf(&b, "  clients: %s", strings.Join(cl, ", "))
+	if w.Warmup {
+		b.WriteString("  (warm-up: not judged)")
+	}
+	b.WriteString("\n")
+	if len(w.Ops) == 0 {
+		b.WriteString("    nothing settled\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "    %-22s %8s %9s %9s %7s %6s\n", "op", "count", "p50 ms", "p99 ms", "errors", "thr")
+	tmp := make(map[string]*opAgg, len(w.Ops))
+	for k := range w.Ops {
+		tmp[k] = nil
+	}
+	for _, op := range sortedOps(tmp) {
+		o := w.Ops[op]
+		fmt.Fprintf(&b, "    %-22s %8d %9.1f %9.1f %7d %6d\n", op, o.Count, o.P50Ms, o.P99Ms, o.Errors, o.Throttled)
+	}
+	return b.String()
+}
