@@ -90,11 +90,11 @@ type Report struct {
 	Setup       map[string]*OpReport `json:"setup,omitempty"`
 	// Warmup is what settled in the warm-up ([abort] warmup_secs,
 	// --warmup): reported apart, not judged.
-	Warmup *WarmupReport `json:"warmup,omitempty"`
-	Steps  []StepReport  `json:"steps"`
-	Shutdown    ShutdownReport       `json:"shutdown"`
-	ClientExits []ExitReport         `json:"client_exits"`
-	ExitSamples []string             `json:"exit_samples,omitempty"`
+	Warmup      *WarmupReport  `json:"warmup,omitempty"`
+	Steps       []StepReport   `json:"steps"`
+	Shutdown    ShutdownReport `json:"shutdown"`
+	ClientExits []ExitReport   `json:"client_exits"`
+	ExitSamples []string       `json:"exit_samples,omitempty"`
 	// Interrupted counts clients cut off when the run was aborted before its
 	// stop (no grace): a consequence of the abort, not client failures.
 	Interrupted      map[string]int64 `json:"interrupted,omitempty"`
