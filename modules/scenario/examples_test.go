@@ -27,3 +27,29 @@ func TestShippedScenariosParse(t *testing.T) {
 		})
 	}
 }
+
+// The shipped local-wide exercises wide channels,
+// tiers, private channels, agents with turns and the hot thread.
+func TestLocalWideExercisesEveryFeature(t *testing.T) {
+	s, err := Load("../../scenarios/local-wide.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"wide channels", s.Shape.WideChannels > 0},
+		{"tiers", len(s.Population.Tiers) > 0},
+		{"private channels", s.Shape.PrivateChannels},
+		{"agents", s.Population.Agents > 0},
+		{"agent turns", s.Agent.Turn.PerHour > 0},
+		{"hot thread authors", s.HotThread.Authors > 0},
+		{"a ramp of several steps", len(s.Ramp) >= 2},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("local-wide.toml does not exercise %s", c.what)
+		}
+	}
+}
