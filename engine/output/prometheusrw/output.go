@@ -46,7 +46,11 @@ type Stats struct {
 	// SamplesDropped are samples never aggregated: the inbox was full or the
 	// series limit was reached.
 	SamplesDropped int64
-	LastError      string
+	// SkippedIntervals are push intervals that passed while the previous
+	// push was still in flight (a slow endpoint): their points were never
+	// written, the next push carried the cumulative values.
+	SkippedIntervals int64
+	LastError        string
 }
 
 // Output is the remote-write output.
@@ -72,6 +76,7 @@ type Output struct {
 	// owned by the loop goroutine until done is closed
 	stats   Stats
 	failing bool
+	slow    bool
 }
 
 type pushResult struct {
@@ -144,9 +149,9 @@ func (o *Output) Stop() error {
 	<-o.done
 	o.client.CloseIdleConnections()
 	st := o.stats
-	if st.FailedPushes > 0 || st.SamplesDropped > 0 {
-		o.warn(fmt.Sprintf("prometheus remote write: %d of %d pushes to %s failed (%d series points not written), %d samples dropped; last error: %s",
-			st.FailedPushes, st.Pushes, redactURL(o.cfg.ServerURL), st.PointsLost, st.SamplesDropped, orNone(st.LastError)))
+	if st.FailedPushes > 0 || st.SamplesDropped > 0 || st.SkippedIntervals > 0 {
+		o.warn(fmt.Sprintf("prometheus remote write: %d of %d pushes to %s failed (%d series points not written), %d push intervals skipped while a push was slow, %d samples dropped; last error: %s",
+			st.FailedPushes, st.Pushes, redactURL(o.cfg.ServerURL), st.PointsLost, st.SkippedIntervals, st.SamplesDropped, orNone(st.LastError)))
 	}
 	return nil
 }
@@ -166,20 +171,32 @@ func (o *Output) loop() {
 	tick := time.NewTicker(o.cfg.PushInterval)
 	defer tick.Stop()
 	inFlight := false
+	var sentAt time.Time
 	for {
 		select {
 		case b := <-o.inbox:
 			o.aggregate(b)
 		case <-tick.C:
 			if inFlight {
-				continue // the endpoint is slower than the interval: this tick's values go in the next push
+				// The endpoint is slower than the interval: this tick's
+				// values go in the next push.
+				o.stats.SkippedIntervals++
+				if !o.slow && !o.failing {
+					o.warn(fmt.Sprintf("prometheus remote write: a push to %s takes longer than the %s push interval; intervals are skipped while it lasts (the run goes on; the total is reported at the end)",
+						redactURL(o.cfg.ServerURL), o.cfg.PushInterval))
+				}
+				o.slow = true
+				continue
 			}
 			if r := o.agg.build(); r != nil {
-				inFlight = true
+				inFlight, sentAt = true, time.Now()
 				o.sendQ <- r
 			}
 		case res := <-o.results:
 			inFlight = false
+			if time.Since(sentAt) < o.cfg.PushInterval {
+				o.slow = false // keeps up again: a later slowness is a new episode
+			}
 			o.settle(res)
 		case <-o.stop:
 			if inFlight {
@@ -190,7 +207,7 @@ func (o *Output) loop() {
 				o.sendQ <- r
 				o.settle(<-o.results)
 			}
-			if o.cfg.StaleMarkers {
+			if o.cfg.StaleMarkers && !o.failing { // no stale markers into an endpoint that just failed
 				if r := o.agg.staleMarkers(o.now()); r != nil {
 					o.sendQ <- r
 					o.settle(<-o.results)

@@ -490,3 +490,48 @@ func TestSlowAndRefusingReceivers(t *testing.T) {
 		t.Fatalf("%d bodies decoded", len(bodies))
 	}
 }
+
+// A receiver slower than the push interval: intervals are skipped (one
+// warning while it lasts, the count in the total), never queued, and the
+// final push still carries every value.
+func TestSlowReceiverSkipsIntervals(t *testing.T) {
+	var mu sync.Mutex
+	var last []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(150 * time.Millisecond)
+		b, _ := io.ReadAll(r.Body)
+		dec, _ := snappy.Decode(nil, b)
+		mu.Lock()
+		last = dec
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	cfg, _ := ParseConfig("", map[string]string{"K6_PROMETHEUS_RW_SERVER_URL": srv.URL, "K6_PROMETHEUS_RW_PUSH_INTERVAL": "20ms"})
+	var warnings []string
+	o, _ := New(cfg, func(s string) { mu.Lock(); warnings = append(warnings, s); mu.Unlock() })
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	for i := 0; i < 60; i++ {
+		o.AddSamples([]metrics.Sample{{Metric: f.counter, Time: time.Now(), Value: 1}})
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := o.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st := o.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if st.SkippedIntervals < 5 || st.FailedPushes != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "takes longer than the 20ms push interval") || !strings.Contains(warnings[1], "intervals skipped") {
+		t.Fatalf("warnings %q", warnings)
+	}
+	got, err := decodeWriteRequest(last)
+	if err != nil || len(got) != 1 || got[0].samples[0][0] != 60 {
+		t.Fatalf("last push %+v %v, want the counter at 60", got, err)
+	}
+}
