@@ -2,19 +2,27 @@ package extension
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// opAgg is one operation's outcomes within one cell.
+// opAgg is one operation's outcomes within one cell. Every operation
+// started is settled exactly once as one of ok, errors, throttled,
+// abandoned (cut short by the client's own close: a session end, the
+// stop) or cut (cut short by an abort); pending is what was still in flight
+// at the end of the window (it settles in a later one).
 type opAgg struct {
-	trend                          metrics.Sink // successes, ms
-	ok, errors, throttled, pending int64
-	errTexts                       errorCounts // normalised (errtext.go)
+	trend                            metrics.Sink // successes, ms
+	ok, errors, throttled, abandoned int64
+	cut, unfinished, started         int64       // cut by an abort; of errors, unfinished at stop; started in the cell
+	pending                          int64       // in flight at the end of the window (set when merging)
+	errTexts                         errorCounts // normalised (errtext.go)
 }
 
 func newOpAgg() *opAgg { return &opAgg{trend: metrics.NewSink(metrics.Trend)} }
@@ -34,11 +42,23 @@ func (o *opAgg) add(r relayclient.Result, at time.Time) {
 		o.trend.Add(ms(r.Duration), at)
 	case relayclient.OutcomeError:
 		o.addError(r.Error)
+		if strings.HasPrefix(r.Error, "unfinished at stop") {
+			o.unfinished++
+		}
 	case relayclient.OutcomeThrottled:
 		o.throttled++
 	case relayclient.OutcomePending:
-		o.pending++
+		if isCut(r) {
+			o.cut++
+		} else {
+			o.abandoned++
+		}
 	}
+}
+
+// isCut reports whether r is an operation an abort cut short.
+func isCut(r relayclient.Result) bool {
+	return r.Outcome == relayclient.OutcomePending && strings.HasPrefix(r.Error, models.CutByAbort)
 }
 
 // merge adds b's numbers to o.
@@ -46,6 +66,10 @@ func (o *opAgg) merge(b *opAgg) {
 	o.ok += b.ok
 	o.errors += b.errors
 	o.throttled += b.throttled
+	o.abandoned += b.abandoned
+	o.cut += b.cut
+	o.unfinished += b.unfinished
+	o.started += b.started
 	o.pending += b.pending
 	_ = o.trend.Merge(b.trend) // both are Trend sinks: cannot fail
 	o.errTexts.merge(&b.errTexts)
@@ -86,13 +110,22 @@ type aggregator struct {
 	started     [scenario.NumKinds]int64 // clients that ran a session
 	live        [scenario.NumKinds]int64
 	startTime   time.Time // the population scenarios' timeline start
+	// abortAt is when the run was aborted (zero: it was not); the report's
+	// timeline ends there.
+	abortAt time.Time
+	// firstSessions counts clients by the step their first session began
+	// in (len(plan): after the last hold), so a step cut by an abort says
+	// whether any client of its own ever started.
+	firstSessions []map[string]int64
 }
 
 func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator {
 	a := &aggregator{sc: sc, plan: plan, cells: map[cellKey]*opAgg{}, pendingEnd: map[cellKey]int64{},
-		setup: map[string]*opAgg{}, warmup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1)}
+		setup: map[string]*opAgg{}, warmup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1),
+		firstSessions: make([]map[string]int64, len(plan)+1)}
 	for i := range a.exitsByStep {
 		a.exitsByStep[i] = map[exitKey]int64{}
+		a.firstSessions[i] = map[string]int64{}
 	}
 	return a
 }
@@ -106,14 +139,15 @@ func (a *aggregator) cell(k cellKey) *opAgg {
 	return o
 }
 
-// record adds one Result of population kind settled in stage; straddled
-// lists the stages whose end it was still in flight at. It returns the
-// in-flight counts at those ends after the addition (for the pending
-// gauge).
-func (a *aggregator) record(r relayclient.Result, kind, stage int, straddled []int, at time.Time) (pending []int64) {
+// record adds one Result of population kind started in startStage and
+// settled in stage; straddled lists the stages whose end it was still in
+// flight at. It returns the in-flight counts at those ends after the
+// addition (for the pending gauge).
+func (a *aggregator) record(r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.cell(cellKey{stage, kind, r.Op}).add(r, at)
+	a.cell(cellKey{startStage, kind, r.Op}).started++
 	for _, s := range straddled {
 		k := cellKey{stage: s, op: r.Op}
 		a.pendingEnd[k]++
@@ -183,6 +217,29 @@ func (a *aggregator) exit(kind scenario.Kind, step int, reason, text string) {
 	if text != "" && len(a.exitTexts) < 10 {
 		a.exitTexts = append(a.exitTexts, kind.String()+": "+text)
 	}
+}
+
+// noteAbort records the abort moment (the first one wins).
+func (a *aggregator) noteAbort(t time.Time) {
+	a.mu.Lock()
+	if a.abortAt.IsZero() {
+		a.abortAt = t
+	}
+	a.mu.Unlock()
+}
+
+// abortTime is the abort moment (zero: none so far).
+func (a *aggregator) abortTime() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.abortAt
+}
+
+// firstSession counts a client's first session, begun in step.
+func (a *aggregator) firstSession(kind scenario.Kind, step int) {
+	a.mu.Lock()
+	a.firstSessions[min(step, len(a.firstSessions)-1)][kind.String()]++
+	a.mu.Unlock()
 }
 
 func (a *aggregator) interrupt(kind scenario.Kind) {

@@ -92,6 +92,17 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	defer cancel()
 	timer := time.AfterFunc(time.Until(stopAt), cancel)
 	defer timer.Stop()
+	// The abort moment: the first client to see its grace cancelled (not
+	// run out) marks it, so the report ends the timeline there.
+	unmark := context.AfterFunc(grace, func() {
+		if models.Aborted(grace) {
+			l.agg.noteAbort(time.Now())
+		}
+	})
+	defer unmark()
+	if !sl.began {
+		l.agg.firstSession(p.Kind, l.stepIndex(time.Since(sl.sink.start)))
+	}
 	live := l.agg.clientDelta(p.Kind, 1, !sl.began)
 	sl.began = true
 	in.pushClients(l, sl, live)
@@ -104,10 +115,11 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	sl.sink.flushData()
 	live = l.agg.clientDelta(p.Kind, -1, false)
 	in.pushClients(l, sl, live)
-	if end.Reason == models.EndCancelled && time.Now().Before(stopAt) {
-		// The run was interrupted before the stop (an abortOnFail threshold,
-		// test.abort(), a signal): no grace was given, so this is a
-		// consequence of what stopped the run, not a client that failed.
+	if end.Reason == models.EndInterrupted || models.Aborted(grace) {
+		// The run was aborted (an abortOnFail threshold, test.abort(), a
+		// signal), before the stop or within the grace: what was in flight
+		// was cut at once and recorded as cut by the abort. A consequence
+		// of what stopped the run, not a client that failed.
 		sl.exited = true
 		l.agg.interrupt(p.Kind)
 		return nil
@@ -203,14 +215,24 @@ func (in *instance) recordExit(l *loaded, sl *slot, end models.End) {
 
 // runDesktop runs a desktop human for the rest of the run in one iteration
 // (its client reconnects by itself). What the grace cuts short is recorded
-// as "unfinished at stop" and the client counted as cancelled; a Run that
-// fails before the stop is an exit.
+// as "unfinished at stop" and the client counted as cancelled; what an
+// abort cuts short is pending, cut by the abort, and the client
+// interrupted; a Run that fails before the stop is an exit.
 func runDesktop(sl *slot, stop, grace context.Context, stopAt time.Time) models.End {
-	unhook := context.AfterFunc(grace, func() { sl.sink.graceEnded.Store(true) })
+	unhook := context.AfterFunc(grace, func() {
+		if models.Aborted(grace) {
+			sl.sink.aborted.Store(true)
+		} else {
+			sl.sink.graceEnded.Store(true)
+		}
+	})
 	defer unhook()
 	sl.sink.graceEnded.Store(false)
+	sl.sink.aborted.Store(false)
 	err := sl.desk.Run(stop, grace)
 	switch {
+	case models.Aborted(grace):
+		return models.End{Reason: models.EndInterrupted, Err: errors.New("the run was aborted")}
 	case grace.Err() != nil:
 		return models.End{Reason: models.EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
 	case err != nil:

@@ -277,13 +277,13 @@ func TestReportJudgesTheWholeStep(t *testing.T) {
 	now := time.Now()
 	rec := func(stage int, kind scenario.Kind, d time.Duration, n int) {
 		for i := 0; i < n; i++ {
-			l.agg.record(relayclient.Result{Op: "publish", Start: now, Duration: d, Outcome: relayclient.OutcomeOK}, int(kind), stage, nil, now)
+			l.agg.record(relayclient.Result{Op: "publish", Start: now, Duration: d, Outcome: relayclient.OutcomeOK}, int(kind), stage, stage, nil, now)
 		}
 	}
 	rec(0, scenario.KindHuman, 500*time.Millisecond, 2)
 	rec(1, scenario.KindHuman, time.Millisecond, 600)
 	rec(1, scenario.KindAgent, time.Millisecond, 400)
-	l.agg.record(relayclient.Result{Op: "connect", Start: now, Outcome: relayclient.OutcomeThrottled}, int(scenario.KindAgent), 1, []int{1}, now)
+	l.agg.record(relayclient.Result{Op: "connect", Start: now, Outcome: relayclient.OutcomeThrottled}, int(scenario.KindAgent), 1, 1, []int{1}, now)
 	rep := l.BuildReport(nil)
 	if got := rep.Steps[0].Ops["publish"]; got.Count != 1002 || got.P99Ms > 100 {
 		t.Fatalf("step 0 publish %+v: want 1002 ops of every population with a p99 under the limit", got)

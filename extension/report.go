@@ -17,17 +17,31 @@ import (
 )
 
 // OpReport is one operation's numbers within a step (or the shutdown).
+//
+// Accounting: every operation started is settled exactly once, as ok,
+// errors, throttled, abandoned or cut, in the window it settles in; one
+// still in flight at the window's end is pending there and settles in a
+// later window. So per window
+//
+//	started + pending of the previous window = ok + errors + throttled + abandoned + cut + pending
+//
+// and the shutdown ends with nothing pending (what the grace cut is an
+// "unfinished at stop" error).
 type OpReport struct {
-	Count     int64   `json:"count"` // settled: ok + errors + throttled
-	OK        int64   `json:"ok"`
-	P50Ms     float64 `json:"p50_ms"`
-	P95Ms     float64 `json:"p95_ms"`
-	P99Ms     float64 `json:"p99_ms"`
-	MaxMs     float64 `json:"max_ms"`
-	Errors    int64   `json:"errors"`
-	ErrorRate float64 `json:"error_rate"` // errors / (ok + errors)
-	Throttled int64   `json:"throttled"`
-	Pending   int64   `json:"pending"` // in flight at the end of the step (not judged)
+	Count      int64   `json:"count"` // settled: ok + errors + throttled
+	OK         int64   `json:"ok"`
+	P50Ms      float64 `json:"p50_ms"`
+	P95Ms      float64 `json:"p95_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	Errors     int64   `json:"errors"`
+	ErrorRate  float64 `json:"error_rate"` // errors / (ok + errors)
+	Throttled  int64   `json:"throttled"`
+	Pending    int64   `json:"pending"`              // in flight at the end of the window (not judged)
+	Started    int64   `json:"started"`              // started within the window
+	Abandoned  int64   `json:"abandoned,omitempty"`  // cut short by the client's own close (a session end, the stop): an EOSE or OK it stopped waiting for
+	Cut        int64   `json:"cut,omitempty"`        // cut short by the abort (not judged)
+	Unfinished int64   `json:"unfinished,omitempty"` // of errors: still in flight when the shutdown grace ended
 	// ErrorTexts are the distinct error texts (ids, numbers and durations
 	// stripped) with their counts, the 10 most frequent and then "other".
 	ErrorTexts []ErrorText `json:"error_texts,omitempty"`
@@ -35,24 +49,44 @@ type OpReport struct {
 
 // StepReport is one ramp step: its ramp and its hold.
 type StepReport struct {
-	Index       int                  `json:"index"`
-	Users       float64              `json:"users"`
-	StartS      float64              `json:"start_s"`
-	RampEndS    float64              `json:"ramp_end_s"`
-	EndS        float64              `json:"end_s"`
-	Clients     map[string]int       `json:"clients"`
-	Reached     bool                 `json:"reached"`
-	Ops         map[string]*OpReport `json:"ops"`
-	AbortReason string               `json:"abort_reason,omitempty"`
+	Index    int            `json:"index"`
+	Users    float64        `json:"users"`
+	StartS   float64        `json:"start_s"`
+	RampEndS float64        `json:"ramp_end_s"`
+	EndS     float64        `json:"end_s"`
+	Clients  map[string]int `json:"clients"` // planned at this step's users
+	// ClientsStarted counts the clients whose first session began in this
+	// step (its own clients, the ones its ramp added).
+	ClientsStarted map[string]int64 `json:"clients_started"`
+	// Reached: the run got into this step before any abort.
+	Reached bool                 `json:"reached"`
+	Ops     map[string]*OpReport `json:"ops"`
+	// AbortedAtS is set on the step an abort fell in: the run was cut
+	// there, that many seconds into the timeline. Such a step is not
+	// judged (its window never completed); its cut operations are in cut.
+	AbortedAtS  float64 `json:"aborted_at_s,omitempty"`
+	AbortReason string  `json:"abort_reason,omitempty"`
 }
 
 // ShutdownReport is what settled after the last hold, judged by the same
-// limits; cancelled clients fail it whatever the limits.
+// limits; cancelled clients fail it whatever the limits. An abort during
+// the grace cuts it (AbortedAtS) and it is not judged.
 type ShutdownReport struct {
 	GraceS      float64              `json:"grace_s"`
 	Ops         map[string]*OpReport `json:"ops"`
 	Failures    int64                `json:"failures"`
+	AbortedAtS  float64              `json:"aborted_at_s,omitempty"`
 	AbortReason string               `json:"abort_reason,omitempty"`
+}
+
+// AbortReport says when an abort cut the run and what it cut. An abort
+// (an abortOnFail threshold, test.abort(), a signal) stops every client at
+// once, as k6 does: no shutdown grace, work in flight is abandoned and
+// recorded as cut by the abort, never as an error or a client failure.
+type AbortReport struct {
+	AtS  float64          `json:"at_s"`
+	Step string           `json:"step"` // the step it fell in, or "shutdown"
+	Cut  map[string]int64 `json:"cut"`  // operations cut, by op
 }
 
 // ExitReport counts clients that exited unexpectedly.
@@ -98,7 +132,11 @@ type Report struct {
 	// Interrupted counts clients cut off when the run was aborted before its
 	// stop (no grace): a consequence of the abort, not client failures.
 	Interrupted      map[string]int64 `json:"interrupted,omitempty"`
+	Abort            *AbortReport     `json:"abort,omitempty"`
 	ThresholdsFailed []string         `json:"thresholds_failed,omitempty"`
+	// Warnings say what passed but should not be read as healthy: an
+	// operation throttled more often than it succeeded.
+	Warnings []string `json:"warnings,omitempty"`
 	// Windows are the report intervals (--report-interval) from the start of
 	// the populations, at most MaxWindows (older ones merged).
 	WindowSecs float64        `json:"window_s,omitempty"`
@@ -126,6 +164,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 func (a *opAgg) report() *OpReport {
 	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Pending: a.pending,
+		Started: a.started, Abandoned: a.abandoned, Cut: a.cut, Unfinished: a.unfinished,
 		Count: a.ok + a.errors + a.throttled, ErrorTexts: a.errTexts.top(topErrorTexts)}
 	if a.ok+a.errors > 0 {
 		r.ErrorRate = round3(float64(a.errors) / float64(a.ok+a.errors))
@@ -203,6 +242,12 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	if seedErr != nil {
 		r.SetupError = seedErr.Error()
 	}
+	// The abort moment on the timeline (-1: no abort).
+	abortOff := time.Duration(-1)
+	if !a.abortAt.IsZero() && !a.startTime.IsZero() {
+		abortOff = max(0, a.abortAt.Sub(a.startTime))
+		r.Abort = &AbortReport{AtS: round3(abortOff.Seconds()), Step: l.stepLabel(l.stepIndex(abortOff)), Cut: map[string]int64{}}
+	}
 	for i, st := range l.plan {
 		counts := l.base.CountsAt(st.Users, l.shard)
 		cl := map[string]int{}
@@ -212,9 +257,16 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 			}
 		}
 		sr := StepReport{Index: i, Users: st.Users, StartS: st.Start.Seconds(), RampEndS: st.RampEnd.Seconds(),
-			EndS: st.End.Seconds(), Clients: cl, Ops: opsReport(a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1))}
-		sr.Reached = len(sr.Ops) > 0
-		if sr.Reached {
+			EndS: st.End.Seconds(), Clients: cl, ClientsStarted: copyCounts(a.firstSessions[i]),
+			Ops: opsReport(a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1))}
+		// Reached: the timeline got into the step (an abort before its start
+		// leaves it unreached, whatever settled at the abort).
+		sr.Reached = len(sr.Ops) > 0 && (abortOff < 0 || abortOff >= st.Start)
+		cutHere := abortOff >= st.Start && abortOff < st.End
+		switch {
+		case cutHere:
+			sr.AbortedAtS = round3(abortOff.Seconds())
+		case sr.Reached:
 			sr.AbortReason = judge(l.base.Abort, sr.Ops)
 		}
 		for k, n := range a.exitsByStep[i] {
@@ -226,11 +278,25 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	for _, o := range sd.Ops {
 		sd.Failures += o.Errors
 	}
-	sd.AbortReason = judge(l.base.Abort, sd.Ops)
+	if r.Abort != nil && r.Abort.Step == ShutdownStep {
+		sd.AbortedAtS = r.Abort.AtS // cut by the abort: not judged
+	} else {
+		sd.AbortReason = judge(l.base.Abort, sd.Ops)
+	}
 	for k, n := range a.exitsByStep[len(l.plan)] {
 		sd.AbortReason = joinReason(sd.AbortReason, fmt.Sprintf("%d %s clients cancelled at the end of the grace (%s)", n, k.kind, k.reason))
 	}
 	r.Shutdown = sd
+	if r.Abort != nil {
+		for _, w := range append(append([]StepReport(nil), r.Steps...), StepReport{Ops: sd.Ops}) {
+			for op, o := range w.Ops {
+				if o.Cut > 0 {
+					r.Abort.Cut[op] += o.Cut
+				}
+			}
+		}
+	}
+	r.Warnings = throttleWarnings(r.Steps, sd)
 	for k, n := range a.exits {
 		r.ClientExits = append(r.ClientExits, ExitReport{Kind: k.kind, Reason: k.reason, Count: n})
 	}
@@ -278,6 +344,48 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		r.WindowSecs, r.Windows = every.Seconds(), windows
 	}
 	return r
+}
+
+func copyCounts(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// throttleWarnings names every operation that was throttled more often than
+// it succeeded over the run: throttles are not errors, so such a run can
+// pass while the relay refused most of what it was sent.
+func throttleWarnings(steps []StepReport, sd ShutdownReport) []string {
+	type tally struct{ ok, thr int64 }
+	sum := map[string]*tally{}
+	add := func(ops map[string]*OpReport) {
+		for op, o := range ops {
+			t := sum[op]
+			if t == nil {
+				t = &tally{}
+				sum[op] = t
+			}
+			t.ok += o.OK
+			t.thr += o.Throttled
+		}
+	}
+	for _, s := range steps {
+		add(s.Ops)
+	}
+	add(sd.Ops)
+	tmp := map[string]*opAgg{}
+	for op := range sum {
+		tmp[op] = nil
+	}
+	var out []string
+	for _, op := range sortedOps(tmp) {
+		if t := sum[op]; t.thr > t.ok {
+			out = append(out, fmt.Sprintf("%s: %d throttled, %d ok — the relay's rate limits refused more than they let through", op, t.thr, t.ok))
+		}
+	}
+	return out
 }
 
 func joinReason(a, b string) string {
@@ -338,6 +446,14 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 		writeOps(&b, s.Ops)
+		if s.AbortedAtS > 0 {
+			var own int64
+			for _, n := range s.ClientsStarted {
+				own += n
+			}
+			fmt.Fprintf(&b, "    – cut by the abort at %s (%s into the step, %d clients of its own started); not judged\n",
+				secs(s.AbortedAtS), secs(s.AbortedAtS-s.StartS), own)
+		}
 		if s.AbortReason != "" {
 			fmt.Fprintf(&b, "    ✗ %s\n", s.AbortReason)
 		}
@@ -347,6 +463,9 @@ func (r *Report) Text() string {
 		b.WriteString("    nothing settled after the last hold\n")
 	} else {
 		writeOps(&b, r.Shutdown.Ops)
+	}
+	if r.Shutdown.AbortedAtS > 0 {
+		fmt.Fprintf(&b, "    – cut by the abort at %s; not judged\n", secs(r.Shutdown.AbortedAtS))
 	}
 	if r.Shutdown.AbortReason != "" {
 		fmt.Fprintf(&b, "    ✗ %s\n", r.Shutdown.AbortReason)
@@ -373,6 +492,26 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	if r.Abort != nil {
+		fmt.Fprintf(&b, "  abort at %s (step %s): work in flight cut at once, not errors:", secs(r.Abort.AtS), r.Abort.Step)
+		if len(r.Abort.Cut) == 0 {
+			b.WriteString(" nothing was in flight")
+		}
+		tmp := map[string]*opAgg{}
+		for op := range r.Abort.Cut {
+			tmp[op] = nil
+		}
+		for _, op := range sortedOps(tmp) {
+			fmt.Fprintf(&b, " %s %d", op, r.Abort.Cut[op])
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n  warnings:\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "    ! %s\n", w)
+		}
+	}
 	if r.OK {
 		b.WriteString("\n  result: ok\n\n")
 	} else {
@@ -384,12 +523,12 @@ func (r *Report) Text() string {
 func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
 
 func writeOps(b *strings.Builder, ops map[string]*OpReport) {
-	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend")
+	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend", "cut")
 	var errs []string
 	for _, name := range sortedOpNames(ops) {
 		o := ops[name]
-		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
-			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending)
+		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
+			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending, o.Cut+o.Abandoned)
 		for _, e := range o.ErrorTexts {
 			errs = append(errs, fmt.Sprintf("%s: %d× %s", name, e.Count, e.Text))
 		}

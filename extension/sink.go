@@ -1,12 +1,14 @@
 package extension
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
@@ -30,9 +32,10 @@ type opSink struct {
 	tags map[tagKey]metrics.TagSet
 
 	// graceEnded turns operations cut short after the grace into
-	// "unfinished at stop" errors (desktop humans; modules/models marks its
-	// own).
+	// "unfinished at stop" errors, aborted into pending "cut by the abort"
+	// (desktop humans; modules/models marks its own).
 	graceEnded atomic.Bool
+	aborted    atomic.Bool
 
 	// periodic: the sink of a population client, whose iteration lasts the
 	// whole session. Its bytes are written as data_sent / data_received
@@ -102,7 +105,10 @@ func (s *opSink) Record(r relayclient.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
 	}
-	if r.Outcome == relayclient.OutcomePending && s.graceEnded.Load() {
+	switch {
+	case r.Outcome == relayclient.OutcomePending && s.aborted.Load() && !strings.HasPrefix(r.Error, models.CutByAbort):
+		r.Error = models.CutByAbort + r.Error
+	case r.Outcome == relayclient.OutcomePending && s.graceEnded.Load():
 		r.Outcome = relayclient.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}
@@ -123,11 +129,17 @@ func (s *opSink) Record(r relayclient.Result) {
 	}
 	s.l.win.add(r, end, false)
 	stage := s.l.stageIndex(end.Sub(s.start))
+	if at := s.l.agg.abortTime(); !at.IsZero() && !end.Before(at) {
+		// Settled after the abort (what it cut, recorded a moment later):
+		// the timeline ends at the abort, so it counts where the abort fell.
+		stage = min(stage, s.l.stageIndex(at.Sub(s.start)))
+	}
+	startStage := min(s.l.stageIndex(r.Start.Sub(s.start)), stage)
 	var straddled []int
-	for i := s.l.stageIndex(r.Start.Sub(s.start)); i < stage; i++ {
+	for i := startStage; i < stage; i++ {
 		straddled = append(straddled, i)
 	}
-	pend := s.l.agg.record(r, s.kind, stage, straddled, end)
+	pend := s.l.agg.record(r, s.kind, startStage, stage, straddled, end)
 	if r.BytesSent != 0 || r.BytesReceived != 0 {
 		s.addData(r.BytesSent, r.BytesReceived, end)
 	}

@@ -525,10 +525,11 @@ func TestStopLetsInFlightFinishWithinGrace(t *testing.T) {
 	t.Run("unfinished when the grace ends", func(t *testing.T) {
 		sink := &collect{}
 		stop, cancel := context.WithCancel(context.Background())
-		grace, cancelGrace := context.WithCancel(context.Background())
+		// The grace runs out (its deadline passes), as the runner's does.
+		grace, cancelGrace := context.WithDeadline(context.Background(), time.Now().Add(50*time.Millisecond))
+		defer cancelGrace()
 		ended := session(t, sink, stop, grace)
 		cancel()
-		cancelGrace()
 		end := <-ended
 		if end.Reason != EndCancelled || !end.Unexpected() {
 			t.Fatalf("end %v, want cancelled (an unexpected exit)", end)
@@ -536,6 +537,33 @@ func TestStopLetsInFlightFinishWithinGrace(t *testing.T) {
 		errs := sink.errorsOf(relayclient.OpHTTPQuery)
 		if len(errs) != 1 || !strings.HasPrefix(errs[0], "unfinished at stop") {
 			t.Fatalf("http_query errors %q, want one unfinished at stop", errs)
+		}
+	})
+	// Issue 10: an abort cancels the grace (the runner cancels it; it does
+	// not run out). What was in flight is cut by the abort: pending, not an
+	// error, and the client is interrupted, not cancelled.
+	t.Run("cut by an abort", func(t *testing.T) {
+		sink := &collect{}
+		stop, cancel := context.WithCancel(context.Background())
+		grace, abort := context.WithCancel(context.Background())
+		ended := session(t, sink, stop, grace)
+		cancel()
+		abort()
+		end := <-ended
+		if end.Reason != EndInterrupted || end.Unexpected() {
+			t.Fatalf("end %v, want interrupted (not an unexpected exit)", end)
+		}
+		if errs := sink.errorsOf(relayclient.OpHTTPQuery); len(errs) != 0 {
+			t.Fatalf("http_query errors %q: an abort's cut is not an error", errs)
+		}
+		var cut int
+		for _, r := range sink.Results() {
+			if r.Op == relayclient.OpHTTPQuery && r.Outcome == relayclient.OutcomePending && strings.HasPrefix(r.Error, CutByAbort) {
+				cut++
+			}
+		}
+		if cut != 1 {
+			t.Fatalf("%d http_query cut by the abort, want the one in flight: %+v", cut, sink.Results())
 		}
 	})
 }

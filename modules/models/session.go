@@ -70,7 +70,24 @@ const (
 	// EndExited: the client could not run (bad config, a panic). An
 	// unexpected exit: it fails the run.
 	EndExited
+	// EndInterrupted: the run was aborted (grace cancelled, not run out:
+	// an abortOnFail threshold, test.abort(), a signal). What was in flight
+	// was cut at once, as k6 cuts an aborted run, and recorded as pending
+	// "cut by the abort". A consequence of the abort, not a client failure,
+	// wherever the abort falls (before the stop or within the grace).
+	EndInterrupted
 )
+
+// CutByAbort prefixes the Error of an operation the abort cut short; such
+// Results stay pending (not errors): the abort, not the relay, ended them.
+const CutByAbort = "cut by the abort: "
+
+// Aborted reports whether grace ended because the run was aborted rather
+// than because the shutdown grace ran out: the runner cancels it on an
+// abort, and its deadline passes at the end of the grace.
+func Aborted(grace context.Context) bool {
+	return grace != nil && errors.Is(grace.Err(), context.Canceled)
+}
 
 func (r EndReason) String() string {
 	switch r {
@@ -84,6 +101,8 @@ func (r EndReason) String() string {
 		return "cancelled"
 	case EndExited:
 		return "exited"
+	case EndInterrupted:
+		return "interrupted"
 	}
 	return fmt.Sprintf("end(%d)", uint8(r))
 }
@@ -270,10 +289,13 @@ func (s *session) end() End {
 // Shutdown: when stop ends the client starts no new request, publish or
 // connect; operations under way finish within their own deadlines (a
 // connect within target.connect_timeout_secs, a publish 30 s for its OK,
-// HTTP requests their 30 s) as long as grace lasts. When grace ends first,
-// whatever is still in flight is recorded as an "unfinished at stop" error
-// and the session returns EndCancelled. A nil grace never ends: in-flight
-// operations always run to their own deadlines.
+// HTTP requests their 30 s) as long as grace lasts. When grace runs out
+// (its deadline) first, whatever is still in flight is recorded as an
+// "unfinished at stop" error and the session returns EndCancelled. When
+// grace is cancelled (the run was aborted, see Aborted) whatever is in
+// flight is recorded as pending, "cut by the abort", and the session
+// returns EndInterrupted. A nil grace never ends: in-flight operations
+// always run to their own deadlines.
 func (c *Client) Session(stop, grace context.Context) (end End) {
 	if grace == nil {
 		grace = context.WithoutCancel(stop)
@@ -290,14 +312,21 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 	// grace is over, so what they record is marked unfinished.
 	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(grace))
 	defer cancelOps()
-	var graceEnded atomic.Bool
+	var graceEnded, aborted atomic.Bool
 	hooked := make(chan struct{})
 	c.sink.stopped.Store(false)
+	c.sink.aborted.Store(false)
 	unhook := context.AfterFunc(grace, func() {
 		defer close(hooked)
-		// From here on anything still in flight settles as unfinished.
-		graceEnded.Store(true)
-		c.sink.stopped.Store(true)
+		// From here on anything still in flight settles as unfinished, or
+		// as cut by the abort.
+		if Aborted(grace) {
+			aborted.Store(true)
+			c.sink.aborted.Store(true)
+		} else {
+			graceEnded.Store(true)
+			c.sink.stopped.Store(true)
+		}
 		cancelOps()
 	})
 	halt, unhalt := context.WithCancel(stop)
@@ -307,7 +336,11 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 		if !unhook() {
 			<-hooked // the grace ended: let the hook finish marking it
 		}
-		if graceEnded.Load() && end.Reason != EndExited {
+		switch {
+		case end.Reason == EndExited:
+		case aborted.Load():
+			end = End{Reason: EndInterrupted, Err: errors.New("the run was aborted")}
+		case graceEnded.Load():
 			end = End{Reason: EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
 		}
 	}()
@@ -463,14 +496,21 @@ func (t *tracker) wait(ctx context.Context) {
 // stopSink passes Results through; once the grace has ended it records
 // every operation cut short (pending, or failed by the cancellation) as an
 // "unfinished at stop" error, which is what a cancelled client's in-flight
-// operations are. Throttles are the relay's own answer and stay throttles.
+// operations are; once an abort cancelled it, as pending "cut by the
+// abort". Throttles are the relay's own answer and stay throttles.
 type stopSink struct {
 	inner   relayclient.Sink
 	stopped atomic.Bool
+	aborted atomic.Bool
 }
 
 func (s *stopSink) Record(r relayclient.Result) {
-	if s.stopped.Load() && (r.Outcome == relayclient.OutcomePending || r.Outcome == relayclient.OutcomeError) && !strings.HasPrefix(r.Error, "unfinished at stop") {
+	cutShort := r.Outcome == relayclient.OutcomePending || r.Outcome == relayclient.OutcomeError
+	switch {
+	case s.aborted.Load() && cutShort && !strings.HasPrefix(r.Error, CutByAbort):
+		r.Outcome = relayclient.OutcomePending
+		r.Error = CutByAbort + r.Error
+	case s.stopped.Load() && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop"):
 		r.Outcome = relayclient.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}

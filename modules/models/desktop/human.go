@@ -203,7 +203,14 @@ func (h *Human) Session(stop, grace context.Context) (end models.End) {
 	}
 	sink := h.sink
 	sink.ended.Store(false)
-	unhook := context.AfterFunc(grace, func() { sink.ended.Store(true) })
+	sink.aborted.Store(false)
+	unhook := context.AfterFunc(grace, func() {
+		if models.Aborted(grace) {
+			sink.aborted.Store(true) // cut at once by the abort, not by the grace
+		} else {
+			sink.ended.Store(true)
+		}
+	})
 	defer unhook()
 	var (
 		mu      sync.Mutex
@@ -258,6 +265,9 @@ func (h *Human) Session(stop, grace context.Context) (end models.End) {
 	c.Run(stop, grace)
 	endSession()
 	running.Wait()
+	if sink.aborted.Load() {
+		return models.End{Reason: models.EndInterrupted, Err: errors.New("the run was aborted")}
+	}
 	if sink.ended.Load() {
 		return models.End{Reason: models.EndCancelled, Err: errors.New("operations still in flight when the shutdown grace ended")}
 	}
@@ -269,15 +279,20 @@ func (h *Human) Session(stop, grace context.Context) (end models.End) {
 // does; desktop EOSE waits and reads are dropped at the stop before they
 // get here.
 type graceSink struct {
-	inner relayclient.Sink
-	ended atomic.Bool
+	inner   relayclient.Sink
+	ended   atomic.Bool
+	aborted atomic.Bool // the run was aborted: cut short is pending, "cut by the abort"
 }
 
 func (s *graceSink) Record(r relayclient.Result) {
 	if s.inner == nil {
 		return
 	}
-	if s.ended.Load() && (r.Outcome == relayclient.OutcomePending || r.Outcome == relayclient.OutcomeError) && !strings.HasPrefix(r.Error, "unfinished at stop") {
+	cutShort := r.Outcome == relayclient.OutcomePending || r.Outcome == relayclient.OutcomeError
+	if s.aborted.Load() && cutShort && !strings.HasPrefix(r.Error, models.CutByAbort) {
+		r.Outcome = relayclient.OutcomePending
+		r.Error = models.CutByAbort + r.Error
+	} else if s.ended.Load() && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop") {
 		r.Outcome = relayclient.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}
