@@ -415,3 +415,68 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// The same for a Buzz run: with Prometheus killed during the first step,
+// the exit code and the Buzz report's verdict, steps, clients, seed and
+// client exits are those of the run without the output.
+func TestPrometheusRWKilledDuringABuzzRun(t *testing.T) {
+	prom := promserver.Start(t)
+	dir := t.TempDir()
+	script := writeBuzzRun(t, dir)
+	run := func(name string, env []string, args ...string) (int, string, map[string]any) {
+		t.Helper()
+		report := filepath.Join(dir, name+".json")
+		args = append(append([]string{"run", "-q", "-e", "BUZZ_REPORT=" + report}, args...), script)
+		code, _, stderr := runCLIEnv(t, env, args...)
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatalf("%s: no report (exit %d): %s", name, code, stderr)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return code, stderr, m
+	}
+	baseCode, _, base := run("base", nil)
+	go func() {
+		time.Sleep(2500 * time.Millisecond)
+		prom.Kill()
+	}()
+	code, stderr, killed := run("killed", promEnv(prom), "--tag", "testid=kill2", "-o", "experimental-prometheus-rw")
+	if code != baseCode {
+		t.Fatalf("exit %d with Prometheus killed, %d without the output: %s", code, baseCode, stderr)
+	}
+	if strings.Count(stderr, "push failed") != 1 || !strings.Contains(stderr, "series points not written") {
+		t.Errorf("want one warning while pushes fail and the total:\n%s", stderr)
+	}
+	verdict := func(m map[string]any) string {
+		steps, _ := m["steps"].([]any)
+		var b strings.Builder
+		for _, s := range steps {
+			st := s.(map[string]any)
+			b.WriteString(ftoa(st["users"].(float64)) + " " + ftoa(st["start_s"].(float64)) + " " + ftoa(st["end_s"].(float64)) + " ")
+			clients, _ := json.Marshal(st["clients"])
+			b.Write(clients)
+			b.WriteString(" " + strings.TrimSpace(stringOf(st["reached"])) + ";")
+		}
+		if sd, ok := m["seed"].(map[string]any); ok {
+			delete(sd, "duration_ms") // timing and the embedded relay's port differ between runs
+			delete(sd, "ws_url")
+		}
+		seed, _ := json.Marshal(m["seed"])
+		exits, _ := json.Marshal(m["client_exits"])
+		return stringOf(m["ok"]) + " " + stringOf(m["abort_reason"]) + " " + b.String() + " " + string(seed) + " " + string(exits)
+	}
+	if b, k := verdict(base), verdict(killed); b != k {
+		t.Errorf("reports differ:\nwithout the output: %s\nPrometheus killed:  %s", b, k)
+	}
+	if killed["ok"] != true {
+		t.Errorf("the run with Prometheus killed is not ok: %v", killed["abort_reason"])
+	}
+}
+
+func stringOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
