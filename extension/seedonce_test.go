@@ -18,6 +18,7 @@ import (
 	"github.com/buzzload/buzzload/js"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -54,24 +55,7 @@ func TestSeedRole(t *testing.T) {
 
 // sharedRelay runs one relay on loopback that several in-process runs
 // target, as the runners of a distributed test share the deployment.
-func sharedRelay(t *testing.T) *relay.Relay {
-	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.RateLimit = false
-	cfg.DrainOnClose = 100 * time.Millisecond
-	r, err := relay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := r.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = r.Close() })
-	return r
-}
+func sharedRelay(t *testing.T) *relay.Relay { return relaytest.Start(t, nil) }
 
 const seedOnceTOML = `run_id = "seed-once"
 [target]

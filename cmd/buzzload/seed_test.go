@@ -14,32 +14,13 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
 
 // seedRelay runs an in-process relay on 127.0.0.1 for one CLI test.
-func seedRelay(t *testing.T) *relay.Relay {
-	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.RateLimit = false
-	cfg.DrainOnClose = 100 * time.Millisecond
-	r, err := relay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := r.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = r.Close()
-	})
-	return r
-}
+func seedRelay(t *testing.T) *relay.Relay { return relaytest.Start(t, nil) }
 
 const cliShape = `
 [shape]

@@ -13,29 +13,15 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// startRelay starts an in-process relay on 127.0.0.1 with rate limits off
-// unless mutate turns them on.
+// startRelay starts an in-process relay with rate limits off unless mutate
+// turns them on (relaytest.Start).
 func startRelay(t testing.TB, mutate func(*relay.Config)) *relay.Relay {
-	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.RateLimit = false
-	cfg.DrainOnClose = 100 * time.Millisecond
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	r, err := relay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return relaytest.Start(t, mutate)
 }
 
 // testScenario is a small scenario aimed at the given URLs: quiet by

@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
 )
 
 // These tests run the client against the embedded Buzz-compatible relay
@@ -16,21 +17,7 @@ import (
 // independently, so agreement here is evidence about both.
 
 func startLocalRelay(t *testing.T, mutate func(*relay.Config)) *relay.Relay {
-	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.RateLimit = false
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	r, err := relay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	return relaytest.Start(t, mutate)
 }
 
 func profile(t *testing.T, k *nostr.Keys, name string) *nostr.Event {

@@ -10,36 +10,16 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// startRelay runs an in-process relay on 127.0.0.1 for one test. Rate
+// startRelay runs an in-process relay for one test (relaytest.Start). Rate
 // limits are off unless mutate turns them on: the shapes here are small, but
 // the owner signs every 9007 and 9000 of its community.
 func startRelay(t *testing.T, mutate func(*relay.Config)) *relay.Relay {
-	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.RateLimit = false
-	cfg.DrainOnClose = 100 * time.Millisecond
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	r, err := relay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := r.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = r.Close()
-	})
-	return r
+	return relaytest.Start(t, mutate)
 }
 
 // shape is the TOML body after [target]; the default is small and private.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -29,20 +30,7 @@ type e2e struct {
 	done   chan error
 }
 
-func startLocalRelay(t testing.TB) *relay.Relay {
-	t.Helper()
-	cfg := relay.DefaultConfig()
-	cfg.RateLimit = false
-	r, err := relay.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
+func startLocalRelay(t testing.TB) *relay.Relay { return relaytest.Start(t, nil) }
 
 // newE2E starts a relay and creates nch open channels owned by the viewer,
 // with a thread (root and one reply) in the first.
