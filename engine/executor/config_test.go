@@ -257,12 +257,16 @@ func TestMergeReplacesTheExecutionBlock(t *testing.T) {
 			t.Errorf("got %+v", r)
 		}
 	})
-	t.Run("-d drops the script's stages with a warning", func(t *testing.T) {
+	t.Run("-d drops the script's stages without a warning (the script defined no scenarios)", func(t *testing.T) {
 		d := 3 * time.Second
 		cli, _ := CLIOptions(nil, &d, nil, nil)
 		m, w := Merge(script, cli, "cli")
-		if len(w) != 1 || w[0] != `"cli" level configuration overrode scenarios configuration entirely` {
+		if len(w) != 0 {
 			t.Errorf("warnings %v", w)
+		}
+		withScenarios := ExecutionOptions{Scenarios: []byte(`{"s":{"executor":"shared-iterations"}}`)}
+		if _, w := Merge(withScenarios, cli, "cli"); len(w) != 1 || w[0] != `"cli" level configuration overrode scenarios configuration entirely` {
+			t.Errorf("over scenarios: warnings %v", w)
 		}
 		cs, _, err := m.DeriveScenarios()
 		if err != nil {

@@ -71,13 +71,15 @@ func ParseExecutionOptions(options json.RawMessage) (ExecutionOptions, error) {
 // Merge lays higher (a later config layer: script over config file, env
 // over script, CLI over env) over lower, the way k6 does (§2.10, §8.2): if
 // higher sets any of duration, iterations, stages or scenarios, all four are
-// taken from higher and lower's are dropped (with a warning when lower had
-// any); vus merges on its own. layer names higher in the warning, e.g. "cli".
+// taken from higher and lower's are dropped; vus merges on its own. As in
+// k6, the warning is given only when lower defined scenarios (`-d` over a
+// script's own duration replaces it silently). layer names higher in the
+// warning, e.g. "cli".
 func Merge(lower, higher ExecutionOptions, layer string) (ExecutionOptions, []string) {
 	out := lower
 	var warnings []string
 	if higher.blockSet() {
-		if lower.blockSet() {
+		if lower.Scenarios != nil {
 			warnings = append(warnings, fmt.Sprintf("%q level configuration overrode scenarios configuration entirely", layer))
 		}
 		out.Duration, out.Iterations, out.Stages, out.Scenarios = higher.Duration, higher.Iterations, higher.Stages, higher.Scenarios

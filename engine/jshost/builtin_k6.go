@@ -203,6 +203,7 @@ func (k *k6Module) sleep(secs float64) {
 	select {
 	case <-t.C:
 	case <-k.vu.ctx.Done():
+		k.vu.StopIfDone()
 	}
 }
 

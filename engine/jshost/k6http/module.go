@@ -47,6 +47,18 @@ type Logger interface {
 	LogWarn(msg string, fields ...string)
 }
 
+// Stopper is what a VU offers to stop the script at once when a request
+// returned because the VU's context ended (gracefulStop ran out).
+type Stopper interface {
+	StopIfDone()
+}
+
+func (c *client) stopIfDone() {
+	if s, ok := c.vu.(Stopper); ok && c.vu.Context().Err() != nil {
+		s.StopIfDone()
+	}
+}
+
 // NewInstance implements jsmodule.Module.
 func (m *Module) NewInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 	c := &client{mod: m, vu: vu, rt: vu.Runtime(), lastIter: -2, callback: defaultExpected()}
@@ -224,6 +236,7 @@ func (c *client) failedBuild(err error) sobek.Value {
 
 // finish pushes the samples, logs a failed request and builds the Response.
 func (c *client) finish(s *spec, res *result) sobek.Value {
+	c.stopIfDone()
 	c.vu.Metrics().Push(res.samples...)
 	if res.err != nil && res.status == 0 {
 		if c.set.throw {
