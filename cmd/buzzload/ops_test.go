@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -338,5 +340,52 @@ func TestWarmupIsNotJudged(t *testing.T) {
 	code, out, errs := runBin(t, dir, nil, "run", "-q", "--report-interval", "0s", "--warmup", "60s", "ops-tiny.toml")
 	if code != 0 || !strings.Contains(out, "result: ok") || strings.Contains(out, " window ") {
 		t.Fatalf("warm-up over the whole run: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// The gateway profiles against Buzz HTTP (scenarios/gateway-profiles.js),
+// shortened with SCALE and LOAD as CI runs them: the paced twin's summary
+// says whether the run is valid as an absolute-rate claim, consistently
+// with what it achieved (every iteration one /query read), and its
+// count==0 dropped_iterations threshold decides the exit code; the
+// closed-loop profile mixes reads and posts and makes no claim.
+func TestGatewayProfilesScenario(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := filepath.Join(t.TempDir(), "paced.json")
+	code, out, errs := runBin(t, root, nil, "run", "-q", "-e", "PROFILE=p1c-paced", "-e", "SCALE=0.05", "-e", "LOAD=0.1",
+		"--report", rep, "scenarios/gateway-profiles.js")
+	m := regexp.MustCompile(`profile p1c-paced: achieved (\d+) of 150 scheduled arrivals \([0-9.]+ %\): (valid|NOT valid) as an absolute-rate claim`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no verdict for 10 arrivals/s over 3 s (150); exit %d\n%s\n%s", code, out, errs)
+	}
+	achieved, _ := strconv.Atoi(m[1])
+	if valid := m[2] == "valid"; valid != (achieved >= 149) {
+		t.Errorf("achieved %d of 150 but the verdict says %q", achieved, m[2])
+	}
+	if want := map[bool]int{true: 0, false: 99}[achieved == 150]; code != want {
+		t.Errorf("achieved %d of 150 (count==0 on dropped_iterations): exit %d, want %d", achieved, code, want)
+	}
+	var r struct {
+		Steps []struct {
+			Ops map[string]struct{ Count int64 }
+		}
+	}
+	raw, _ := os.ReadFile(rep)
+	if err := json.Unmarshal(raw, &r); err != nil || len(r.Steps) != 1 || r.Steps[0].Ops["http_query"].Count != int64(achieved) {
+		t.Errorf("report %s (%v): want %d http_query in step 0", raw, err, achieved)
+	}
+
+	code, out, errs = runBin(t, root, nil, "run", "-q", "-e", "PROFILE=p1-baseline", "-e", "SCALE=0.05", "-e", "LOAD=0.1", "-e", "OP=mix",
+		"scenarios/gateway-profiles.js")
+	if code != 0 && code != 99 {
+		t.Fatalf("closed-loop: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"http_query", "http_events", "profile p1-baseline: closed-loop, ranks targets; no absolute-rate claim"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("closed-loop run lacks %q:\n%s", want, out)
+		}
 	}
 }
