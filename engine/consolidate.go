@@ -42,6 +42,10 @@ type Consolidated struct {
 	Plan  *executor.Plan
 	// Merged is the consolidated options JSON as test.options shows it.
 	Merged json.RawMessage
+	// Defaulted names the options no layer set that took k6's default
+	// (summaryTrendStats, systemTags): `inspect` of a script shows them
+	// null, as k6 does.
+	Defaulted []string
 	// Warnings are to be logged (unknown keys, overridden layers), in
 	// the order they arose; they are set also when an error is returned.
 	Warnings []string
@@ -94,6 +98,12 @@ func Consolidate(l Layers) (Consolidated, error) {
 		opts = opts.Apply(a.Options)
 	}
 	opts = opts.Apply(l.Env.Options).Apply(l.CLI.Options)
+	if opts.SummaryTrendStats == nil {
+		c.Defaulted = append(c.Defaulted, "summaryTrendStats")
+	}
+	if opts.SystemTags == nil {
+		c.Defaulted = append(c.Defaulted, "systemTags")
+	}
 	if c.Options, err = opts.Resolve(); err != nil {
 		return c, configerr.New(err)
 	}

@@ -16,12 +16,18 @@ import (
 // load compiles the script, runs the first init and consolidates the
 // options, scenarios, thresholds and the execution plan.
 func (r *runner) load(ctx context.Context) error {
+	_, err := r.loadConsolidated(ctx)
+	return err
+}
+
+// loadConsolidated is load, returning what Consolidate decided.
+func (r *runner) loadConsolidated(ctx context.Context) (Consolidated, error) {
 	b, err := jshost.NewBundle(ctx, jshost.Config{
 		Filename: r.cfg.Script, Source: r.cfg.Source, Registry: r.cfg.Registry, Helpers: r.cfg.Helpers,
 		Env: r.cfg.ScriptEnv, Logger: r.log, Collector: r.coll, Control: (*control)(r), ReadFile: r.cfg.ReadFile,
 	})
 	if err != nil {
-		return err
+		return Consolidated{}, err
 	}
 	r.bundle = b
 	r.bundleRef.Store(b)
@@ -38,7 +44,7 @@ func (r *runner) load(ctx context.Context) error {
 		r.log.Log(jshost.LevelWarn, w)
 	}
 	if err != nil {
-		return err
+		return c, err
 	}
 	r.opts, r.tuple, r.plan = c.Options, c.Tuple, c.Plan
 	r.testWide = metrics.TagsFromMap(r.opts.Tags)
@@ -60,7 +66,7 @@ func (r *runner) load(ctx context.Context) error {
 		case err != nil && r.cfg.NoThresholds:
 			r.log.Log(jshost.LevelWarn, "thresholds (not evaluated, --no-thresholds): "+err.Error())
 		case err != nil:
-			return configerr.New(fmt.Errorf("thresholds: %w", err))
+			return c, configerr.New(fmt.Errorf("thresholds: %w", err))
 		case !r.cfg.NoThresholds:
 			r.thr = set
 			for _, w := range set.Warnings {
@@ -74,5 +80,5 @@ func (r *runner) load(ctx context.Context) error {
 	b.SetThrow(r.opts.Throw)
 	b.SetSystemTags(jshost.NewSystemTags(r.opts.SystemTags))
 	b.SetTestTags(r.opts.Tags)
-	return nil
+	return c, nil
 }

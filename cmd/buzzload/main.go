@@ -42,6 +42,8 @@ func commands() map[string]command {
 		"compare":  {"compare the per-operation results of two runs", compareCmd},
 		"plan":     {"simulate a scenario's clients without sockets: what the relay would see", planCmd},
 		"version":  {"print the version and commit", versionCmd},
+		"archive":  {"pack a script and the files it reads into one tar (k6 archive)", archiveCmd},
+		"inspect":  {"print a test's options and execution requirements as JSON (k6 inspect)", inspectCmd},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/archive"
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
@@ -65,6 +66,7 @@ type runFlags struct {
 	noSetup, noTeardown, includeSystemEnv, throw, help bool
 	http                                               httpFlags
 	buzz                                               buzzFlags
+	api                                                apiFlags
 }
 
 func newRunFlags(stderr io.Writer) *runFlags {
@@ -100,6 +102,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVarP(&f.help, "help", "h", false, "show this help")
 	f.http.register(fs)
 	addBuzzFlags(fs, &f.buzz)
+	f.api.register(fs)
 	registerProfileFlags(fs)
 	return f
 }
@@ -146,6 +149,12 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitCode(err)
 	}
+	ctl, linger, stopAPI, err := startAPI(f.api, f.fs, env.Env, stderr)
+	if err != nil {
+		return logError(stderr, err, engine.ExitCode(err))
+	}
+	defer stopAPI()
+	cfg.Control = ctl
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	bopts, err := f.buzz.moduleOptions(f.fs, stdout, func(err error) { cancel(err) })
@@ -188,6 +197,9 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		}()
 	}
 	res := engine.Run(runCtx, cfg)
+	if linger {
+		lingerAfter(runCtx, ctl, stderr)
+	}
 	if f.result != "" {
 		// Written also when thresholds failed: merge judges them again.
 		if err := writeRunResult(f.result, cfg, res); err != nil {
@@ -375,6 +387,11 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 	if isScenarioFile(script) {
 		cfg.Script, cfg.Source, err = scenarioScript(script)
 		if err != nil {
+			return cfg, err
+		}
+	}
+	if archive.IsArchive(script) {
+		if err := useArchive(&cfg, script, f.env); err != nil {
 			return cfg, err
 		}
 	}

@@ -285,3 +285,19 @@ func (c *StandaloneControl) Instance() InstanceStats {
 	defer c.mu.Unlock()
 	return c.Counters
 }
+
+// Files are the local files the first init read — the script, its
+// imports, open()ed files (buzz.load's TOML among them) — by absolute path:
+// what an archive of the test must hold.
+func (b *Bundle) Files() map[string][]byte {
+	b.loader.mu.Lock()
+	defer b.loader.mu.Unlock()
+	out := make(map[string][]byte, len(b.loader.files))
+	for p, data := range b.loader.files {
+		out[p] = data
+	}
+	return out
+}
+
+// MainPath is the script's absolute path.
+func (b *Bundle) MainPath() string { return filepath.FromSlash(b.mainURL.Path) }

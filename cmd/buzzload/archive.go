@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/archive"
+	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/extension"
+)
+
+// The commands k6-operator's initializer runs (docs/k6-operator.md):
+//
+//	k6 archive <script> [-e NAME=VALUE ...] -O /tmp/x.archived.tar <args>
+//	k6 inspect --execution-requirements /tmp/x.archived.tar
+//
+// Both print nothing but their result on stdout (the operator parses the
+// initializer's whole stdout as one JSON document) and report a broken
+// script as one `level=error` logfmt line on stderr with k6's exit code.
+
+const archiveUsage = `usage: buzzload archive [flags] script.js|scenario.toml|archive.tar -O archive.tar
+
+Packs the script, its imports, the files its init code opens (the scenario
+TOML buzz.load reads among them), the -e values and the option flags into
+one tar that 'buzzload run' and 'buzzload inspect' take. Accepts the flags
+of 'buzzload run'.`
+
+const inspectUsage = `usage: buzzload inspect [--execution-requirements] [flags] script.js|archive.tar
+
+Prints the test's consolidated options as JSON; --execution-requirements
+adds maxVUs and totalDuration (graceful stops and segments included), as
+k6 inspect does.`
+
+// archiveCmd is `buzzload archive`.
+func archiveCmd(ctx context.Context, args []string, env cliEnv) int {
+	var out string
+	insp, code := inspectTest(ctx, "archive", archiveUsage, args, env, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&out, "archive-out", "O", "archive.tar", "archive output file")
+	})
+	if insp == nil {
+		return code
+	}
+	a := &archive.Archive{Metadata: archive.Metadata{
+		Script: insp.Script, Env: insp.cfg.ScriptEnv,
+		ConfigFile: insp.cfg.ConfigFile, ConfigFileName: insp.cfg.ConfigFileName,
+		Layers:  append(append([]engine.Layer(nil), insp.cfg.ArchiveLayers...), insp.cfg.Env, insp.cfg.CLI),
+		Options: insp.Merged,
+	}, Files: insp.Files}
+	var buf bytes.Buffer
+	if err := archive.Write(&buf, a); err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return logError(env.Stderr, fmt.Errorf("writing the archive: %w", err), engine.ExitGeneric)
+	}
+	return engine.ExitOK
+}
+
+// inspectCmd is `buzzload inspect`.
+func inspectCmd(ctx context.Context, args []string, env cliEnv) int {
+	var execReqs bool
+	insp, code := inspectTest(ctx, "inspect", inspectUsage, args, env, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&execReqs, "execution-requirements", false, "add maxVUs and totalDuration, computed as k6 does")
+	})
+	if insp == nil {
+		return code
+	}
+	// An archive's options are consolidated already, defaults included.
+	doc, err := insp.RequirementsJSON(execReqs, insp.fromArchive)
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	fmt.Fprintf(env.Stdout, "%s\n", doc)
+	return engine.ExitOK
+}
+
+// inspected is a loaded test and the configuration it was loaded with.
+type inspected struct {
+	*engine.Inspection
+	cfg         engine.RunConfig
+	fromArchive bool
+}
+
+// inspectTest parses the flags of `buzzload <name>` (run's, plus extra),
+// loads the test (script, scenario file or archive) without running it and
+// returns it; on failure it has logged the error and returns nil and the
+// exit code.
+func inspectTest(ctx context.Context, name, usage string, args []string, env cliEnv, extra func(*pflag.FlagSet)) (*inspected, int) {
+	stderr := env.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	f := newRunFlags(stderr)
+	// __ENV holds only the -e values unless asked (k6: off for archive and
+	// inspect, on for run).
+	f.includeSystemEnv = false
+	f.fs.Lookup("include-system-env-vars").DefValue = "false"
+	extra(f.fs)
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, engine.ExitOK
+		}
+		return nil, logError(stderr, fmt.Errorf("%s: %w", name, err), engine.ExitGeneric)
+	}
+	if f.help {
+		fmt.Fprintln(env.Stdout, usage)
+		f.fs.SetOutput(env.Stdout)
+		f.fs.PrintDefaults()
+		return nil, engine.ExitOK
+	}
+	if f.fs.NArg() != 1 {
+		return nil, logError(stderr, fmt.Errorf("%s: want exactly one script or archive argument (see buzzload %s --help)", name, name), engine.ExitGeneric)
+	}
+	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
+	if err != nil {
+		return nil, logError(stderr, err, engine.ExitCode(err))
+	}
+	reg, _, closeModules, err := newModuleRegistry(env.Env, extension.Options{Console: io.Discard})
+	if err != nil {
+		return nil, logError(stderr, err, engine.ExitGeneric)
+	}
+	defer func() { _ = closeModules() }()
+	cfg.Registry = reg
+	cfg.Stderr = stderr
+	insp, err := engine.Inspect(ctx, cfg)
+	if err != nil {
+		return nil, logError(stderr, err, engine.ExitCode(err))
+	}
+	return &inspected{Inspection: insp, cfg: cfg, fromArchive: cfg.ReadFile != nil}, engine.ExitOK
+}
+
+// logError writes err as one k6-style logfmt line (`level=error`) and
+// returns code.
+func logError(w io.Writer, err error, code int) int {
+	if w == nil {
+		w = io.Discard
+	}
+	jshost.NewLogger(w, jshost.LevelInfo).Log(jshost.LevelError, err.Error())
+	return code
+}
+
+// useArchive makes cfg run the archived test at p: its files instead of the
+// disk, its option layers above the script's and below this run's, its -e
+// values above the system environment and below this run's -e.
+func useArchive(cfg *engine.RunConfig, p string, envFlags []string) error {
+	fh, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	a, err := archive.Read(fh)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	cfg.Script, cfg.Source, cfg.ReadFile = a.Script, nil, a.ReadFile
+	cfg.ArchiveLayers = a.Layers
+	if cfg.ConfigFile == nil && a.ConfigFile != nil {
+		cfg.ConfigFile, cfg.ConfigFileName = a.ConfigFile, a.ConfigFileName
+	}
+	fromFlags := map[string]bool{}
+	for _, kv := range envFlags {
+		k, _, _ := strings.Cut(kv, "=")
+		fromFlags[k] = true
+	}
+	env := make(map[string]string, len(cfg.ScriptEnv)+len(a.Env))
+	for k, v := range cfg.ScriptEnv {
+		env[k] = v
+	}
+	for k, v := range a.Env {
+		if !fromFlags[k] {
+			env[k] = v
+		}
+	}
+	cfg.ScriptEnv = env
+	return nil
+}
