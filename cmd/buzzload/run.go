@@ -79,7 +79,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.Int64VarP(&f.iterations, "iterations", "i", 0, "total iterations, shared by the VUs")
 	fs.StringArrayVarP(&f.stages, "stage", "s", nil, "ramping stage duration:target (repeatable)")
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "script environment variable KEY=VALUE (repeatable)")
-	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, ...")
+	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, experimental-prometheus-rw (K6_PROMETHEUS_RW_*)")
 	fs.StringVar(&f.summaryExport, "summary-export", "", "write the end-of-test summary JSON to this file")
 	fs.StringVar(&f.summaryMode, "summary-mode", "", "summary mode: compact, full, legacy or disabled")
 	fs.BoolVar(&f.noSummary, "no-summary", false, "no end-of-test summary (same as --summary-mode=disabled)")

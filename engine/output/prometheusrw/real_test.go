@@ -58,8 +58,38 @@ func TestRealPrometheusTakesEverySeries(t *testing.T) {
 		t.Fatalf("native run: %+v; prometheus log: %s", st, prom.Log())
 	}
 
+	beforeStale := time.Now()
+	st = run("stale", map[string]string{"K6_PROMETHEUS_RW_STALE_MARKERS": "true", "K6_PROMETHEUS_RW_TREND_STATS": "p(99),avg"})
+	if st.FailedPushes != 0 {
+		t.Fatalf("stale run: %+v; prometheus log: %s", st, prom.Log())
+	}
+
 	ctx := context.Background()
-	at := time.Now()
+	at := time.Now().Add(time.Millisecond)
+	// Stale markers end every series of the run: gone right after it, there
+	// while it ran.
+	beforeNative := time.Now()
+	st = run("stalenative", map[string]string{"K6_PROMETHEUS_RW_STALE_MARKERS": "true", "K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM": "true"})
+	if st.FailedPushes != 0 {
+		t.Fatalf("stale native run: %+v; prometheus log: %s", st, prom.Log())
+	}
+	at = time.Now().Add(time.Millisecond)
+	for _, name := range []string{"k6_http_reqs_total", "k6_vus", "k6_checks_rate", "k6_http_req_duration_p99", "k6_http_req_duration_avg"} {
+		sel := name + `{testid="stale"}`
+		if res, err := prom.Query(ctx, sel, at.Add(10*time.Millisecond)); err != nil || len(res) != 0 {
+			t.Errorf("%s after the run: %v %v (want stale)", sel, res, err)
+		}
+		if res, err := prom.Query(ctx, sel, beforeStale.Add(150*time.Millisecond)); err != nil || len(res) != 1 {
+			t.Errorf("%s during the run: %v %v", sel, res, err)
+		}
+	}
+	sel := `k6_http_req_duration_seconds{testid="stalenative"}`
+	if res, err := prom.Query(ctx, sel, time.Now().Add(10*time.Millisecond)); err != nil || len(res) != 0 {
+		t.Errorf("%s after the run: %v %v (want stale)", sel, res, err)
+	}
+	if res, err := prom.Query(ctx, sel, beforeNative.Add(150*time.Millisecond)); err != nil || len(res) != 1 || !res[0].Histogram {
+		t.Errorf("%s during the run: %v %v", sel, res, err)
+	}
 	one := func(expr string) float64 {
 		t.Helper()
 		res, err := prom.Query(ctx, expr, at)
