@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -18,6 +19,10 @@ import (
 const (
 	envCPUProfile = "BUZZLOAD_CPUPROFILE"
 	envMemProfile = "BUZZLOAD_MEMPROFILE"
+	// envMemProfileAt writes the heap profile this long after the start
+	// (a Go duration) instead of at the end: the live heap of a load test is
+	// at its largest mid-run, not once its clients have gone.
+	envMemProfileAt = "BUZZLOAD_MEMPROFILE_AT"
 )
 
 func registerProfileFlags(fs *pflag.FlagSet) {
@@ -26,9 +31,9 @@ func registerProfileFlags(fs *pflag.FlagSet) {
 }
 
 // profilePaths are the flag values, or the environment's when a flag is unset.
-func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem string) {
+func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem, memAt string) {
 	get := func(flag, env string) string {
-		if v, _ := fs.GetString(flag); v != "" {
+		if v, _ := fs.GetString(flag); flag != "" && v != "" {
 			return v
 		}
 		prefix := env + "="
@@ -39,12 +44,29 @@ func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem string) {
 		}
 		return ""
 	}
-	return get("cpuprofile", envCPUProfile), get("memprofile", envMemProfile)
+	return get("cpuprofile", envCPUProfile), get("memprofile", envMemProfile), get("", envMemProfileAt)
 }
 
 // startProfiles starts the CPU profile (when asked) and returns the stop
 // function that ends it and writes the heap profile.
-func startProfiles(cpu, mem string) (stop func() error, err error) {
+func startProfiles(cpu, mem, memAt string) (stop func() error, err error) {
+	if memAt != "" {
+		at, err := time.ParseDuration(memAt)
+		if err != nil || at <= 0 {
+			return nil, fmt.Errorf("%s=%q: want a positive duration such as 30s", envMemProfileAt, memAt)
+		}
+		if mem == "" {
+			return nil, fmt.Errorf("%s needs --memprofile (or %s)", envMemProfileAt, envMemProfile)
+		}
+		path := mem
+		mem = "" // written by the timer, not at the end
+		timer := time.AfterFunc(at, func() { _ = writeHeapProfile(path) })
+		defer func() {
+			if err != nil {
+				timer.Stop()
+			}
+		}()
+	}
 	var cpuFile *os.File
 	if cpu != "" {
 		if cpuFile, err = os.Create(cpu); err != nil {

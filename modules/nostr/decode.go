@@ -54,9 +54,13 @@ func scanEvent(s *wire.Scanner, strict, tail bool) (*Event, error) {
 		return nil, s.Fail("expected an object")
 	}
 	start := s.Pos()
-	if tail {
+	switch {
+	case tail && s.Viewing(start):
+		// The caller's view (the rest of an EVENT frame) already covers it.
+	case tail:
 		s.SetView(start, -1)
-	} else {
+		defer s.ClearView()
+	default:
 		if err := s.Skip(1); err != nil {
 			// Parse field by field (no view) for the precise error.
 			s.SetPos(start + 1)
@@ -66,8 +70,8 @@ func scanEvent(s *wire.Scanner, strict, tail bool) (*Event, error) {
 			return nil, err
 		}
 		s.SetView(start, s.Pos())
+		defer s.ClearView()
 	}
-	defer s.ClearView()
 	s.SetPos(start + 1)
 	return eventFields(s, strict)
 }

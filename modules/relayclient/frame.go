@@ -101,6 +101,10 @@ func ParseFrame(b []byte) (Frame, error) {
 	}
 	switch f.Verb {
 	case VerbEvent:
+		// One string copy of the rest of the frame backs the subscription
+		// id and every field of the event (nostr.ScanEvent keeps the view).
+		s.SetView(s.Pos(), -1)
+		defer s.ClearView()
 		if f.SubID, err = s.Str(); err != nil {
 			return f, wrap("EVENT subscription id", err)
 		}

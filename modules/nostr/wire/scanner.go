@@ -81,6 +81,12 @@ func (s *Scanner) SetView(from, to int) {
 	s.src, s.srcOff = string(s.b[from:to]), from
 }
 
+// Viewing reports whether a view is set that covers offset i to the end of
+// the input.
+func (s *Scanner) Viewing(i int) bool {
+	return s.src != "" && i >= s.srcOff && s.srcOff+len(s.src) == len(s.b)
+}
+
 // ClearView ends SetView.
 func (s *Scanner) ClearView() { s.src, s.srcOff = "", 0 }
 

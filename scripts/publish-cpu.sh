@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# CPU per published and per delivered event in real runs (issue 16 targets:
+# publish ≤ 1.5 × a signature, delivery ≤ 8 µs), beside a signature
+# measured in the same round.
+#
+#   scripts/publish-cpu.sh [RUNS] [HUMANS] [HOLD_SECS]    (defaults: 5 500 30)
+#
+# A `buzzload relay` runs in its own process on 127.0.0.1 (its CPU is not
+# counted). Each round runs `buzzload run` four times with HUMANS connected,
+# subscribed humans, the fixture seeded beforehand (a warm-up run per
+# shape): for two shapes, an idle run (no messages) and an active one (each
+# human publishes once a second, kind 9 with a send-time tag):
+#   wide:   20 channels, 3 per human (each message reaches ~15 % of humans)
+#   narrow: HUMANS channels, 1 per human (each message reaches ~its sender)
+# The runner's CPU (user + system, from the shell's `times`) of the active
+# run minus its idle run is what the publishes P and deliveries D cost:
+#   ΔCPU = P·x + D·y for each shape; the two shapes give x (per publish) and
+# y (per delivery). P and D are the run's own counts (its report).
+# Then BenchmarkSignEvent (modules/nostr) runs, so each round's publish
+# cost stands beside a signature measured minutes apart, not days.
+# Output is in go test -bench format, so scripts/benchreport reads it.
+# Needs bin/buzzload (make build) and go. Loopback only; about 3 minutes a
+# round at the defaults.
+set -euo pipefail
+
+runs=${1:-5}
+humans=${2:-500}
+hold=${3:-30}
+bin=${BUZZLOAD_BIN:-bin/buzzload}
+go=${GO:-go}
+ramp=5
+work=$(mktemp -d)
+relay_pid=""
+cleanup() {
+	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$go" test -c -o "$work/nostr.test" ./modules/nostr/
+
+# A fresh operator key for this run only: in the environment of the two
+# processes, never written to a file or printed.
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
+	--max-connections 20000 >"$work/relay.log" 2>&1 &
+relay_pid=$!
+addr=""
+for _ in $(seq 50); do
+	addr=$(sed -n 's/^buzzload relay listening on \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/relay.log")
+	[ -n "$addr" ] && break
+	sleep 0.1
+done
+if [ -z "$addr" ]; then
+	echo "publish-cpu: the relay did not start:" >&2
+	cat "$work/relay.log" >&2
+	exit 1
+fi
+
+# run SHAPE RATE NAME: one `buzzload run`; prints "cpu_seconds publishes deliveries".
+run() {
+	local shape=$1 rate=$2 name=$3 channels per
+	case $shape in
+	wide) channels=20 per=3 ;;
+	narrow) channels=$humans per=1 ;;
+	esac
+	cat >"$work/$name.toml" <<TOML
+run_id = "pubcpu-$shape-$humans"
+[target]
+ws_url = "ws://$addr"
+http_url = "http://$addr"
+community_host_template = "c{n}.{run}.localhost"
+connect_addr = "$addr"
+[shape]
+communities = 1
+channels_per_community = $channels
+history_messages_per_channel = 2
+thread_roots_per_channel = 0
+thread_depth = 0
+[population]
+humans = $humans
+agents = 0
+channels_per_member = $per
+connect_rate_per_sec = 500
+[human]
+history_limit = 2
+presence_interval_secs = 3600
+typing_per_hour = 0
+messages_per_hour = $rate
+reactions_per_hour = 0
+[[ramp]]
+users = 1
+ramp_secs = $ramp
+hold_secs = $hold
+TOML
+	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
+	local t
+	# A failed threshold (exit 99) under load still measures the CPU; any
+	# other failure, or a missing report, ends the script.
+	t=$( (
+		st=0
+		BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" \
+			>"$work/$name.log" 2>&1 || st=$?
+		if [ "$st" != 0 ]; then
+			echo "publish-cpu: $name exited $st:" >&2
+			grep -E 'result:|threshold|error' "$work/$name.log" | tail -5 >&2
+		fi
+		times
+	) | tail -1)
+	[ -s "$work/$name.json" ] || { echo "publish-cpu: $name wrote no report" >&2; tail -20 "$work/$name.log" >&2; return 1; }
+	# times' second line: children's user and system time, "XmY.YYYs XmY.YYYs".
+	local cpu
+	cpu=$(echo "$t" | awk '{n=0; for (i=1;i<=2;i++) {split($i,p,"m"); n += p[1]*60 + p[2]} printf "%.3f", n}')
+	local counts
+	counts=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = sum(s["ops"].get("publish", {}).get("count", 0) for s in d["steps"])
+q = sum(s["ops"].get("deliver", {}).get("count", 0) for s in d["steps"])
+print(p, q)' "$work/$name.json")
+	echo "$cpu $counts"
+}
+
+sign_us() {
+	"$work/nostr.test" -test.run '^$' -test.bench '^BenchmarkSignEvent$' -test.benchtime 3000x -test.count 3 |
+		awk '/^BenchmarkSignEvent/ {print $3/1000}' | sort -n | sed -n 2p
+}
+
+echo "pkg: scripts/publish-cpu.sh"
+echo "publish-cpu: $humans humans publishing 1/s for ${hold}s, $runs rounds, relay at $addr"
+run wide 0 warm-wide >/dev/null
+run narrow 0 warm-narrow >/dev/null
+for i in $(seq "$runs"); do
+	read -r ciw _ _ <<<"$(run wide 0 idle-wide-$i)"
+	read -r caw pw dw <<<"$(run wide 3600 active-wide-$i)"
+	read -r cin _ _ <<<"$(run narrow 0 idle-narrow-$i)"
+	read -r can pn dn <<<"$(run narrow 3600 active-narrow-$i)"
+	s=$(sign_us)
+	awk -v ciw="$ciw" -v caw="$caw" -v pw="$pw" -v dw="$dw" -v cin="$cin" -v can="$can" -v pn="$pn" -v dn="$dn" -v s="$s" 'BEGIN {
+		a = (caw - ciw) * 1e6; b = (can - cin) * 1e6   # µs
+		det = pw * dn - pn * dw
+		x = (a * dn - b * dw) / det; y = (pw * b - pn * a) / det
+		printf "BenchmarkRealRunCPU/publish 1 %.1f us/publish %.1f sign-us %.2f publish/sign %d publishes\n", x, s, x / s, pw + pn
+		printf "BenchmarkRealRunCPU/delivery 1 %.2f us/delivery %d deliveries %.1f deliveries/publish-wide\n", y, dw + dn, dw / pw
+		printf "BenchmarkRealRunCPU/wide-all-in 1 %.1f us/publish-incl-deliveries\n", a / pw
+	}'
+done
