@@ -56,7 +56,29 @@
 // stops the embedded relay (it does not delete communities: that is
 // `buzzload teardown`). sc.report(data, {json}) in handleSummary prints the
 // per-step, per-operation report and writes it as JSON (default
-// buzz-report.json; "" for none); it stops the embedded relay as well.
+// buzz-report.json; "" for none; Options.ReportPath, run --report, wins);
+// it stops the embedded relay as well. The module writes the file itself,
+// so one that cannot be written fails the run (Module.FinishReports, which
+// also writes --report when no sc.report ran). Per operation the report
+// keeps every distinct error text normalised (NormaliseError) with its
+// count, the 10 most frequent and "other"; the windows of
+// Options.ReportInterval (windows.go: printed to Options.Console, kept in
+// the JSON, downsampled at MaxWindows); and, apart and not judged, what
+// settled in the warm-up (Options.Warmup or [abort] warmup_secs: no
+// buzz_op_* samples are pushed for it, so no threshold sees it).
+//
+// # Preflight
+//
+// Before the first seed (or the wait for another instance's seed) and
+// before the first client of a shard started with --no-setup, the module
+// checks the target once (preflight.go): NIP-11 answers, a WebSocket
+// connects and authenticates as community 0's fixture owner and, when
+// seeding, the operator API answers the operator key. Before a seed the
+// checks go to the deployment (ws_url and http_url as written, its
+// community hosts may not exist yet); clients check community 0's host. A
+// failure is a *PreflightError naming what and where; it stops the run
+// (Options.Abort) and Module.PreflightError reports it, which `buzzload
+// run` turns into exit 111.
 //
 // Low-level API, for custom and paced scripts (each call records samples
 // under the op name the script gives, default the buzz-loadgen name):
