@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -81,21 +82,24 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(env.Stderr, "buzzload plan: --mode %q: want legacy, current or both\n", *mode)
 		return 2
 	}
-	var results []*plan.Result
-	for _, m := range modes {
+	// Each mode is its own simulation: run them side by side, one a core.
+	results := make([]*plan.Result, len(modes))
+	errs := make([]error, len(modes))
+	var wg sync.WaitGroup
+	for i, m := range modes {
 		c := *sc
 		c.Desktop.Mode = m
-		cfg, err := planConfig(&c, *failRate, *latency)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
-			return 2
-		}
-		r, err := plan.Run(cfg)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
-			return 1
-		}
-		results = append(results, r)
+		cfg := planConfig(&c, *failRate, *latency)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = plan.Run(cfg)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+		return 1
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -178,7 +182,7 @@ func cutRamp(sc *scenario.Scenario, dur time.Duration) error {
 // planConfig places every kind's clients on the timeline with the runner's
 // own ramping-vus staircase (the stages sc.options() gives the runner), so
 // the plan starts each client when the run's VU for it would start.
-func planConfig(sc *scenario.Scenario, failRate float64, latency time.Duration) (plan.Config, error) {
+func planConfig(sc *scenario.Scenario, failRate float64, latency time.Duration) plan.Config {
 	cfg := plan.Config{Scenario: sc, Duration: sc.Duration(), FailRate: failRate, Latency: latency}
 	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
 		var stages []executor.Stage
@@ -194,5 +198,5 @@ func planConfig(sc *scenario.Scenario, failRate float64, latency time.Duration) 
 			prev = max(prev, s.PlannedVUs)
 		}
 	}
-	return cfg, nil
+	return cfg
 }

@@ -27,7 +27,7 @@ type desk struct {
 	connected bool
 	started   bool
 	epochN    int
-	subs      map[string]desktop.SubSpec // open on the wire
+	open      int                        // REQs open on the wire
 	roots     []bool                     // seeded roots found, per channel
 	inbox     []timed                    // the relay's answers still to arrive
 }
@@ -37,14 +37,13 @@ type timed struct {
 	ev desktop.Event
 }
 
-// placeholders stand in for channel ids: the model only counts them.
-var placeholders []string
-
-func channelSlots(n int) []string {
-	for len(placeholders) < n {
-		placeholders = append(placeholders, "")
+// channelSlots stands in for n channel ids: the model only counts them,
+// so every client shares one slice of empty ids.
+func (s *sim) channelSlots(n int) []string {
+	for len(s.slots) < n {
+		s.slots = append(s.slots, "")
 	}
-	return placeholders[:n:n]
+	return s.slots[:n:n]
 }
 
 func newDesk(s *sim, g int, users float64) (*desk, error) {
@@ -54,14 +53,14 @@ func newDesk(s *sim, g int, users float64) (*desk, error) {
 	}
 	chans := s.denseAll(s.sc.MemberChannels(g))
 	co := s.coMemberCount(g, chans, users, desktop.DefaultCoMemberLimit)
-	p.Channels = channelSlots(len(chans))
+	p.Channels = s.channelSlots(len(chans))
 	p.Presence = co > 0
 	m, err := desktop.NewModel(p)
 	if err != nil {
 		return nil, err
 	}
 	return &desk{g: g, m: m, act: newActivity(s, g, chans), chans: chans, coMembers: co,
-		subs: map[string]desktop.SubSpec{}, roots: make([]bool, len(chans))}, nil
+		roots: make([]bool, len(chans))}, nil
 }
 
 func (d *desk) wake(s *sim, now time.Duration) time.Duration {
@@ -132,8 +131,8 @@ func (d *desk) exec(s *sim, acts []desktop.Action) {
 				s.subscribe(d.chans, -1)
 				d.act.end()
 			}
-			s.disconnect(len(d.subs))
-			clear(d.subs)
+			s.disconnect(d.open)
+			d.open = 0
 			d.connected = false
 		case desktop.OpenSub:
 			sp := a.Spec
@@ -142,7 +141,7 @@ func (d *desk) exec(s *sim, acts []desktop.Action) {
 				n = d.replayed(s, sp)
 			}
 			s.req(sp.Op, len(sp.Channels), n)
-			d.subs[sp.ID] = sp
+			d.open++
 			at := wall(s.now + s.cfg.Latency)
 			if s.failed() {
 				d.answer(s, desktop.SubFailed{Sub: sp.ID, At: at})
@@ -150,8 +149,9 @@ func (d *desk) exec(s *sim, acts []desktop.Action) {
 			}
 			d.answer(s, desktop.EOSE{Sub: sp.ID, At: at, Count: int(n), OnTime: true})
 		case desktop.CloseSub:
-			if _, ok := d.subs[a.ID]; ok {
-				delete(d.subs, a.ID)
+			// the model closes only what it opened on this connection
+			if d.open > 0 {
+				d.open--
 				s.close()
 			}
 		case desktop.StartRead:

@@ -131,6 +131,7 @@ type sim struct {
 	// the same set has the same count (scenario.CoMembers stops at its
 	// limit, and the union of the set's members is the same for each).
 	coMembers map[coKey]int
+	slots     []string // shared placeholder channel ids (desk)
 }
 
 type coKey struct {
