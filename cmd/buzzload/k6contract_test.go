@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -319,6 +318,15 @@ export default function () {}`})
 	}
 }
 
+// jsonOutputLine is one line of the JSON output (--out json).
+type jsonOutputLine struct {
+	Type   string `json:"type"`
+	Metric string `json:"metric"`
+	Data   struct {
+		Tags map[string]string `json:"tags"`
+	} `json:"data"`
+}
+
 // taggedSamples counts a JSON output's samples by metric, failing on one
 // without the runner's --tag values.
 func taggedSamples(t *testing.T, p string) map[string]int {
@@ -329,17 +337,15 @@ func taggedSamples(t *testing.T, p string) map[string]int {
 	}
 	defer f.Close()
 	byMetric := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Type   string `json:"type"`
-			Metric string `json:"metric"`
-			Data   struct {
-				Tags map[string]string `json:"tags"`
-			} `json:"data"`
+	dec := json.NewDecoder(f)
+	for {
+		var line jsonOutputLine
+		if err := dec.Decode(&line); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", p, err)
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Type != "Point" {
+		if line.Type != "Point" {
 			continue
 		}
 		byMetric[line.Metric]++

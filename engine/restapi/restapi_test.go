@@ -1,7 +1,6 @@
 package restapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +28,7 @@ type live struct {
 	srv    *httptest.Server
 	ctl    *engine.Control
 	done   chan engine.Result
-	stderr *syncBuf
+	stderr logFile
 	dir    string
 }
 
@@ -41,7 +39,12 @@ func startRun(t *testing.T, src string, paused bool, mut func(*engine.RunConfig)
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := &live{t: t, ctl: engine.NewControl(paused), done: make(chan engine.Result, 1), stderr: &syncBuf{}, dir: dir}
+	logf, err := os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	l := &live{t: t, ctl: engine.NewControl(paused), done: make(chan engine.Result, 1), stderr: logFile{logf}, dir: dir}
 	cfg := engine.RunConfig{Script: p, Registry: jshost.NewRegistry(), Quiet: true, SummaryMode: "compact",
 		Stdout: io.Discard, Stderr: l.stderr, Control: l.ctl, ScriptEnv: map[string]string{"DIR": dir}}
 	if mut != nil {
@@ -107,22 +110,13 @@ func (l *live) result() engine.Result {
 	return engine.Result{}
 }
 
-// syncBuf is stderr written by the run and read by the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// logFile is the run's stderr: a file, which the run writes and the test
+// reads at any time without a lock.
+type logFile struct{ *os.File }
 
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (f logFile) String() string {
+	b, _ := os.ReadFile(f.Name())
+	return string(b)
 }
 
 const pausedScript = `
