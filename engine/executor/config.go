@@ -150,7 +150,7 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 		return nil, nil, errors.Join(p.errs...)
 	}
 	if typ == externallyControlled {
-		return nil, nil, configerr.Errorf(name, "executor", "externally-controlled is not supported by buzzload (it needs k6's REST API, removed in k6 v2); use constant-vus or ramping-vus")
+		return nil, nil, configerr.Errorf(name, "executor", "externally-controlled is not supported by buzzload (its VUs are set live through the REST API's vus and vus-max, which buzzload refuses; removed in k6 v2); use constant-vus or ramping-vus")
 	}
 	keys, ok := executorKeys[typ]
 	if !ok {
