@@ -49,16 +49,18 @@ bench: build
 		BENCH_EXTRA="$(if $(filter 1,$(EXTRA)),scripts/car-empty.sh $(BENCH_COUNT) 5000 30000; scripts/relay-percore.sh $(BENCH_COUNT); scripts/publish-cpu.sh $(BENCH_COUNT) 500 30)" \
 		scripts/bench.sh bench.txt out/bench-report.md
 
-# The long ones, loopback only, about 5 minutes: the relay holding 10,000
+# The long ones, loopback only: the relay holding 10,000
 # idle connections (skipped by `make bench` unless BUZZLOAD_BENCH_SCALE=1;
 # it needs 2 × 10,000 descriptors across the relay and its client process,
 # so the soft limit is raised to the hard one), then the all-in memory of a
-# connected human in a real `buzzload run` (scripts/allin-human.sh).
+# connected human in a real `buzzload run` (scripts/allin-human.sh), then
+# 19,000 connected humans in one runner and a 5,000-member channel at 14
+# messages/s (scripts/scale-humans.sh); about 25 minutes.
 # Raw output in out/bench-scale.txt, medians in out/bench-scale-report.md.
 bench-scale: build
 	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
 		BENCH_PKGS='./modules/relay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
-		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000" \
+		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000; scripts/scale-humans.sh humans 3 19000 60; scripts/scale-humans.sh wide 3 5000 60 14" \
 		BENCH_EXTRA_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
 
 lint:

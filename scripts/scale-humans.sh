@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Scale in one `buzzload run` process (issue 16): many connected humans at
+# the scenario defaults' rates, and a wide channel's fan-out.
+#
+#   scripts/scale-humans.sh humans  [RUNS] [HUMANS] [HOLD_SECS]   (defaults: 1 19000 60)
+#   scripts/scale-humans.sh wide    [RUNS] [MEMBERS] [HOLD_SECS] [MSGS_PER_SEC]  (defaults: 1 5000 60 14)
+#
+# humans: HUMANS humans, each in 3 of HUMANS/10 channels, at the scenario
+#   defaults (20 messages, 60 typing, 10 reactions an hour, presence every
+#   30 s, 5 messages of history per channel).
+# wide: MEMBERS humans all in one channel, publishing MSGS_PER_SEC messages a
+#   second between them (no typing, presence hourly): MEMBERS × MSGS_PER_SEC
+#   deliveries a second.
+# A `buzzload relay` runs in its own process on 127.0.0.1. The run has two
+# steps: the ramp (connect_rate_per_sec 500) and a steady hold; figures are
+# of the hold: the runner's CPU in cores (from /proc, user + system), its
+# RSS (median sample), the deliveries a second it recorded, the p99 of
+# deliver, connected humans and the error rate of the hold's operations.
+# The soft descriptor limit is raised to the hard one (the runner holds one
+# socket per human, the relay one per connection).
+# Output is in go test -bench format (scripts/benchreport reads it).
+# Needs bin/buzzload (make build). Loopback only.
+set -euo pipefail
+
+mode=${1:?usage: scripts/scale-humans.sh humans|wide [RUNS] [N] [HOLD_SECS] [MSGS_PER_SEC]}
+runs=${2:-1}
+case $mode in
+humans) n=${3:-19000} hold=${4:-60} ;;
+wide) n=${3:-5000} hold=${4:-60} rate=${5:-14} ;;
+*) echo "scale-humans: mode is humans or wide, not $mode" >&2; exit 2 ;;
+esac
+bin=${BUZZLOAD_BIN:-bin/buzzload}
+ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" -lt $((n + 200)) ]; then
+	echo "scale-humans: $n humans need $((n + 200)) descriptors; the hard limit is $(ulimit -Hn)" >&2
+	exit 1
+fi
+ramp=$((n / 500 + 5))
+work=$(mktemp -d)
+relay_pid=""
+cleanup() {
+	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
+	--max-connections $((n + 1000)) >"$work/relay.log" 2>&1 &
+relay_pid=$!
+addr=""
+for _ in $(seq 50); do
+	addr=$(sed -n 's/^buzzload relay listening on \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/relay.log")
+	[ -n "$addr" ] && break
+	sleep 0.1
+done
+[ -n "$addr" ] || { echo "scale-humans: the relay did not start:" >&2; cat "$work/relay.log" >&2; exit 1; }
+
+if [ "$mode" = humans ]; then
+	shape="channels_per_community = $((n / 10))
+history_messages_per_channel = 5"
+	pop="channels_per_member = 3"
+	human="history_limit = 5
+presence_interval_secs = 30
+typing_per_hour = 60
+messages_per_hour = 20
+reactions_per_hour = 10"
+else
+	shape="channels_per_community = 1
+history_messages_per_channel = 5"
+	pop="channels_per_member = 1"
+	human="history_limit = 5
+presence_interval_secs = 3600
+typing_per_hour = 0
+messages_per_hour = $(awk -v r="$rate" -v n="$n" 'BEGIN {printf "%.4f", r * 3600 / n}')
+reactions_per_hour = 0"
+fi
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
+hz=$(getconf CLK_TCK)
+
+echo "pkg: scripts/scale-humans.sh"
+echo "scale-humans: $mode, $n humans, hold ${hold}s, relay at $addr, ulimit -n $(ulimit -n)"
+for i in $(seq "$runs"); do
+	name=$mode-$i
+	cat >"$work/$name.toml" <<TOML
+run_id = "scale-$mode-$n-$i"
+[target]
+ws_url = "ws://$addr"
+http_url = "http://$addr"
+community_host_template = "c{n}.{run}.localhost"
+connect_addr = "$addr"
+[shape]
+communities = 1
+$shape
+thread_roots_per_channel = 0
+thread_depth = 0
+[population]
+humans = $n
+agents = 0
+$pop
+connect_rate_per_sec = 500
+[human]
+$human
+[[ramp]]
+users = 1
+ramp_secs = $ramp
+hold_secs = 5
+[[ramp]]
+users = 1
+ramp_secs = 1
+hold_secs = $hold
+TOML
+	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
+	BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" >"$work/$name.log" 2>&1 &
+	pid=$!
+	# Setup (the seed) comes first and takes its own time: the hold starts
+	# once the runner holds a socket per human (its descriptor count), after
+	# the rest of the ramp step.
+	until [ "$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)" -ge "$n" ] || ! kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
+	sleep 7
+	c0=$(cpu_ticks "$pid") t0=$(date +%s.%N) samples=()
+	for _ in $(seq $(((hold - 4) * 2))); do
+		s=$(rss_kb "$pid")
+		[ -n "$s" ] && samples+=("$s")
+		sleep 0.5
+	done
+	c1=$(cpu_ticks "$pid") t1=$(date +%s.%N)
+	st=0
+	wait "$pid" || st=$?
+	if [ "$st" != 0 ]; then
+		echo "scale-humans: run $i exited $st:" >&2
+		grep -E 'result:|threshold|error' "$work/$name.log" | tail -8 >&2
+	fi
+	[ -s "$work/$name.json" ] || { echo "scale-humans: no report" >&2; tail -30 "$work/$name.log" >&2; exit 1; }
+	rss=$(printf '%s\n' "${samples[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+	python3 - "$work/$name.json" "$mode" "$n" "$c0" "$c1" "$t0" "$t1" "$hz" "$rss" <<'PY'
+import json, sys
+path, mode, n, c0, c1, t0, t1, hz, rss = sys.argv[1:]
+d = json.load(open(path))
+hold = d["steps"][-1]
+secs = hold["end_s"] - hold["start_s"]
+ops = hold["ops"]
+deliv = ops.get("deliver", {})
+total = sum(o["count"] for o in ops.values())
+errors = sum(o["errors"] for o in ops.values())
+first = d["steps"][0]["ops"].get("connect", {})
+connected = first.get("ok", 0) + ops.get("connect", {}).get("ok", 0)
+cores = (int(c1) - int(c0)) / int(hz) / (float(t1) - float(t0))
+name = "BenchmarkScaleHumans/humans=%s" % n if mode == "humans" else "BenchmarkWideChannel/members=%s" % n
+print("%s 1 %d connected %.2f cpu-cores %.0f rss-MB %.0f deliveries/s %.1f deliver-p99-ms %.3f %%errors %.0f publishes/s" % (
+    name, connected, cores, int(rss) / 1024, deliv.get("count", 0) / secs, deliv.get("p99_ms", 0),
+    100 * errors / max(total, 1), ops.get("publish", {}).get("count", 0) / secs))
+print("scale-humans: hold %.0fs, result ok=%s, errors %d of %d operations" % (secs, d.get("ok"), errors, total), file=sys.stderr)
+PY
+done
