@@ -366,7 +366,9 @@ func (c *client) emit(res *result, s *spec, ec emitCtx) []metrics.Sample {
 	}
 	sys := ec.sys
 	add := func(k, v string) {
-		if sys[k] {
+		// k6 leaves out tags that do not apply (an empty proto, error or
+		// tls_version), rather than sending "".
+		if sys[k] && (v != "" || k == "url" || k == "name") {
 			extra = append(extra, metrics.Tag{Key: k, Value: v})
 		}
 	}

@@ -3,11 +3,11 @@
 // args: -i 1
 // exit: 0
 // stdout: http_reqs
-// stdout: 9      
+// stdout: http_reqs............: 10
 import http from "k6/http";
 import { check } from "k6";
 
-export const options = { thresholds: { checks: ["rate==1"], http_reqs: ["count==9"] } };
+export const options = { thresholds: { checks: ["rate==1"], http_reqs: ["count==10"] } };
 
 export default function () {
   const B = __ENV.BASE;
@@ -38,4 +38,7 @@ export default function () {
   check(nf, { "404 code": (r) => r.status === 404 && r.error_code === 1404 });
   const se = http.request("GET", `${B}/status/503`);
   check(se, { "503 code": (r) => r.status === 503 && r.error_code === 1503 });
+  let threw = "";
+  try { http.get(`${B}/bytes/3`).json(); } catch (e) { threw = String(e); }
+  check(threw, { "invalid JSON throws": (t) => t.includes("SyntaxError") });
 }
