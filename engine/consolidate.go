@@ -149,7 +149,7 @@ func Consolidate(l Layers) (Consolidated, error) {
 	if c.Plan, err = executor.NewPlan(configs, c.Tuple); err != nil {
 		return c, err
 	}
-	if c.Merged, err = mergedOptionsJSON(c.Options, exec, c.Plan); err != nil {
+	if c.Merged, err = mergedOptionsJSON(c.Options, exec, c.Plan, passThrough(l.File, l.Script)); err != nil {
 		return c, configerr.New(err)
 	}
 	return c, nil
@@ -166,10 +166,13 @@ func contains(list []string, s string) bool {
 
 // mergedOptionsJSON is the consolidated options as scripts see them in
 // test.options and their `options` export.
-func mergedOptionsJSON(opts Resolved, exec executor.ExecutionOptions, plan *executor.Plan) (json.RawMessage, error) {
+func mergedOptionsJSON(opts Resolved, exec executor.ExecutionOptions, plan *executor.Plan, extra map[string]json.RawMessage) (json.RawMessage, error) {
 	m, err := opts.asMap()
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range extra {
+		m[k] = v
 	}
 	if exec.Scenarios != nil {
 		var sc any
@@ -214,4 +217,25 @@ func (r Resolved) asMap() (map[string]any, error) {
 	}
 	var m map[string]any
 	return m, json.Unmarshal(raw, &m)
+}
+
+// passThroughKeys are options buzzload does not use but shows as given:
+// k6-operator reads `cloud` and `ext.loadimpact` from `inspect`.
+var passThroughKeys = []string{"cloud", "ext"}
+
+// passThrough picks passThroughKeys from the JSON layers, higher last.
+func passThrough(layers ...json.RawMessage) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for _, raw := range layers {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		for _, k := range passThroughKeys {
+			if v, ok := m[k]; ok {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
