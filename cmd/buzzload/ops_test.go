@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // These tests run the real binary as an operator would (issue 13):
@@ -387,5 +389,25 @@ func TestGatewayProfilesScenario(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("closed-loop run lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Seeding a deployment checks its operator API too: with a key the relay
+// does not take as its operator's, the run stops before seeding (111) and
+// names the operator API; with the operator's key it seeds and runs.
+func TestPreflightOperatorAPI(t *testing.T) {
+	r := seedRelay(t)
+	path := writeScenario(t, r, "opcheck", false)
+	wrong := nostr.DeriveKeys("not-the-operator", nostr.RoleHuman, 1).SecretHex()
+	code, _, errs := runBin(t, filepath.Dir(path), []string{"TEST_OP_KEY=" + wrong}, "run", "-q", path)
+	if code != ExitUnreachable || !strings.Contains(errs, "preflight: operator API") {
+		t.Errorf("wrong operator key: exit %d, stderr:\n%s", code, errs)
+	}
+	if strings.Contains(errs, wrong) {
+		t.Error("the operator key appears in the output")
+	}
+	code, out, errs := runBin(t, filepath.Dir(path), []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}, "run", "-q", path)
+	if code != 0 {
+		t.Errorf("operator key: exit %d\n%s\n%s", code, out, errs)
 	}
 }
