@@ -59,6 +59,9 @@ type RunConfig struct {
 
 	Stdout, Stderr       io.Writer
 	StdoutTTY, StderrTTY bool
+	// Console, when set, is where text printed while the run goes must be
+	// written so the terminal progress block is not drawn over it.
+	Console *Console
 	// PlainProgressEvery is how often a progress line is appended when
 	// stderr is not a terminal; 0 means every 10 s.
 	PlainProgressEvery time.Duration

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,23 +30,28 @@ func (r *runner) startProgress(ctx context.Context) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	con := r.cfg.Console
+	if con == nil {
+		con = NewConsole(nil)
+	}
 	go func() {
 		defer close(done)
 		t := time.NewTicker(progressInterval)
 		defer t.Stop()
-		drawn := 0
 		draw := func() {
 			// Move back over the previous block, then redraw every line
 			// (k6 draws the same way: a summary line and a bar per scenario).
+			con.mu.Lock()
+			defer con.mu.Unlock()
 			var b strings.Builder
-			if drawn > 0 {
-				fmt.Fprintf(&b, "\x1b[%dA", drawn)
+			if con.drawn > 0 {
+				fmt.Fprintf(&b, "\x1b[%dA", con.drawn)
 			}
 			lines := r.progressBlock()
 			for _, l := range lines {
 				b.WriteString("\r" + l + "\x1b[K\n")
 			}
-			drawn = len(lines)
+			con.drawn = len(lines)
 			fmt.Fprint(r.cfg.Stderr, b.String())
 		}
 		for {
@@ -143,4 +150,35 @@ func (r *runner) summaryLine() string {
 		int(elapsed.Minutes()), elapsed.Seconds()-60*float64(int(elapsed.Minutes())),
 		st.VUsActive, st.VUsInitialized, st.IterationsCompleted, st.IterationsInterrupted)
 	return b.String()
+}
+
+// Console is a writer for text a run prints while the terminal progress
+// block is drawn (the Buzz module's report windows): each write first
+// clears the block, so the text is not drawn over, and the next redraw puts
+// the block below it. Off a terminal, or without progress, it only writes.
+type Console struct {
+	mu    sync.Mutex
+	w     io.Writer
+	drawn int // lines of the progress block on screen below the last write
+}
+
+// NewConsole returns a Console writing to w (nil: nowhere).
+func NewConsole(w io.Writer) *Console {
+	if w == nil {
+		w = io.Discard
+	}
+	return &Console{w: w}
+}
+
+func (c *Console) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.drawn > 0 {
+		// Up over the block and clear to the end of the screen.
+		if _, err := fmt.Fprintf(c.w, "\x1b[%dA\r\x1b[J", c.drawn); err != nil {
+			return 0, err
+		}
+		c.drawn = 0
+	}
+	return c.w.Write(p)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -89,3 +90,41 @@ func TestTerminalProgressRedrawsInPlace(t *testing.T) {
 		t.Fatalf("redraw does not move back over the previous block: %q", out)
 	}
 }
+
+// Text written through the Console while the terminal block is drawn
+// clears the block first, and the next redraw starts below the text instead
+// of moving up into it.
+func TestConsoleWritesAboveTheProgressBlock(t *testing.T) {
+	var buf syncBuf
+	con := NewConsole(&buf)
+	r := &runner{cfg: RunConfig{Stderr: &buf, StderrTTY: true, Console: con}, now: time.Now, runStart: time.Now()}
+	stop := r.startProgress(context.Background())
+	time.Sleep(3 * progressInterval / 2) // after the first draw
+	if _, err := con.Write([]byte("window block\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(progressInterval)
+	stop()
+	out := buf.String()
+	i := strings.Index(out, "window block")
+	if i < 0 {
+		t.Fatalf("no block: %q", out)
+	}
+	before, after := out[:i], out[i:]
+	if !strings.HasSuffix(before, "\x1b[1A\r\x1b[J") {
+		t.Errorf("the block does not clear the progress first: %q", before)
+	}
+	redraw := after[len("window block\n"):]
+	if !strings.HasPrefix(redraw, "\r"+"running (") {
+		t.Errorf("the redraw after the block moves up into it: %q", redraw)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the progress goroutine and the test.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -157,7 +157,8 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	cfg.Control = ctl
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	bopts, err := f.buzz.moduleOptions(f.fs, stdout, func(err error) { cancel(err) })
+	console := engine.NewConsole(stdout) // report windows land above the progress block
+	bopts, err := f.buzz.moduleOptions(f.fs, console, func(err error) { cancel(err) })
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitCode(err)
@@ -175,6 +176,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	cfg.Registry = reg
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
+	cfg.Console = console
 
 	finished := make(chan struct{})
 	defer close(finished)
