@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/thresholds"
 )
 
 // RunStatus is k6's numeric execution state, as GET /v1/status shows it
@@ -246,4 +248,44 @@ func (c *Control) RunTeardown(ctx context.Context) error {
 		return ErrNotLoaded
 	}
 	return r.loadedBundle().RunTeardown(ctx, r.opts.TeardownTimeout, r.setup())
+}
+
+// startTime is when the clock started (zero before), for other goroutines.
+func (r *runner) startTime() time.Time {
+	if t := r.started.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
+
+func (r *runner) setStatus(s RunStatus) {
+	if r.cfg.Control != nil {
+		r.cfg.Control.setStatus(s)
+	}
+}
+
+func (r *runner) evaluator() *thresholds.Evaluator { return r.evRef.Load() }
+
+func (r *runner) loadedBundle() *jshost.Bundle { return r.bundleRef.Load() }
+
+func (r *runner) setup() []byte {
+	r.setupMu.Lock()
+	defer r.setupMu.Unlock()
+	return r.setupData
+}
+
+func (r *runner) setSetup(b []byte) {
+	r.setupMu.Lock()
+	r.setupData = b
+	r.setupMu.Unlock()
+}
+
+// stopFromAPI stops the execution with ErrStoppedByAPI (exit 103).
+func (r *runner) stopFromAPI() {
+	r.mu.Lock()
+	cancel := r.cancelRun
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrStoppedByAPI)
+	}
 }
