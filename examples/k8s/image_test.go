@@ -74,3 +74,41 @@ func write(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// The initializer's exact script in the image, on the TestRun example's
+// script (examples/k8s mounted where the ConfigMap would be): stdout is one
+// JSON document with what the operator reads.
+func TestImageInitializerOnTheExample(t *testing.T) {
+	image(t)
+	here, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := "/tmp/buzz-test.js.archived.tar"
+	script := initializerScript(archive, "k6 archive /test/buzz-test.js -O "+archive+" ")
+	out, errs, code := podmanRun(t, []string{"-v", here + ":/test:ro", "--entrypoint", "sh"}, "-c", script)
+	if code != 0 {
+		t.Fatalf("initializer: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	doc, err := oneJSONDocument(out)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	// buzz-test.toml's peak: 2 × (200 humans + 20 agents) VUs.
+	if v, _ := doc["maxVUs"].(float64); v < 440 {
+		t.Errorf("maxVUs %v:\n%s", doc["maxVUs"], out)
+	}
+	if d, _ := doc["totalDuration"].(string); d == "" {
+		t.Errorf("no totalDuration:\n%s", out)
+	}
+	if _, ok := doc["scenarios"].(map[string]any)["humans"]; !ok {
+		t.Errorf("no humans scenario:\n%s", out)
+	}
+
+	// Without k6 on PATH the script says so and exits 127 (what the
+	// operator reports for an image that is not a k6 image).
+	_, errs, code = podmanRun(t, []string{"--entrypoint", "sh", "-e", "PATH=/bin"}, "-c", script)
+	if code != 127 || !strings.Contains(errs, missingK6) {
+		t.Errorf("no k6: exit %d, stderr %q", code, errs)
+	}
+}
