@@ -41,6 +41,7 @@ func TestPlanMatchesARealRun(t *testing.T) {
 	}{
 		{"local-desktop legacy", "local-desktop.js", "local-desktop.toml", []string{"DESKTOP_MODE=legacy"}},
 		{"local-desktop current", "local-desktop.js", "local-desktop.toml", []string{"DESKTOP_MODE=current"}},
+		{"local-smoke", "local-smoke.js", "local-smoke.toml", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

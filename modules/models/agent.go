@@ -44,8 +44,17 @@ func newAgentState(c *Client, owner string) *agentState {
 	for i, ch := range chans {
 		a.chIDs[i] = c.sc.ChannelID(ch)
 	}
-	sa := c.sc.Agent
-	p := agent.Params{Self: c.keys.PubKey(), Channels: len(chans),
+	a.m = NewAgentModel(c.sc, c.keys.PubKey(), len(chans), c.rng)
+	return a
+}
+
+// NewAgentModel is the turn model of an agent with public key self in
+// channels channels, on the scenario's [agent] rates, drawing from rng (the
+// client's source: NewRand(run_id, g)). modules/plan builds its agents
+// here too, so a plan and a run draw the same turns.
+func NewAgentModel(sc *scenario.Scenario, self string, channels int, rng *rand.Rand) *agent.Model {
+	sa := sc.Agent
+	p := agent.Params{Self: self, Channels: channels,
 		PollEvery: scenario.Secs(sa.QueryIntervalSecs), EventsPerHour: sa.EventsPerHour,
 		PresenceEvery: scenario.Secs(sa.PresenceIntervalSecs), FramesPerHour: sa.ObserverFramesPerHour,
 		TurnsPerHour: sa.Turn.PerHour, TurnMean: scenario.Secs(sa.Turn.MeanSecs), Reads: sa.Turn.Reads,
@@ -53,9 +62,8 @@ func newAgentState(c *Client, owner string) *agentState {
 		Reactions: reactionContents}
 	// The socket side draws from its own source, seeded from the client's,
 	// so its draws do not depend on the HTTP sequence's timing.
-	srng := rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64()))
-	a.m = agent.New(p, c.rng, srng)
-	return a
+	srng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	return agent.New(p, rng, srng)
 }
 
 // step applies ev to the model under the lock.

@@ -27,9 +27,9 @@ type desk struct {
 	connected bool
 	started   bool
 	epochN    int
-	open      int                        // REQs open on the wire
-	roots     []bool                     // seeded roots found, per channel
-	inbox     []timed                    // the relay's answers still to arrive
+	open      int     // REQs open on the wire
+	roots     []bool  // seeded roots found, per channel
+	inbox     []timed // the relay's answers still to arrive
 }
 
 type timed struct {
@@ -93,6 +93,9 @@ func (d *desk) drain(s *sim, now time.Duration) {
 	for len(d.inbox) > 0 && d.inbox[0].at <= now {
 		ev := d.inbox[0].ev
 		d.inbox = d.inbox[1:]
+		if len(d.inbox) == 0 {
+			d.inbox = d.inbox[:0:0] // let the backing array go
+		}
 		if c, ok := ev.(desktop.Connected); ok {
 			if c.Epoch != d.epochN {
 				continue

@@ -55,6 +55,7 @@ func (h *hotAuthor) wake(s *sim, now time.Duration) time.Duration {
 		}
 		if reply {
 			s.httpEvent(models.OpHotReply, kindMessage, h.ch, true)
+			s.channels[h.ch].lastReply = true
 			continue
 		}
 		s.httpCall(models.OpThreadFetch, "POST", "/query", min(100, s.channels[h.ch].stored))

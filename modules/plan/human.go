@@ -70,7 +70,7 @@ func (a *activity) run(s *sim, now time.Duration) (sessionEnd bool) {
 		case models.ActTyping:
 			s.event(20002, int(a.chans[ev.Channel]), false)
 		case models.ActMessage:
-			if ev.Reply && !a.rootsFor[ev.Channel] && s.sc.Shape.ThreadRootsPerChannel >= 0 {
+			if ev.Reply && !a.rootsFor[ev.Channel] {
 				// the generator's own search for the channel's seeded roots: a
 				// REQ closed at EOSE, once per channel (models.Activity.threadRoots)
 				s.req(models.OpHistory, 1, float64(max(s.sc.Shape.ThreadRootsPerChannel, 1)))
@@ -80,6 +80,9 @@ func (a *activity) run(s *sim, now time.Duration) (sessionEnd bool) {
 				}
 			}
 			s.event(kindMessage, int(a.chans[ev.Channel]), true)
+			if ev.Reply && a.rootsFor[ev.Channel] && s.sc.Shape.ThreadRootsPerChannel > 0 {
+				s.channels[a.chans[ev.Channel]].lastReply = true
+			}
 		case models.ActReaction:
 			a.react(s, ev.Channel)
 		}

@@ -206,3 +206,61 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+const agentTOML = `
+run_id = "plan-agents"
+[shape]
+communities = 1
+channels_per_community = 4
+history_messages_per_channel = 10
+thread_roots_per_channel = 1
+thread_depth = 20
+[population]
+humans = 0
+agents = 3
+channels_per_member = 2
+[agent]
+query_interval_secs = 10
+events_per_hour = 0
+observer_frames_per_hour = 0
+presence_interval_secs = 60
+[agent.turn]
+per_hour = 30
+mean_secs = 20
+reads = 2
+typing_secs = 5
+frame_secs = 2
+[[ramp]]
+users = 1
+ramp_secs = 0
+hold_secs = 1800
+`
+
+func TestAgentsRunTheirTurnModel(t *testing.T) {
+	sc := load(t, agentTOML)
+	r := run(t, Config{Scenario: sc, Starts: allAt(sc, 0), Duration: 30 * time.Minute})
+	// polls every 10 s from the start, one HTTP sequence per agent
+	if got := r.Op("http_query").Count; got < 3*180 {
+		t.Errorf("http_query = %v, want at least 3 agents × 180 polls", got)
+	}
+	// each finished turn: one reply, two reactions, two deletions (http_events)
+	// and at least metadata, project, repo and profile reads (turn_context)
+	replies := kindCount(r, "kind 9")
+	if replies < 10 {
+		t.Fatalf("only %v turn replies in 30 minutes at 30 turns/h × 3 agents", replies)
+	}
+	if d, re := kindCount(r, "kind 5"), kindCount(r, "kind 7"); d != re || re < 2*(replies-3) || re > 2*(replies+3) {
+		t.Errorf("%v reactions, %v deletions for %v replies: a turn posts two reactions and removes both", re, d, replies)
+	}
+	// threads have 20 replies, more than the 13 a turn reads, so every
+	// threaded turn adds a /count
+	if find(r.Endpoints, "HTTP POST /count").Count == 0 {
+		t.Errorf("no /count: a thread read that returns all 13 replies is followed by a count")
+	}
+	if got := r.Op("turn_context").Count; got < 4*replies {
+		t.Errorf("turn_context = %v for %v turns: want at least 4 context reads a turn", got, replies)
+	}
+	if kindCount(r, "kind 20002") == 0 || kindCount(r, "kind 24200") == 0 {
+		t.Errorf("a turn's work types and sends frames: kinds %+v", r.Kinds)
+	}
+}

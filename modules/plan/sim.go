@@ -169,6 +169,7 @@ type channelState struct {
 	topLevel           float64 // top-level messages (window paging)
 	perMinute          []float64
 	lastMsg            time.Duration // when the newest message arrived (-1: none)
+	lastReply          bool          // the newest message is a thread reply
 	msgSeq             uint64
 }
 
@@ -351,6 +352,7 @@ func (s *sim) kind(kind int, ch int, timed bool) {
 	}
 	c.msgSeq++
 	c.lastMsg = s.now
+	c.lastReply = false
 	n := float64(c.subscribers)
 	community := ch / s.sc.Shape.ChannelsPerCommunity
 	s.commEvents[community].add(s.now, 1)

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -125,8 +126,8 @@ func clientText(c map[string]int) string {
 // num prints a count or rate with the precision it deserves.
 func num(v float64) string {
 	switch {
-	case v == 0:
-		return "0"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return fmt.Sprintf("%.0f", v)
 	case v >= 1000:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
