@@ -1,11 +1,15 @@
 package extension_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/relay"
 )
 
 // checkAccounting asserts the report's accounting (OpReport's doc): per op
@@ -140,5 +144,171 @@ func TestMidRunAbortInventsNoStep(t *testing.T) {
 	checkAccounting(t, rep)
 	if !strings.Contains(r.stdout, "abort at ") {
 		t.Errorf("the text report does not say where the abort cut:\n%s", r.stdout)
+	}
+}
+
+// settled sums what the report settled for op over every window (each
+// operation started settles once; pending ones settle in a later window).
+func settled(rep *extension.Report, op string) (total, throttled, cutShort int64) {
+	ws := append([]map[string]*extension.OpReport{rep.Shutdown.Ops}, rep.Setup)
+	if rep.Warmup != nil {
+		ws = append(ws, rep.Warmup.Ops)
+	}
+	for _, s := range rep.Steps {
+		ws = append(ws, s.Ops)
+	}
+	for _, m := range ws {
+		if o := m[op]; o != nil {
+			total += o.OK + o.Errors + o.Throttled + o.Abandoned + o.Cut
+			throttled += o.Throttled
+			cutShort += o.Abandoned + o.Cut + o.Unfinished
+		}
+	}
+	return total, throttled, cutShort
+}
+
+// allOps is every op name in the report.
+func allOps(rep *extension.Report) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(m map[string]*extension.OpReport) {
+		for op := range m {
+			if !seen[op] {
+				seen[op] = true
+				out = append(out, op)
+			}
+		}
+	}
+	add(rep.Setup)
+	add(rep.Shutdown.Ops)
+	for _, s := range rep.Steps {
+		add(s.Ops)
+	}
+	return out
+}
+
+// faultSmoke is tinySmoke with one step, so each fault run takes a few
+// seconds; agents stay in unless a case drops them.
+func faultSmoke(mutate func(string) string) string {
+	i := strings.Index(tinySmoke, "[[ramp]]")
+	j := strings.Index(tinySmoke, "[abort]")
+	s := tinySmoke[:i] + "[[ramp]]\nusers = 1\nramp_secs = 1\nhold_secs = 3\n\n" + strings.Replace(tinySmoke[j:], "max_p99_ms = 3000", "max_p99_ms = 60000", 1)
+	if mutate != nil {
+		s = mutate(s)
+	}
+	return s
+}
+
+// Issue 10: under each fault the review ran — EOSE withheld, the relay
+// killed, stalled across the end of the hold, restarted (every connection
+// dropped at once, then back), a 429 storm — every operation is accounted
+// for: per window started + carried = settled + pending, nothing pending
+// after the shutdown, and against the relay's own counters where they
+// match one op for one op (REQs read, throttles answered).
+func TestAccountingUnderFaults(t *testing.T) {
+	humansOnly := func(s string) string { return strings.Replace(s, "agents = 1", "agents = 0", 1) }
+	cases := []struct {
+		name  string
+		toml  func(string) string
+		relay func(*relay.Config)
+		fault func(*relay.Relay)
+		check func(t *testing.T, rep *extension.Report, st relay.Stats)
+	}{
+		{name: "EOSE withheld", toml: humansOnly,
+			fault: func(rl *relay.Relay) { rl.Faults().WithholdEOSE("") },
+			check: func(t *testing.T, rep *extension.Report, st relay.Stats) {
+				// Every REQ the relay read is in the report, as ok, error,
+				// or an EOSE wait abandoned: none vanishes.
+				sub, _, _ := settled(rep, "subscribe_eose")
+				hist, _, _ := settled(rep, "history")
+				if sub+hist != st.REQs {
+					t.Errorf("relay read %d REQs, the report accounts for %d subscribe_eose + %d history", st.REQs, sub, hist)
+				}
+				if sub == 0 {
+					t.Error("no subscribe_eose in the report")
+				}
+			}},
+		{name: "relay killed", fault: func(rl *relay.Relay) {
+			time.AfterFunc(2500*time.Millisecond, func() { _ = rl.Close() })
+		}},
+		{name: "stalled across the end of the hold", fault: func(rl *relay.Relay) {
+			// From a second before the hold ends, every HTTP answer and EOSE
+			// takes 3 s: the agent's poll under way straddles the hold's end.
+			time.AfterFunc(2500*time.Millisecond, func() {
+				rl.Faults().SetHTTPLatency(3 * time.Second)
+				rl.Faults().DelayEOSE("", 3*time.Second)
+			})
+		}, check: func(t *testing.T, rep *extension.Report, _ relay.Stats) {
+			var pending int64
+			for _, o := range rep.Steps[0].Ops {
+				pending += o.Pending
+			}
+			if pending == 0 {
+				t.Error("nothing was in flight at the end of the hold: the stall did not straddle it")
+			}
+		}},
+		{name: "restarted", fault: func(rl *relay.Relay) {
+			time.AfterFunc(2*time.Second, func() {
+				rl.Faults().DropAfterFrames("", 1) // every connection drops at its next frame
+				time.AfterFunc(500*time.Millisecond, func() { rl.Faults().DropAfterFrames("", 0) })
+			})
+		}, check: func(t *testing.T, rep *extension.Report, st relay.Stats) {
+			if c := rep.Steps[0].Ops["connect"]; c == nil || c.Started <= 4 || st.ConnectionsTotal <= 4 {
+				t.Errorf("connect %+v, relay connections %d: the clients did not reconnect after the drop", c, st.ConnectionsTotal)
+			}
+		}},
+		{name: "429 storm",
+			toml: func(s string) string {
+				s = strings.Replace(s, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
+				return strings.Replace(s, "thread_roots_per_channel = 1", "thread_roots_per_channel = 0", 1)
+			},
+			// 2 a minute: each seeding owner creates two channels unthrottled.
+			relay: func(c *relay.Config) {
+				c.RateLimit = true
+				c.HumanMessagesPerMin, c.AgentMessagesPerMin = 2, 2
+				c.WSFramesPerWindow = 4 // EVENT/REQ/COUNT frames per window and key: most are refused
+			},
+			check: func(t *testing.T, rep *extension.Report, st relay.Stats) {
+				var thr, cutShort int64
+				for _, op := range allOps(rep) {
+					_, th, cs := settled(rep, op)
+					thr += th
+					cutShort += cs
+				}
+				// A throttle the relay sent is in the report as throttled, or
+				// its operation was cut short before the answer was read.
+				if thr > st.Throttled || st.Throttled > thr+cutShort {
+					t.Errorf("relay throttled %d, the report %d (+ %d cut short)", st.Throttled, thr, cutShort)
+				}
+				if len(rep.Warnings) == 0 {
+					t.Errorf("no warning though the relay throttled most of what was stored")
+				}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var rl *relay.Relay
+			toml := faultSmoke(c.toml)
+			src, err := os.ReadFile(filepath.Join("..", "scenarios", "local-smoke.js"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := runInline(t, t.TempDir(), string(src), "local-smoke.toml", toml, c.relay, func(x *relay.Relay) {
+				rl = x
+				if c.fault != nil {
+					c.fault(x)
+				}
+			}, nil)
+			if r.res.ExitCode == 0 && c.name == "relay killed" {
+				t.Error("a run whose relay was killed passed")
+			}
+			checkAccounting(t, r.report)
+			if c.check != nil {
+				c.check(t, r.report, rl.Stats())
+			}
+			if t.Failed() {
+				r.dump(t)
+			}
+		})
 	}
 }

@@ -434,7 +434,8 @@ func (s *session) stopped() bool {
 
 // settle waits for in-flight operations (bounded by the grace), then
 // closes conn (if any). Subscriptions still waiting for EOSE are closed
-// first, so their waits are abandoned, not recorded.
+// first, so their waits are abandoned and recorded as pending ("closed
+// before EOSE"): the report's abandoned column accounts for them.
 func (s *session) settle(conn *relayclient.Conn, subs []*relayclient.Sub) {
 	s.inflight.wait(s.opCtx)
 	for _, sub := range subs {
@@ -510,7 +511,9 @@ func (s *stopSink) Record(r relayclient.Result) {
 	case s.aborted.Load() && cutShort && !strings.HasPrefix(r.Error, CutByAbort):
 		r.Outcome = relayclient.OutcomePending
 		r.Error = CutByAbort + r.Error
-	case s.stopped.Load() && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop"):
+	case s.stopped.Load() && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop") && r.Error != relayclient.ClosedBeforeEOSE:
+		// An EOSE wait the session closed is abandoned, not unfinished:
+		// buzz-LOADGEN "Abort" abandons EOSE waits at the stop.
 		r.Outcome = relayclient.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}

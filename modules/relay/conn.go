@@ -499,6 +499,7 @@ func (k *conn) handle(data []byte) {
 	case "EVENT":
 		k.handleEvent(msg)
 	case "REQ":
+		k.r.stats.reqs.Add(1)
 		k.handleReq(msg, false)
 	case "COUNT":
 		k.handleReq(msg, true)

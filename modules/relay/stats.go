@@ -18,11 +18,13 @@ type Stats struct {
 	SlowConsumers     int64 // connections dropped as slow consumers
 	HTTPRequests      int64 // bridge and /buzz/v1 requests
 	HTTPAuthFailed    int64 // NIP-98 refusals (401)
+	REQs              int64 // REQ frames read (whatever the answer)
 }
 
 type counters struct {
 	connsTotal, authOK, authFailed, accepted, rejected, throttled atomic.Int64
 	deliveries, dropped, slow, httpRequests, httpAuthFailed       atomic.Int64
+	reqs                                                          atomic.Int64
 }
 
 // Stats returns the current counters.
@@ -34,6 +36,7 @@ func (r *Relay) Stats() Stats {
 		EventsAccepted: c.accepted.Load(), EventsRejected: c.rejected.Load(), Throttled: c.throttled.Load(),
 		Deliveries: c.deliveries.Load(), DroppedDeliveries: c.dropped.Load(), SlowConsumers: c.slow.Load(),
 		HTTPRequests: c.httpRequests.Load(), HTTPAuthFailed: c.httpAuthFailed.Load(),
+		REQs: c.reqs.Load(),
 	}
 }
 

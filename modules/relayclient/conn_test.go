@@ -694,7 +694,9 @@ func TestOurCloseThenClosedEmptyIsNotAnError(t *testing.T) {
 	}
 }
 
-func TestCloseBeforeEOSESettlesPendingWithoutRecording(t *testing.T) {
+// Closing a subscription before its EOSE settles it as pending and records
+// it once (it used to vanish from the report).
+func TestCloseBeforeEOSESettlesPendingAndRecordsIt(t *testing.T) {
 	fr := newFakeRelay(t, func(fr *fakeRelay) {
 		fr.onFrame = func(*fakeConn, string, []json.RawMessage) {}
 	})
@@ -705,12 +707,16 @@ func TestCloseBeforeEOSESettlesPendingWithoutRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = sub.Close()
+	_ = sub.Close() // idempotent: still one record
 	r, err := sub.Wait(context.Background())
 	if err == nil || r.Outcome != OutcomePending {
 		t.Fatalf("%v %+v", err, r)
 	}
-	if len(sink.Op(OpSubscribeEOSE)) != 0 {
-		t.Fatalf("recorded %+v", sink.Op(OpSubscribeEOSE))
+	c.Close()
+	<-c.Done()
+	got := sink.Op(OpSubscribeEOSE)
+	if len(got) != 1 || got[0].Outcome != OutcomePending || got[0].Error != "closed before EOSE" {
+		t.Fatalf("recorded %+v, want one pending 'closed before EOSE'", got)
 	}
 }
 

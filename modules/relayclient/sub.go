@@ -20,13 +20,17 @@ type SubOptions struct {
 	// live is false for stored events replayed before EOSE.
 	OnEvent func(ev *nostr.Event, at time.Time, live bool)
 	// OnEOSE is called once when the EOSE wait settles: EOSE (ok), CLOSED
-	// before EOSE, the timeout (error), our Close before EOSE (pending, not
+	// before EOSE, the timeout (error), our Close before EOSE (pending,
 	// recorded) or the connection's end.
 	OnEOSE func(r Result)
 	// OnClosed is called when the subscription ends other than by our own
 	// Close: the relay's CLOSED (reason as sent) or the connection's end.
 	OnClosed func(reason string, at time.Time)
 }
+
+// ClosedBeforeEOSE is the Error of an EOSE wait our own Close ended: the
+// wait was abandoned, not failed (its Outcome is pending).
+const ClosedBeforeEOSE = "closed before EOSE"
 
 // Sub is one REQ subscription.
 type Sub struct {
@@ -165,8 +169,9 @@ func (s *Sub) Wait(ctx context.Context) (Result, error) {
 
 // Close sends CLOSE. The relay's answering CLOSED with an empty reason is
 // the normal end, not an error. Closing before EOSE settles the wait as
-// pending without recording it (the caller chose to stop waiting).
-// Idempotent.
+// pending, "closed before EOSE", and records it: the REQ was sent, so the
+// report accounts for it (issue 10: subscriptions a session abandoned
+// vanished from the report). Idempotent.
 func (s *Sub) Close() error {
 	c := s.c
 	c.mu.Lock()
@@ -179,7 +184,7 @@ func (s *Sub) Close() error {
 	c.mu.Unlock()
 	if first {
 		s.settle(Result{Op: s.op, Start: s.start, Duration: time.Since(s.start), Outcome: OutcomePending,
-			Error: "closed before EOSE", BytesSent: s.sent}, false)
+			Error: ClosedBeforeEOSE, BytesSent: s.sent}, true)
 	}
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)

@@ -241,7 +241,7 @@ func (c *Client) Run(stop, grace context.Context) error {
 // connection.
 func (c *Client) shutdown(grace context.Context) {
 	for id, s := range c.subs {
-		s.Close() // an EOSE wait closed before its EOSE is not recorded
+		s.Close() // an EOSE wait closed before its EOSE: stopSink drops it (abandoned at the stop)
 		delete(c.subs, id)
 	}
 	if c.cfg.Drain != nil {
