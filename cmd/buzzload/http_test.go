@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // testHTTPServer is the loopback server the k6/http conformance scripts
@@ -32,6 +34,7 @@ import (
 //	/cookies/set?k=v   sets cookies; /cookies echoes the request's cookies
 //	/basic-auth/{u}/{p}, /digest-auth/{u}/{p}
 //	/close             hijacks and closes the connection (no response)
+//	/ws                a WebSocket echo (subprotocol echo); "close-me" makes it close with 4000
 type testHTTPServer struct {
 	plain, tls *httptest.Server
 	conns      atomic.Int64
@@ -153,6 +156,27 @@ func newTestHTTPServer(t *testing.T) *testHTTPServer {
 			_ = tc.SetLinger(0) // a reset, not a clean close
 		}
 		_ = c.Close()
+	})
+	up := websocket.Upgrader{Subprotocols: []string{"echo"}}
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			mt, b, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			if string(b) == "close-me" {
+				_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4000, "asked to"), time.Now().Add(time.Second))
+				continue
+			}
+			if err := c.WriteMessage(mt, b); err != nil {
+				return
+			}
+		}
 	})
 	count := func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {

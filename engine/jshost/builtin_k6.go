@@ -13,6 +13,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/k6crypto"
 	"github.com/buzzload/buzzload/engine/jshost/k6encoding"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
+	"github.com/buzzload/buzzload/engine/jshost/k6websockets"
 	"github.com/buzzload/buzzload/engine/jshost/textsummary"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -49,6 +50,8 @@ func NewRegistryWith(o RegistryOptions) *jsmodule.Registry {
 	must(r.Register("k6/encoding", k6encoding.Module))
 	must(r.Register("k6/crypto", k6crypto.Module))
 	must(r.Register(textsummary.ImportPath, textsummary.Module))
+	must(r.Register("k6/experimental/websockets", k6websockets.Module))
+	must(r.Register("k6/websockets", k6websockets.Module))
 	return r
 }
 
