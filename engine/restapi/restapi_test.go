@@ -224,6 +224,12 @@ export function handleSummary(data) { return { [__ENV.DIR + "/summary.json"]: JS
 		t.Fatalf("resume: %d", code)
 	}
 	l.waitStatus(func(a map[string]any) bool { return a["running"] == true })
+	// The documents are read while the VUs run (go test -race covers it).
+	for _, p := range []string{"/v1/metrics", "/v1/groups", "/v1/setup"} {
+		if code, _, body := l.do(http.MethodGet, p, ""); code != http.StatusOK {
+			t.Fatalf("GET %s while running: %d %s", p, code, body)
+		}
+	}
 	code, doc, _ := l.do(http.MethodPatch, "/v1/status", stopperBody)
 	if code != http.StatusOK || attrs(doc)["stopped"] != true {
 		t.Fatalf("stop: %d %v", code, doc)
