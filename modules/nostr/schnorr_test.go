@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 )
@@ -125,6 +127,36 @@ func TestSignMatchesBtcec(t *testing.T) {
 	if _, err := DeriveKeys("x", RoleHuman, 0).SignHash(make([]byte, 31)); err == nil {
 		t.Fatal("a 31-byte message was signed")
 	}
+}
+
+// BenchmarkSignRatio alternates btcec's Sign and the prepared signer in one
+// loop, so both see the same load, and reports the median of each (a
+// preempted call does not move a median): ratio is the issue-16 figure
+// (target ≤ 0.55), robust on a shared machine where either time alone moves.
+func BenchmarkSignRatio(b *testing.B) {
+	k := DeriveKeys("bench", RoleHuman, 0)
+	var btc, prep []time.Duration
+	for i := 0; b.Loop(); i++ {
+		msg := sha256.Sum256([]byte(strconv.Itoa(i)))
+		t0 := time.Now()
+		if _, err := schnorr.Sign(k.sk, msg[:], schnorr.FastSign()); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := k.signer.sign(&msg, nil); err != nil {
+			b.Fatal(err)
+		}
+		btc = append(btc, t1.Sub(t0))
+		prep = append(prep, time.Since(t1))
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds())
+	}
+	mb, mp := median(btc), median(prep)
+	b.ReportMetric(mb, "btcec-ns/op")
+	b.ReportMetric(mp, "prepared-ns/op")
+	b.ReportMetric(mp/mb, "ratio")
 }
 
 // BenchmarkSchnorrSign compares the prepared signer with btcec's Sign (the
