@@ -411,3 +411,67 @@ func TestPreflightOperatorAPI(t *testing.T) {
 		t.Errorf("operator key: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// Errors an operator can act on: a relay that allows 2 subscriptions per
+// connection refuses the humans' others, and the summary and the report
+// give each distinct error text per operation with its count, adding up to
+// the operation's errors.
+func TestErrorTextsWithCounts(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	code, out, errs := runBin(t, dir, []string{"BUZZ_MAX_SUBSCRIPTIONS=2"}, "run", "-q", "--report-interval", "0s", "--report", "out.json", "ops-tiny.toml")
+	if code != 99 {
+		t.Fatalf("exit %d, want 99 (subscribe_eose errors)\n%s\n%s", code, out, errs)
+	}
+	if !regexp.MustCompile(`! subscribe_eose: \d+× CLOSED: error: too many subscriptions`).MatchString(out) {
+		t.Errorf("summary lacks the counted error text:\n%s", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Steps []struct {
+			Ops map[string]struct {
+				Errors     int64
+				ErrorTexts []struct {
+					Text  string
+					Count int64
+				} `json:"error_texts"`
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, s := range r.Steps {
+		o := s.Ops["subscribe_eose"]
+		var sum int64
+		for _, e := range o.ErrorTexts {
+			sum += e.Count
+			seen = seen || e.Text == "CLOSED: error: too many subscriptions"
+		}
+		if sum != o.Errors {
+			t.Errorf("subscribe_eose: texts count %d, errors %d", sum, o.Errors)
+		}
+	}
+	if !seen {
+		t.Errorf("no counted text in the report: %s", raw)
+	}
+}
+
+// `run` warns at parse time, naming the key, when the run is shorter than
+// an interval that shapes it.
+func TestRunWarnsAboutIntervalsLongerThanTheRun(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	p := filepath.Join(dir, "ops-tiny.toml")
+	src, _ := os.ReadFile(p)
+	src = []byte(strings.Replace(string(src), "[human]\n", "[human]\nmean_session_secs = 600\n", 1))
+	if err := os.WriteFile(p, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runBin(t, dir, nil, "run", "-q", "--report-interval", "0s", "ops-tiny.toml")
+	if code != 0 || !strings.Contains(errs, "human.mean_session_secs: 600 s is longer than the run (5 s)") {
+		t.Errorf("exit %d, stderr:\n%s\nstdout:\n%s", code, errs, out)
+	}
+}
