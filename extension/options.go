@@ -21,7 +21,9 @@ func OpsOf(k scenario.Kind) []string {
 	case scenario.KindHuman:
 		return append(common, models.OpHistory)
 	case scenario.KindDesktop:
-		return append(append(common, relayclient.OpHTTPQuery), desktop.Ops...)
+		// the shared activity's root search is history; the desktop
+		// client's own seeded-root search is http_query
+		return append(append(common, models.OpHistory, relayclient.OpHTTPQuery), desktop.Ops...)
 	case scenario.KindAgent:
 		return append(common, relayclient.OpHTTPQuery, relayclient.OpHTTPEvents, models.OpTurnContext)
 	case scenario.KindHotAuthor:

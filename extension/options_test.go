@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/models"
+	"github.com/buzzload/buzzload/modules/models/desktop"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -341,5 +343,27 @@ func TestLoadDesktopModeReachesTheReport(t *testing.T) {
 	}
 	if rep := newLoaded(m, parse(t, optsTOML), scenario.Shard{}).BuildReport(nil); rep.DesktopMode != "" {
 		t.Errorf("no desktop humans, yet desktop_mode %q", rep.DesktopMode)
+	}
+}
+
+// A desktop-only scenario's abort thresholds name the ops its humans emit:
+// history (the shared activity's root search on the socket) and http_query
+// (the client's own seeded-root search) beside every desktop_* op. Mutant
+// "the old list without history" fails.
+func TestDesktopOnlyAbortThresholdsNameTheOpsDesktopHumansEmit(t *testing.T) {
+	sc := parse(t, strings.Replace(optsTOML, "[hot_thread]", "[desktop]\nfraction = 1\n[hot_thread]", 1))
+	sc.Population.Agents, sc.HotThread = 0, scenario.HotThread{}
+	o, _ := BuildOptions(sc, scenario.Shard{})
+	for _, op := range append([]string{models.OpHistory, relayclient.OpHTTPQuery, relayclient.OpConnect}, desktop.Ops...) {
+		if len(o.Thresholds["buzz_op_duration{op:"+op+"}"]) == 0 {
+			t.Errorf("no p99 abort threshold for %s", op)
+		}
+	}
+	for key := range o.Thresholds {
+		for _, op := range []string{models.OpTurnContext, models.OpHotReply, relayclient.OpHTTPEvents} {
+			if strings.Contains(key, "{op:"+op+"}") {
+				t.Errorf("threshold %s names an op desktop humans never emit", key)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/models/desktop"
+	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
 // epoch anchors the desktop model's wall clock: offsets in the plan are
@@ -150,7 +151,7 @@ func (d *desk) exec(s *sim, acts []desktop.Action) {
 				d.answer(s, desktop.SubFailed{Sub: sp.ID, At: at})
 				continue
 			}
-			d.answer(s, desktop.EOSE{Sub: sp.ID, At: at, Count: int(n), OnTime: true})
+			d.answer(s, desktop.EOSE{Sub: sp.ID, At: at, Count: int(n)})
 		case desktop.CloseSub:
 			// the model closes only what it opened on this connection
 			if d.open > 0 {
@@ -216,14 +217,13 @@ func (d *desk) read(s *sim, r desktop.Read) bool {
 		}
 		ch := desktop.ThreadChannel(r.Key.Index, len(d.chans))
 		if !d.roots[ch] {
-			call(desktop.OpThreadRoot, 1) // the search for the channel's seeded roots
+			call(relayclient.OpHTTPQuery, 1) // the generator's search for the channel's seeded roots
 			if !ok {
 				return false
 			}
 			d.roots[ch] = true
-		} else {
-			call(desktop.OpThreadRoot, 1) // the root by id
 		}
+		call(desktop.OpThreadRoot, 1) // the app's lookup of the root by id
 		call(desktop.OpThreadWindow, float64(s.sc.Shape.ThreadDepth))
 		return ok
 	}

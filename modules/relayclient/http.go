@@ -259,6 +259,10 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 	res.BytesReceived = int64(len(b))
 	resp.Body = b
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// the caller gave up (a stop) while the body was still coming
+			return end(OutcomePending, fmt.Sprintf("%s: HTTP %d: cancelled while reading the body", what, r.StatusCode), 0)
+		}
 		if ctx.Err() != nil {
 			return end(OutcomeError, fmt.Sprintf("%s: HTTP %d: body not complete within %v", what, r.StatusCode, timeout), 0)
 		}

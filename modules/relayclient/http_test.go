@@ -443,3 +443,33 @@ func TestQueryObjectForSnapshotReads(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// A body that stops coming is an error when the request's timeout ends it,
+// but when the caller gives up (a stop) mid-body the request is abandoned
+// (pending), not "body not complete within". Mutant "every context end
+// during the body is the timeout" fails the second case.
+func TestHTTPBodyCutShortByTimeoutIsAnErrorAndByTheCallerIsAbandoned(t *testing.T) {
+	release := make(chan struct{})
+	fh := newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`[{"id":`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	h := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}})
+	_, r := h.Query(context.Background(), nil, CallOptions{Timeout: 150 * time.Millisecond})
+	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "body not complete within") {
+		t.Errorf("timeout mid-body: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_, r = h.Query(ctx, nil, CallOptions{Timeout: 5 * time.Second})
+	if r.Outcome != OutcomePending || !strings.Contains(r.Error, "cancelled while reading the body") {
+		t.Errorf("cancelled mid-body: %+v", r)
+	}
+}

@@ -176,3 +176,35 @@ func TestLocalRelayOperatorAndCommunityHostMapping(t *testing.T) {
 		t.Fatalf("unmapped host: %v", err)
 	}
 }
+
+// With EOSEGrace the EOSE is judged by its arrival: the wait lasts one
+// more grace for frames that arrived in time but are not yet read, and an
+// EOSE that arrived after EOSETimeout is the timeout all the same. Mutant
+// "an EOSE within the grace is ok" fails the second case.
+func TestEOSEGraceJudgesTheEOSEByItsArrival(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		delay time.Duration
+		want  Outcome
+		text  string
+	}{
+		{"an EOSE before the timeout is ok", 50 * time.Millisecond, OutcomeOK, ""},
+		{"an EOSE after the timeout but within the grace is the timeout", 400 * time.Millisecond, OutcomeError, "arrived after"},
+		{"no EOSE by the timeout plus the grace is the timeout", 3 * time.Second, OutcomeError, "no EOSE within 250ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := startLocalRelay(t, nil)
+			r.Faults().DelayEOSE("g", c.delay)
+			conn, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: nostr.DeriveKeys(t.Name(), "a", 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_, res, _ := conn.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{nostr.KindProfile}, Limit: 1}},
+				SubOptions{ID: "g1", EOSETimeout: 250 * time.Millisecond, EOSEGrace: 500 * time.Millisecond})
+			if res.Outcome != c.want || !strings.Contains(res.Error, c.text) {
+				t.Errorf("%v %q, want %v %q", res.Outcome, res.Error, c.want, c.text)
+			}
+		})
+	}
+}

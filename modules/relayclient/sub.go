@@ -15,6 +15,11 @@ type SubOptions struct {
 	ID          string        // subscription id (1–256 bytes); default generated
 	Op          string        // name of the EOSE wait; default "subscribe_eose"
 	EOSETimeout time.Duration // default Config.EOSETimeout; negative = wait forever
+	// EOSEGrace, when > 0, judges the EOSE by its arrival: the wait lasts
+	// EOSETimeout+EOSEGrace, for frames that arrived in time but were not
+	// yet read when the deadline passed, and an EOSE that arrived after
+	// EOSETimeout is the timeout all the same.
+	EOSEGrace time.Duration
 
 	// OnEvent gets every EVENT for this subscription with its arrival time;
 	// live is false for stored events replayed before EOSE.
@@ -103,7 +108,7 @@ func (c *Conn) Subscribe(filters []Filter, opt SubOptions) (*Sub, error) {
 	}
 	c.subs[opt.ID] = s
 	if opt.EOSETimeout > 0 {
-		s.timer = time.AfterFunc(opt.EOSETimeout-time.Since(start), s.expire)
+		s.timer = time.AfterFunc(opt.EOSETimeout+max(opt.EOSEGrace, 0)-time.Since(start), s.expire)
 	}
 	c.mu.Unlock()
 
@@ -287,7 +292,11 @@ func (c *Conn) onEOSE(f *Frame, at time.Time, n int64, b []byte) {
 	c.mu.Lock()
 	first := s.trySettleLocked()
 	c.mu.Unlock()
-	if first {
+	if first && s.opt.EOSEGrace > 0 && s.opt.EOSETimeout > 0 && at.Sub(s.start) > s.opt.EOSETimeout {
+		s.settle(Result{Op: s.op, Start: s.start, Duration: at.Sub(s.start), Outcome: OutcomeError,
+			Error:     fmt.Sprintf("no EOSE within %v (it arrived after %v)", s.opt.EOSETimeout, at.Sub(s.start).Round(time.Millisecond)),
+			BytesSent: s.sent, BytesReceived: s.recv + n}, true)
+	} else if first {
 		s.settle(Result{Op: s.op, Start: s.start, Duration: at.Sub(s.start), Outcome: OutcomeOK,
 			BytesSent: s.sent, BytesReceived: s.recv + n}, true)
 	} else {

@@ -42,7 +42,10 @@ func BenchmarkModelQuietTick(b *testing.B) {
 	for b.Loop() {
 		at = at.Add(time.Minute)
 		m.Step(Wake{At: at, LastFrame: at})
-		m.lastReplaced, m.lastRoster, m.lastFullRepair = at, at, at // stay under the backstop
+		m.lastRoster, m.lastFullRepair = at, at // stay under the backstop
+		for i := range m.routes {
+			m.routes[i].lastReplaced = at
+		}
 	}
 }
 

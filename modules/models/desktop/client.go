@@ -354,14 +354,17 @@ func (c *Client) open(sp SubSpec) {
 		c.post(SubFailed{Sub: sp.ID, At: time.Now()})
 		return
 	}
-	timeout := c.model.p.EOSETimeout
+	// Frames are judged by arrival: the wait lasts one more timeout for
+	// frames that arrived in time but were not yet read, and the model
+	// judges the EOSE by its arrival (a probe is judged by any frame).
+	timeout, grace := c.model.p.EOSETimeout, c.model.p.EOSETimeout
 	if sp.Probe {
-		timeout = c.model.p.ProbeWindow
+		timeout, grace = c.model.p.ProbeWindow, 0
 	}
 	var replayed atomic.Int64
 	id := sp.ID
 	opt := relayclient.SubOptions{
-		ID: id, Op: sp.Op, EOSETimeout: timeout,
+		ID: id, Op: sp.Op, EOSETimeout: timeout, EOSEGrace: grace,
 		OnEvent: func(ev *nostr.Event, at time.Time, live bool) {
 			if !live {
 				replayed.Add(1)
@@ -373,7 +376,7 @@ func (c *Client) open(sp SubSpec) {
 		OnEOSE: func(r relayclient.Result) {
 			switch r.Outcome {
 			case relayclient.OutcomeOK:
-				c.post(EOSE{Sub: id, At: r.Start.Add(r.Duration), Count: int(replayed.Load()), OnTime: true})
+				c.post(EOSE{Sub: id, At: r.Start.Add(r.Duration), Sent: r.Start, Count: int(replayed.Load())})
 			case relayclient.OutcomePending: // our Close, or the connection's end
 			default:
 				c.post(SubFailed{Sub: id, At: r.Start.Add(r.Duration)})
@@ -464,9 +467,11 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 	return ok, snapOK
 }
 
-// readThread is thread t's root lookup and first page. The first lookup in
-// a channel is the generator's search for its seeded roots (cached); later
-// ones are the app's lookup by id. Without a root no page is read.
+// readThread is thread t's root lookup and first page. Before the first
+// one in a channel the generator searches for its seeded roots (http_query,
+// cached; not an app request); every read then makes the app's lookup of
+// the root by id (desktop_thread_root) and the page
+// (docs/desktop-requests.md §5.13, §5.14). Without a root no page is read.
 func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
 	n := len(ident.Channels)
 	ch := ThreadChannel(t, n)
@@ -474,14 +479,13 @@ func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
 	c.mu.Lock()
 	roots, known := c.roots[ch]
 	c.mu.Unlock()
-	var ok bool
 	if !known {
 		var found []string
 		f := RootSearchFilter(chID)
 		if c.cfg.RootMarker != "" {
 			f = MarkedRootSearchFilter(chID, c.cfg.RootMarker)
 		}
-		ok = c.query(ctx, OpThreadRoot, []relayclient.Filter{f}, eventsCheck(func(evs []nostr.Event) error {
+		ok := c.query(ctx, relayclient.OpHTTPQuery, []relayclient.Filter{f}, eventsCheck(func(evs []nostr.Event) error {
 			if c.cfg.RootMarker != "" {
 				found = scenario.MarkedRoots(evs, c.cfg.RootMarker)
 			} else if r := PickRoot(evs); r != "" {
@@ -496,18 +500,13 @@ func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
 		c.mu.Lock()
 		c.roots[ch] = roots
 		c.mu.Unlock()
-		if len(roots) == 0 {
-			return true
-		}
 	}
 	if len(roots) == 0 {
 		return true
 	}
 	root := roots[(t/n)%len(roots)]
-	if known {
-		if ok = c.query(ctx, OpThreadRoot, []relayclient.Filter{RootLookupFilter(chID, root)}, eventsCheck(nil)); !ok {
-			return false
-		}
+	if !c.query(ctx, OpThreadRoot, []relayclient.Filter{RootLookupFilter(chID, root)}, eventsCheck(nil)) {
+		return false
 	}
 	return c.query(ctx, OpThreadWindow, []relayclient.Filter{ThreadPageFilter(chID, root)}, eventsCheck(nil))
 }

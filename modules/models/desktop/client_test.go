@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,13 +103,13 @@ func (e *e2e) stop() {
 	}
 }
 
-// counts are the desktop ops recorded so far by outcome "ok" (errors are
-// counted under op+" error").
+// counts are the desktop ops and the generator's own http_query (its
+// seeded-root search) recorded so far by outcome "ok" (errors are counted
+// under op+" error").
 func (e *e2e) counts() map[string]int {
-
 	out := map[string]int{}
 	for _, r := range e.sink.Results() {
-		if len(r.Op) < 8 || r.Op[:8] != "desktop_" {
+		if !strings.HasPrefix(r.Op, "desktop_") && r.Op != relayclient.OpHTTPQuery {
 			continue
 		}
 		k := r.Op
@@ -152,7 +153,9 @@ func (e *e2e) want(got, want map[string]int) {
 func coldStartOps(live, replay int) map[string]int {
 	m := map[string]int{
 		OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1, OpStatuses: 1, OpEmoji: 1,
-		OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1,
+		OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 3, OpNotices: 3, OpThreadWindow: 1,
+		// the generator's search for the seeded root, then the app's lookup by id
+		relayclient.OpHTTPQuery: 1, OpThreadRoot: 1,
 	}
 	if replay > 0 {
 		m[OpReplayEOSE] = replay

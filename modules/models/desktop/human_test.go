@@ -182,7 +182,7 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 				// then one older page that exhausts history
 				want := map[string]int{OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1,
 					OpStatuses: 1, OpEmoji: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 6, OpNotices: 3,
-					OpThreadRoot: 1, OpThreadWindow: 1}
+					relayclient.OpHTTPQuery: 1, OpThreadRoot: 1, OpThreadWindow: 1} // the marked-root search, then the lookup by id
 				if replay > 0 {
 					want[OpReplayEOSE] = replay
 				}

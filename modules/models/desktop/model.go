@@ -33,18 +33,20 @@ type Disconnected struct {
 }
 
 // EOSE says subscription Sub's EOSE arrived at At after Count replayed
-// events. An EOSE that arrived after its deadline is a timeout, unless
-// OnTime says the relay client already judged it in time (its clock starts
-// at the actual send, a little after the model's).
+// events. It is judged by arrival: an EOSE that arrived more than
+// EOSETimeout after the REQ went out is a timeout, however long it waited
+// to be read. Sent is when the REQ actually went out (the driver's clock,
+// a little after the model asked); zero means when the model asked.
 type EOSE struct {
-	Sub    string
-	At     time.Time
-	Count  int
-	OnTime bool
+	Sub   string
+	At    time.Time
+	Count int
+	Sent  time.Time
 }
 
-// SubFailed says subscription Sub will not reach EOSE: its deadline passed
-// or the relay closed it first.
+// SubFailed says subscription Sub will not reach EOSE: no EOSE came within
+// its deadline and one more timeout (the wait for frames that arrived in
+// time but were not yet read), or the relay closed it first.
 type SubFailed struct {
 	Sub string
 	At  time.Time
@@ -183,6 +185,7 @@ type routeState struct {
 	sub          string
 	replacing    string
 	since        int64
+	lastReplaced time.Time // its kept-open subscription's last (re)placement: the backstop counts from it
 }
 
 // Model is the desktop client's decisions as a state machine: Step takes
@@ -217,9 +220,9 @@ type Model struct {
 	probeAt               time.Time
 
 	// current-mode backstops and debts
-	lastReplaced, lastRoster, lastFullRepair time.Time
-	rosterOwed, repairOwed, snapshotOwed     bool
-	profileOwed                              [3]bool // profiles, statuses, emoji
+	lastRoster, lastFullRepair           time.Time
+	rosterOwed, repairOwed, snapshotOwed bool
+	profileOwed                          [3]bool // profiles, statuses, emoji
 }
 
 // NewModel returns the model of one client. It does nothing until Start.
@@ -411,13 +414,13 @@ func (m *Model) connected(at time.Time) {
 		r.prevCaughtUp, r.caughtUp = r.caughtUp, false
 		r.settled, r.held, r.replacing = false, false, ""
 		r.since = m.since
+		r.lastReplaced = at
 		if m.carry && r.cutAtOpen() {
 			m.carry = false
 		}
 		r.sub = m.open(SubSpec{Op: r.Kind.Op(), Route: r.Kind, Channels: r.Channels, Since: m.since,
 			LiveOnly: !r.Kind.Replays()}, i, rolePrimary, "")
 	}
-	m.lastReplaced = at
 	cold := m.kind == connCold
 	if m.p.Mode == ModeLegacy {
 		// legacy makes every read as it connects (names and sidebar on a
@@ -496,7 +499,11 @@ func (m *Model) eose(e EOSE) {
 		return
 	}
 	m.noteFrame(e.At)
-	if !e.OnTime && rec.role != roleProbe && e.At.After(rec.sentAt.Add(m.p.EOSETimeout)) {
+	sent := rec.sentAt
+	if !e.Sent.IsZero() {
+		sent = e.Sent
+	}
+	if rec.role != roleProbe && e.At.After(sent.Add(m.p.EOSETimeout)) {
 		// judged by arrival: an EOSE after its deadline is a timeout
 		m.subFailed(e.Sub, e.At)
 		return
@@ -511,7 +518,7 @@ func (m *Model) eose(e EOSE) {
 		m.emit(CloseSub{ID: rec.replaces}) // new REQ first, then CLOSE of the old
 		delete(m.subs, rec.replaces)
 		r.sub, r.replacing = e.Sub, ""
-		m.lastReplaced = e.At
+		r.lastReplaced = e.At
 	case rolePrimary:
 		m.routeCaughtUp(rec.route, e.Count, e.At)
 	}
@@ -731,15 +738,16 @@ func (m *Model) tick(at time.Time) {
 		m.probe = m.open(SubSpec{Op: OpProbe, Route: RouteMembership, Since: at.Unix(), LiveOnly: true, Probe: true}, -1, roleProbe, "")
 	}
 	if m.p.Mode == ModeLegacy {
-		m.replaceChannels()
+		m.replaceChannels(func(*routeState) bool { return true })
 		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
 		m.repair(true, at)
 		return
 	}
 	due := func(last time.Time) bool { return last.IsZero() || at.Sub(last) >= m.p.Backstop }
-	if due(m.lastReplaced) {
-		m.replaceChannels()
-	}
+	// Each route counts its backstop from its own last replacement, so one
+	// that missed its EOSE retries at the next tick even when a sibling's
+	// succeeded.
+	m.replaceChannels(func(r *routeState) bool { return due(r.lastReplaced) })
 	if m.rosterOwed || due(m.lastRoster) {
 		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
 	}
@@ -751,13 +759,13 @@ func (m *Model) tick(at time.Time) {
 	}
 }
 
-// replaceChannels replaces every kept-open channel subscription by a
-// live-only REQ of the same channels and since; the old one is closed when
-// the new one reaches EOSE.
-func (m *Model) replaceChannels() {
+// replaceChannels replaces each kept-open channel subscription that is
+// due by a live-only REQ of the same channels and since; the old one is
+// closed when the new one reaches EOSE.
+func (m *Model) replaceChannels(due func(*routeState) bool) {
 	for i := range m.routes {
 		r := &m.routes[i]
-		if (r.Kind != RouteBatch && r.Kind != RouteLive) || !r.settled || r.sub == "" || r.replacing != "" {
+		if (r.Kind != RouteBatch && r.Kind != RouteLive) || !r.settled || r.sub == "" || r.replacing != "" || !due(r) {
 			continue
 		}
 		r.replacing = m.open(SubSpec{Op: OpLiveEOSE, Route: r.Kind, Channels: r.Channels, Since: r.since, LiveOnly: true}, i, roleReplacement, r.sub)
