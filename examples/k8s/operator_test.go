@@ -412,8 +412,10 @@ func (p pods) podmanArgs(name, entrypoint string, env ...string) []string {
 func (p pods) initializer(script string) (int, string, string) {
 	if p.image {
 		podman, _ := exec.LookPath("podman")
-		return run(p.t, 2*time.Minute, os.Environ(), podman, append(p.podmanArgs("buzzload-test-init", "sh"), "-c", script)...)
+		return run(p.t, 2*time.Minute, os.Environ(), podman, append(p.podmanArgs(fmt.Sprintf("buzzload-test-init-%d", os.Getpid()), "sh"), "-c", script)...)
 	}
+	// The script's log file; removed after the test (no other pod here).
+	p.t.Cleanup(func() { os.Remove("/tmp/k6logs") })
 	return run(p.t, 2*time.Minute, testEnv(p.bin), "/bin/sh", "sh", "-c", script)
 }
 
