@@ -262,8 +262,10 @@ func (c *client) roundTrip(ctx context.Context, s *spec, method string, u *url.U
 	if s.host != "" {
 		req.Host = s.host
 	}
-	if req.Header.Get("User-Agent") == "" && c.set.userAgent != "" {
-		req.Header.Set("User-Agent", c.set.userAgent)
+	if _, set := req.Header["User-Agent"]; !set {
+		// An empty userAgent sends none (net/http's own default would
+		// otherwise go out).
+		req.Header["User-Agent"] = []string{c.set.userAgent}
 	}
 	if u.User != nil && authz == "" && s.auth != "digest" {
 		pw, _ := u.User.Password()
