@@ -73,6 +73,7 @@ func ExitCode(err error) int {
 	return ExitGeneric
 }
 
-// OptionsError is the config error (exit 104) under the name the CLI
-// and the outputs have used: the same type, not a second one.
+// OptionsError is configerr.Error under its former name, the same type.
+//
+// Deprecated: use configerr.Error (configerr.New).
 type OptionsError = configerr.Error

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/configerr"
 )
 
 func TestParseOptionsJSON(t *testing.T) {
@@ -112,7 +114,7 @@ func TestScriptEnv(t *testing.T) {
 }
 
 func TestExitCodeMapping(t *testing.T) {
-	if ExitCode(nil) != 0 || ExitCode(&OptionsError{Err: errString("x")}) != 104 ||
+	if ExitCode(nil) != 0 || ExitCode(configerr.New(errString("x"))) != 104 ||
 		ExitCode(&RunError{Code: 42, Err: errString("x")}) != 42 || ExitCode(errString("plain")) != 255 {
 		t.Fatal("exit code mapping broken")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/archive"
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
@@ -226,7 +227,7 @@ func lookupFrom(environ []string) func(string) (string, bool) {
 }
 
 func optErr(format string, a ...any) error {
-	return &engine.OptionsError{Err: fmt.Errorf(format, a...)}
+	return configerr.New(fmt.Errorf(format, a...))
 }
 
 // buildRunConfig merges flags and K6_* variables into a RunConfig; flags win
