@@ -49,6 +49,7 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	failRate := fs.Float64("fail-rate", 0, "share of replays and HTTP reads that fail (0..1)")
 	latency := fs.Duration("latency", 0, "every answer's delay")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	shards := fs.Int("shards", 0, "split the clients over this many simulations side by side (default: 2 from 20,000 clients with one mode, else 1)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n%s%s", err, planUsage, fs.FlagUsages())
@@ -90,6 +91,10 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 		c := *sc
 		c.Desktop.Mode = m
 		cfg := planConfig(&c, *failRate, *latency)
+		cfg.Shards = *shards
+		if cfg.Shards == 0 {
+			cfg.Shards = autoShards(cfg, len(modes))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -116,6 +121,20 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	plan.WriteText(env.Stdout, results...)
 	return 0
+}
+
+// autoShards splits a large population over two simulations when only one
+// mode runs (two modes already fill two cores). It does not depend on the
+// machine, so a plan gives the same numbers everywhere.
+func autoShards(cfg plan.Config, modes int) int {
+	n := 0
+	for _, s := range cfg.Starts {
+		n += len(s)
+	}
+	if n >= 20000 && modes == 1 {
+		return 2
+	}
+	return 1
 }
 
 // reshapeRamp replaces the scenario's ramp by one held step when --users

@@ -127,7 +127,7 @@ func (b *bot) request(s *sim, now time.Duration, a agent.Action) agent.Event {
 	case agent.Reply:
 		s.httpEvent(relayclient.OpHTTPEvents, kindMessage, int(b.chans[a.Channel]), true)
 		if a.Root != "" {
-			s.channels[b.chans[a.Channel]].lastReply = true
+			s.markReply(b.chans[a.Channel])
 		}
 		return agent.Done{At: at, OK: !s.failed()}
 	case agent.FindReactions:

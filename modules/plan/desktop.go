@@ -193,7 +193,7 @@ func (d *desk) read(s *sim, r desktop.Read) bool {
 	switch r.Key.Kind {
 	case desktop.ReadWindow:
 		ch := d.chans[desktop.WindowChannel(r.Key.Index)]
-		top := s.channels[ch].topLevel
+		top := s.topLevel(ch)
 		call(desktop.OpWindow, min(top, desktop.WindowHeadLimit))
 		seen := float64(desktop.WindowHeadLimit)
 		for page := 0; ok && top > seen && page < desktop.MaxOlderPages; page++ {

@@ -55,10 +55,10 @@ func (h *hotAuthor) wake(s *sim, now time.Duration) time.Duration {
 		}
 		if reply {
 			s.httpEvent(models.OpHotReply, kindMessage, h.ch, true)
-			s.channels[h.ch].lastReply = true
+			s.markReply(int32(h.ch))
 			continue
 		}
-		s.httpCall(models.OpThreadFetch, "POST", "/query", min(100, s.channels[h.ch].stored))
+		s.httpCall(models.OpThreadFetch, "POST", "/query", min(100, s.storedSince(h.ch, 0)))
 	}
 	return min(h.nextReply, h.nextFetch)
 }

@@ -81,7 +81,7 @@ func (a *activity) run(s *sim, now time.Duration) (sessionEnd bool) {
 			}
 			s.event(kindMessage, int(a.chans[ev.Channel]), true)
 			if ev.Reply && a.rootsFor[ev.Channel] && s.sc.Shape.ThreadRootsPerChannel > 0 {
-				s.channels[a.chans[ev.Channel]].lastReply = true
+				s.markReply(a.chans[ev.Channel])
 			}
 		case models.ActReaction:
 			a.react(s, ev.Channel)
@@ -176,7 +176,7 @@ func (h *human) session(s *sim, now time.Duration) {
 	s.subscribe(h.chans, 1)
 	if n := s.sc.Human.HistoryLimit; n > 0 {
 		for _, c := range h.chans {
-			s.req(models.OpHistory, 1, min(float64(n), s.channels[c].stored))
+			s.req(models.OpHistory, 1, min(float64(n), s.storedSince(int(c), 0)))
 			s.close()
 		}
 	}

@@ -64,9 +64,14 @@ func (r *Result) Op(name string) Rate {
 
 // Run simulates cfg's clients and returns what the relay would see.
 func Run(cfg Config) (*Result, error) {
-	s, err := newSim(cfg)
-	if err != nil {
-		return nil, err
+	n := max(cfg.Shards, 1)
+	sims := make([]*sim, n)
+	for i := range sims {
+		s, err := newSim(cfg)
+		if err != nil {
+			return nil, err
+		}
+		sims[i] = s
 	}
 	sc := cfg.Scenario
 	users := sc.PeakUsers()
@@ -74,12 +79,15 @@ func Run(cfg Config) (*Result, error) {
 	if res.Mode == "" {
 		res.Mode = scenario.ModeCurrent
 	}
+	next := 0 // clients are dealt to the shards in turn
 	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
 		starts := cfg.Starts[k]
-		for n, g := range sc.Clients(k, users, scenario.Shard{}) {
-			if n >= len(starts) || starts[n] >= cfg.Duration {
+		for i, g := range sc.Clients(k, users, scenario.Shard{}) {
+			if i >= len(starts) || starts[i] >= cfg.Duration {
 				break
 			}
+			s := sims[next%n]
+			next++
 			a, err := s.newActor(k, g, users)
 			if err != nil {
 				return nil, err
@@ -88,11 +96,11 @@ func Run(cfg Config) (*Result, error) {
 				s.channels[s.dense(c)].members++
 			}
 			res.Clients[k.String()]++
-			s.add(a, starts[n])
+			s.add(a, starts[i])
 		}
 	}
-	s.run()
-	s.result(res)
+	runShards(sims)
+	merge(sims).result(res)
 	return res, nil
 }
 

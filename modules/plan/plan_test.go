@@ -264,3 +264,38 @@ func TestAgentsRunTheirTurnModel(t *testing.T) {
 		t.Errorf("a turn's work types and sends frames: kinds %+v", r.Kinds)
 	}
 }
+
+func TestShardedSimulationCountsWhatOneDoes(t *testing.T) {
+	sc := load(t, strings.Replace(oneChannel, "mean_session_secs = 0", "mean_session_secs = 120", 1))
+	starts := allAt(sc, 0)
+	for i := range starts[scenario.KindHuman] {
+		starts[scenario.KindHuman][i] = time.Duration(i) * 7 * time.Second
+	}
+	one := run(t, Config{Scenario: sc, Starts: starts, Duration: 10 * time.Minute})
+	two := run(t, Config{Scenario: sc, Starts: starts, Duration: 10 * time.Minute, Shards: 2})
+	for _, op := range one.Ops {
+		if got := two.Op(op.Name).Count; got != op.Count {
+			t.Errorf("%s: %v in two shards, %v in one", op.Name, got, op.Count)
+		}
+	}
+	if one.Op("deliver").Count == 0 || one.Deliveries != two.Deliveries {
+		t.Errorf("deliveries: one %+v, two %+v", one.Deliveries, two.Deliveries)
+	}
+	if one.Connections != two.Connections || one.Subscriptions != two.Subscriptions {
+		t.Errorf("levels: one %+v %+v, two %+v %+v", one.Connections, one.Subscriptions, two.Connections, two.Subscriptions)
+	}
+	if one.Largest != two.Largest {
+		t.Errorf("largest channel: one %+v, two %+v", one.Largest, two.Largest)
+	}
+}
+
+func TestShardedDesktopsStayClose(t *testing.T) {
+	sc := load(t, desktopTOML)
+	one := run(t, Config{Scenario: sc, Starts: allAt(sc, 0), Duration: 30 * time.Minute})
+	two := run(t, Config{Scenario: sc, Starts: allAt(sc, 0), Duration: 30 * time.Minute, Shards: 2})
+	for _, op := range one.Ops {
+		if got := two.Op(op.Name).Count; math.Abs(got-op.Count) > 0.02*op.Count+1 {
+			t.Errorf("%s: %v in two shards, %v in one", op.Name, got, op.Count)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Config struct {
 	// Latency is every answer's delay.
 	FailRate float64
 	Latency  time.Duration
+	// Shards, above 1, splits the clients over that many simulations run
+	// side by side and merged (merge.go says what that approximates).
+	Shards int
 }
 
 func (c *Config) validate() error {
@@ -39,6 +42,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("plan: failure rate %v is outside [0, 1]", c.FailRate)
 	case c.Latency < 0:
 		return fmt.Errorf("plan: latency %v must not be negative", c.Latency)
+	case c.Shards < 0:
+		return fmt.Errorf("plan: %d shards", c.Shards)
 	}
 	return nil
 }
@@ -132,6 +137,7 @@ type sim struct {
 	// limit, and the union of the set's members is the same for each).
 	coMembers map[coKey]int
 	slots     []string // shared placeholder channel ids (desk)
+	shards    int      // 1, or how many simulations split the clients (merge.go)
 }
 
 type coKey struct {
@@ -165,12 +171,18 @@ type channelState struct {
 	events, deliveries counter
 	subscribers        int32   // connected clients receiving the channel's live events
 	members            int32   // clients of the simulated population in it
-	stored             float64 // events the relay holds for the channel (seeded + run)
-	topLevel           float64 // top-level messages (window paging)
+	seeded             float64 // events the seed stored before the run
+	seededTop          float64 // ...of them top-level messages (window paging)
+	stored             float64 // events stored during the run (this shard's)
+	topLevel           float64 // ...of them top-level messages
 	perMinute          []float64
-	lastMsg            time.Duration // when the newest message arrived (-1: none)
-	lastReply          bool          // the newest message is a thread reply
-	msgSeq             uint64
+	// In a sharded simulation, the live-audience changes and messages, for
+	// the fan-out across shards (merge.go).
+	deltas    []audienceDelta
+	msgs      []message
+	lastMsg   time.Duration // when the newest message arrived (-1: none)
+	lastReply bool          // the newest message is a thread reply
+	msgSeq    uint64
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -178,7 +190,8 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, err
 	}
 	sc := cfg.Scenario
-	s := &sim{cfg: cfg, sc: sc, t: newTally(), coMembers: map[coKey]int{}}
+	s := &sim{cfg: cfg, sc: sc, t: newTally(), coMembers: map[coKey]int{}, shards: max(cfg.Shards, 1)}
+	s.conns.logOn, s.reqs.logOn = s.shards > 1, s.shards > 1
 	a, b := models.SeedFor(sc.RunID, -1)
 	s.fail = rand.New(rand.NewPCG(a, b))
 	s.sizes = measureSizes(sc)
@@ -191,15 +204,15 @@ func newSim(cfg Config) (*sim, error) {
 		out: s.t.counter("bytes", "client→relay"), in: s.t.counter("bytes", "relay→client"), kinds: map[int]*counter{}}
 	seeded := float64(sc.Shape.HistoryMessagesPerChannel + sc.Shape.ThreadRootsPerChannel*(1+sc.Shape.ThreadDepth))
 	for i := range s.channels {
-		s.channels[i] = channelState{stored: seeded, topLevel: float64(sc.Shape.HistoryMessagesPerChannel + sc.Shape.ThreadRootsPerChannel), lastMsg: -1}
+		s.channels[i] = channelState{seeded: seeded, seededTop: float64(sc.Shape.HistoryMessagesPerChannel + sc.Shape.ThreadRootsPerChannel), lastMsg: -1}
 		if seeded > 0 {
 			s.channels[i].lastMsg = 0
 		}
 	}
 	if sc.HotThreadEnabled() {
 		hc := s.dense(sc.HotThreadChannel())
-		s.channels[hc].stored += float64(sc.HotThread.SeedReplies + 1)
-		s.channels[hc].topLevel++
+		s.channels[hc].seeded += float64(sc.HotThread.SeedReplies + 1)
+		s.channels[hc].seededTop++
 	}
 	return s, nil
 }
@@ -353,6 +366,10 @@ func (s *sim) kind(kind int, ch int, timed bool) {
 	c.msgSeq++
 	c.lastMsg = s.now
 	c.lastReply = false
+	c.topLevel++ // a reply takes it back (lastReply)
+	if s.shards > 1 {
+		c.msgs = append(c.msgs, message{at: s.now, timed: timed})
+	}
 	n := float64(c.subscribers)
 	community := ch / s.sc.Shape.ChannelsPerCommunity
 	s.commEvents[community].add(s.now, 1)
@@ -370,24 +387,43 @@ func (s *sim) kind(kind int, ch int, timed bool) {
 }
 
 // storedSince is how many stored events of channel ch are newer than
-// offset since (seeded events count from the start).
+// offset since: the seed's when since is before the run, and the run's
+// from the whole minutes after since. In a sharded simulation each shard
+// stores only its own clients' events, so the run's part is scaled up.
 func (s *sim) storedSince(ch int, since time.Duration) float64 {
 	c := &s.channels[ch]
-	if since <= 0 {
-		return c.stored
-	}
 	n := c.stored
 	for m, v := range c.perMinute {
 		if time.Duration(m+1)*time.Minute <= since {
 			n -= v
 		}
 	}
-	return max(n, 0)
+	n = max(n, 0) * float64(s.shards)
+	if since <= 0 {
+		n += c.seeded
+	}
+	return n
+}
+
+// topLevel is how many top-level messages channel ch holds.
+func (s *sim) topLevel(ch int32) float64 {
+	c := &s.channels[ch]
+	return c.seededTop + c.topLevel*float64(s.shards)
+}
+
+// markReply notes that the newest message of ch is a thread reply.
+func (s *sim) markReply(ch int32) {
+	c := &s.channels[ch]
+	c.lastReply = true
+	c.topLevel--
 }
 
 // subscribe adds or removes a client from the live audience of channels.
 func (s *sim) subscribe(chs []int32, d int32) {
 	for _, c := range chs {
 		s.channels[c].subscribers += d
+		if s.shards > 1 {
+			s.channels[c].deltas = append(s.channels[c].deltas, audienceDelta{at: s.now, d: d})
+		}
 	}
 }

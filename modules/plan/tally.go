@@ -40,6 +40,15 @@ type gauge struct {
 	level, peak float64
 	since       time.Duration
 	area        float64 // ∫ level dt, in level·ns
+	// log, when on, keeps every change, so the gauges of several shards
+	// can be summed exactly (merge.go).
+	logOn bool
+	log   []gaugeDelta
+}
+
+type gaugeDelta struct {
+	at time.Duration
+	d  float64
 }
 
 func (g *gauge) add(at time.Duration, d float64) {
@@ -47,6 +56,9 @@ func (g *gauge) add(at time.Duration, d float64) {
 	g.since = at
 	g.level += d
 	g.peak = max(g.peak, g.level)
+	if g.logOn {
+		g.log = append(g.log, gaugeDelta{at, d})
+	}
 }
 
 func (g *gauge) mean(end time.Duration) float64 {
