@@ -324,6 +324,7 @@ func (c *Client) httpEvent(s *session, kind int, tags [][]string, content, op st
 		c.sink.Record(r)
 		return r
 	}
-	_, r := c.http.PublishHTTP(s.opCtx, ev, relayclient.CallOptions{Op: op})
+	// Reactions are idempotent: a duplicate (a rerun) is the state asked for.
+	_, r := c.http.PublishHTTP(s.opCtx, ev, relayclient.CallOptions{Op: op, DuplicateOK: kind == nostr.KindReaction})
 	return r
 }

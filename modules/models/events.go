@@ -75,8 +75,9 @@ func messageContent(g int, seq uint64) string {
 }
 
 // reactionContents are the emoji a member cycles through, so reacting twice
-// to one message never repeats (a repeat is "duplicate: reaction already
-// exists", an error).
+// to one message in a run never repeats. A rerun (or a retried shard) does
+// repeat them; Buzz answers "duplicate: reaction already exists", which the
+// clients count as ok (relayclient DuplicateOK): a reaction is idempotent.
 var reactionContents = []string{"+", "👍", "❤️", "🎉", "👀", "🔥", "😄", "🙏"}
 
 // recentIDs remembers the last few event ids a client sent on its socket.

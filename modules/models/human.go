@@ -165,7 +165,9 @@ func (a *Activity) do(halt, ops context.Context, conn *relayclient.Conn, ev Even
 	a.inflight.add()
 	// A write error ends the connection, which ends the session; the
 	// Result is recorded by the relay client either way.
-	_ = conn.PublishAsync(e, relayclient.PublishOptions{}, func(relayclient.Result) { a.inflight.done() })
+	// A reaction is idempotent: Buzz's "duplicate: reaction already exists"
+	// (a rerun reacting to the same seeded message) is the state asked for.
+	_ = conn.PublishAsync(e, relayclient.PublishOptions{DuplicateOK: kind == nostr.KindReaction}, func(relayclient.Result) { a.inflight.done() })
 }
 
 // reactionTarget picks the latest message seen (in channel ch, or anywhere

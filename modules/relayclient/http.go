@@ -350,6 +350,9 @@ func errorText(b []byte) string {
 type CallOptions struct {
 	Op      string        // default: the call's own (http_query, http_events, http_count, operator_*, buzz_v1_*)
 	Timeout time.Duration // default HTTPConfig.Timeout
+	// DuplicateOK (PublishHTTP): accepted:false with a "duplicate:" message
+	// is ok, as PublishOptions.DuplicateOK.
+	DuplicateOK bool
 }
 
 // Query POSTs filters to /query and returns the events. A body that is not
@@ -424,7 +427,7 @@ func (h *HTTP) PublishHTTP(ctx context.Context, ev *nostr.Event, opt CallOptions
 			if err := strictObject(b, &rep); err != nil {
 				return err
 			}
-			if !rep.Accepted {
+			if !rep.Accepted && !(opt.DuplicateOK && IsDuplicate(rep.Message)) {
 				o, retry := Classify(rep.Message)
 				return &rejection{outcome: o, msg: "not accepted: " + trimReason(rep.Message), retry: retry}
 			}

@@ -208,3 +208,56 @@ func TestEOSEGraceJudgesTheEOSEByItsArrival(t *testing.T) {
 		})
 	}
 }
+
+// Issue 10: Buzz keeps one reaction per author, target and emoji and
+// answers a repeat "duplicate: reaction already exists" with OK false. A
+// rerun re-sends the same reactions, so for this idempotent action the
+// caller can count that answer as ok (DuplicateOK); without it, it is an
+// error as before.
+func TestDuplicateReactionIsOkWhenAskedFor(t *testing.T) {
+	r := startLocalRelay(t, nil)
+	sink := &CollectSink{}
+	alice := nostr.DeriveKeys("dup", nostr.RoleHuman, 1)
+	c, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: alice, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	target := profile(t, alice, "alice")
+	if res := c.Publish(context.Background(), target, PublishOptions{}); res.Outcome != OutcomeOK {
+		t.Fatalf("target: %+v", res)
+	}
+	at := time.Now()
+	react := func() *nostr.Event {
+		at = at.Add(time.Second) // a new id each time: a rerun signs anew
+		ev, err := alice.NewEvent(nostr.KindReaction, [][]string{{"e", target.ID}, {"p", alice.PubKey()}}, "+", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	if res := c.Publish(context.Background(), react(), PublishOptions{}); res.Outcome != OutcomeOK {
+		t.Fatalf("first reaction: %+v", res)
+	}
+	if res := c.Publish(context.Background(), react(), PublishOptions{}); res.Outcome != OutcomeError || !strings.HasPrefix(res.Error, "duplicate:") {
+		t.Fatalf("a repeat without DuplicateOK: %+v, want the relay's duplicate error", res)
+	}
+	if res := c.Publish(context.Background(), react(), PublishOptions{DuplicateOK: true}); res.Outcome != OutcomeOK {
+		t.Fatalf("a repeat with DuplicateOK: %+v", res)
+	}
+	h, err := NewHTTP(HTTPConfig{Target: Target{WSURL: r.URLs().WS, HTTPURL: r.URLs().HTTP}, Keys: alice, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := h.PublishHTTP(context.Background(), react(), CallOptions{}); res.Outcome != OutcomeError {
+		t.Fatalf("HTTP repeat without DuplicateOK: %+v", res)
+	}
+	if _, res := h.PublishHTTP(context.Background(), react(), CallOptions{DuplicateOK: true}); res.Outcome != OutcomeOK {
+		t.Fatalf("HTTP repeat with DuplicateOK: %+v", res)
+	}
+	// Only "duplicate:" is forgiven: another refusal stays an error.
+	bad, _ := alice.NewEvent(nostr.KindReaction, [][]string{{"p", alice.PubKey()}}, "+", time.Now())
+	if res := c.Publish(context.Background(), bad, PublishOptions{DuplicateOK: true}); res.Outcome != OutcomeError {
+		t.Fatalf("a reaction without a target with DuplicateOK: %+v", res)
+	}
+}

@@ -26,6 +26,7 @@ type pending struct {
 	sent  int64
 	timer *time.Timer
 	done  func(Result, int64)
+	dupOK bool // PublishOptions.DuplicateOK
 }
 
 func (p *pending) result(now time.Time, o Outcome, msg string, recv int64, retry time.Duration) Result {
@@ -126,7 +127,7 @@ func (c *Conn) onOK(f *Frame, at time.Time, n int64, b []byte) {
 		c.badFrame(at, n, errors.New("OK for an event id with no publish in flight"), b)
 		return
 	}
-	if f.OK {
+	if f.OK || (p.dupOK && IsDuplicate(f.Message)) {
 		c.complete(p, p.result(at, OutcomeOK, "", n, 0), 0)
 		return
 	}

@@ -15,6 +15,11 @@ import (
 type PublishOptions struct {
 	Op      string        // default "publish" (e.g. "hot_reply")
 	Timeout time.Duration // from the start of the send to the OK; default Config.PublishTimeout
+	// DuplicateOK counts an OK false whose reason starts "duplicate:" as
+	// ok: for an idempotent action (a reaction, which Buzz keeps once per
+	// author, target and emoji) the state asked for already holds, so a
+	// rerun against the same relay is not an error.
+	DuplicateOK bool
 }
 
 // PublishAsync sends ev and returns once it is written; done (may be nil)
@@ -40,7 +45,7 @@ func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, in
 	if opt.Timeout <= 0 {
 		opt.Timeout = c.cfg.PublishTimeout
 	}
-	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, done: done}
+	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, done: done, dupOK: opt.DuplicateOK}
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
 	*bp = appendEventEnvelope((*bp)[:0], "EVENT", ev)

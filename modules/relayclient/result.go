@@ -149,6 +149,10 @@ func Classify(reason string) (Outcome, time.Duration) {
 	return OutcomeError, 0
 }
 
+// IsDuplicate reports whether a relay reason is NIP-01's "duplicate:"
+// prefix (Buzz: "duplicate: reaction already exists" with OK false).
+func IsDuplicate(reason string) bool { return strings.HasPrefix(reason, "duplicate:") }
+
 // RetryIn parses the relay's "retry in <N>s" suffix; 0 when absent or malformed.
 func RetryIn(reason string) time.Duration {
 	const marker = "retry in "
