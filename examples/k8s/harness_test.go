@@ -19,6 +19,7 @@ var (
 	binErr   error
 	imgOnce  sync.Once
 	imgErr   error
+	built    bool
 	imageTag = "buzzload:test"
 )
 
@@ -30,6 +31,11 @@ func TestMain(m *testing.M) {
 	}
 	work = dir
 	code := m.Run()
+	if imgErr == nil && built {
+		// A rebuilt binary leaves the previous image dangling; the build
+		// from a warm Go cache takes seconds, so keep none.
+		_ = exec.Command("podman", "--storage-driver", "vfs", "rmi", "-f", imageTag).Run()
+	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -98,7 +104,9 @@ func image(t *testing.T) {
 		cmd := exec.Command("sh", "scripts/image.sh", imageTag, filepath.Join(work, "image"))
 		cmd.Dir = repoRoot(t)
 		cmd.Env = append(os.Environ(), "BUZZLOAD_BIN="+filepath.Join(bin, "buzzload"))
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		built = true
+		if err != nil {
 			imgErr = fmt.Errorf("scripts/image.sh: %v\n%s", err, out)
 		}
 	})
