@@ -118,8 +118,11 @@
 // errors and the client as a cancelled exit. A client that cannot be built
 // (more VUs than the scenario has clients, a bad index) is one "exited" exit
 // and its VU idles to the stop. Clients cut off when the run is aborted
-// (abortOnFail, test.abort(), a signal: no grace) are reported as
-// interrupted, not as exits.
+// (abortOnFail, test.abort(), a signal: no grace, before the stop or within
+// the grace) are reported as interrupted, not as exits; what the abort cut
+// is pending "cut by the abort" (models.Aborted tells an abort, a cancelled
+// grace, from a grace that ran out). The report ends its timeline at the
+// abort: cut operations count where it fell, that window is not judged.
 //
 // # Metrics (docs/architecture.md)
 //

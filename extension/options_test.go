@@ -367,3 +367,30 @@ func TestDesktopOnlyAbortThresholdsNameTheOpsDesktopHumansEmit(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10: an op throttled more often than it succeeded is named in the
+// report's warnings and the text summary, though the run passes.
+func TestReportWarnsWhenThrottlesOutnumberSuccesses(t *testing.T) {
+	sc := parse(t, optsTOML)
+	l := newLoaded(New(Options{}), sc, scenario.Shard{})
+	now := time.Now()
+	rec := func(op string, o relayclient.Outcome, n int) {
+		for i := 0; i < n; i++ {
+			l.agg.record(relayclient.Result{Op: op, Start: now, Duration: time.Millisecond, Outcome: o}, int(scenario.KindHuman), 1, 1, nil, now)
+		}
+	}
+	rec("publish", relayclient.OutcomeThrottled, 5)
+	rec("publish", relayclient.OutcomeOK, 4)
+	rec("http_query", relayclient.OutcomeThrottled, 2)
+	rec("http_query", relayclient.OutcomeOK, 2)
+	rep := l.BuildReport(nil)
+	if !rep.OK {
+		t.Fatalf("throttles alone failed the run: %q", rep.AbortReason)
+	}
+	if len(rep.Warnings) != 1 || !strings.HasPrefix(rep.Warnings[0], "publish: 5 throttled, 4 ok") {
+		t.Fatalf("warnings %q: want publish only (http_query is throttled as often as it succeeds)", rep.Warnings)
+	}
+	if txt := rep.Text(); !strings.Contains(txt, "warnings:") || !strings.Contains(txt, "publish: 5 throttled") {
+		t.Errorf("the text summary lacks the warning:\n%s", txt)
+	}
+}
