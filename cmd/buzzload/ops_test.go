@@ -119,6 +119,7 @@ func TestRunHelpDescribesScenarioFiles(t *testing.T) {
 // `buzzload run file.toml --report out.json` seeds the embedded relay, runs
 // every population of the file and writes the Buzz report there.
 func TestRunScenarioFileWritesReport(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	code, out, errs := runBin(t, dir, nil, "run", "-q", "ops-tiny.toml", "--report", "out.json")
 	if code != 0 {
@@ -143,6 +144,7 @@ func TestRunScenarioFileWritesReport(t *testing.T) {
 
 // A report that cannot be written fails the run and says so.
 func TestRunReportThatCannotBeWrittenFails(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	code, _, errs := runBin(t, dir, nil, "run", "-q", "ops-tiny.toml", "--report", filepath.Join(dir, "missing", "out.json"))
 	if code == 0 || !strings.Contains(errs, "writing the Buzz report") || !strings.Contains(errs, "missing/out.json") {
@@ -153,6 +155,7 @@ func TestRunReportThatCannotBeWrittenFails(t *testing.T) {
 // --shard spreads every kind: with 2 shards at 2 users (4 humans, 2 agents,
 // 2 hot-thread authors), each shard runs 2 humans, 1 agent and 1 author.
 func TestRunShardSplitsEveryKind(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	for _, sh := range []string{"0/2", "1/2"} {
 		p := filepath.Join(dir, strings.ReplaceAll(sh, "/", "of")+".json")
@@ -207,6 +210,7 @@ func freeAddr(t *testing.T) string {
 // message naming what did not answer and exit 111, for the seeding process
 // and for shards started with --no-setup alike.
 func TestPreflightClosedPort(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	if err := os.WriteFile(filepath.Join(dir, "dead.toml"), []byte(strings.ReplaceAll(deadTarget, "ADDR", addr)), 0o644); err != nil {
@@ -228,6 +232,7 @@ func TestPreflightClosedPort(t *testing.T) {
 // expecting wss:// in the NIP-42 relay tag while the scenario dials ws://)
 // fails the preflight on the WebSocket check.
 func TestPreflightAuthRefused(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	relay := exec.Command(buzzloadBin(t), "relay", "--listen", addr)
@@ -282,6 +287,7 @@ type windowsReport struct {
 // reported apart: every publish is in exactly one of warm-up, steps and
 // shutdown, and in exactly one window.
 func TestRunSpeaksEveryIntervalWithWarmup(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	code, out, errs := runBin(t, dir, nil, "run", "-q", "--report-interval", "1s", "--warmup", "1s", "--report", "out.json", "ops-tiny.toml")
 	if code != 0 {
@@ -330,6 +336,7 @@ func TestRunSpeaksEveryIntervalWithWarmup(t *testing.T) {
 // What settles in the warm-up is not judged: with an impossible p99 limit
 // the run fails (99), and with a warm-up covering it the same run passes.
 func TestWarmupIsNotJudged(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	p := filepath.Join(dir, "ops-tiny.toml")
 	src, _ := os.ReadFile(p)
@@ -352,6 +359,7 @@ func TestWarmupIsNotJudged(t *testing.T) {
 // count==0 dropped_iterations threshold decides the exit code; the
 // closed-loop profile mixes reads and posts and makes no claim.
 func TestGatewayProfilesScenario(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -396,6 +404,7 @@ func TestGatewayProfilesScenario(t *testing.T) {
 // does not take as its operator's, the run stops before seeding (111) and
 // names the operator API; with the operator's key it seeds and runs.
 func TestPreflightOperatorAPI(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	r := seedRelay(t)
 	path := writeScenario(t, r, "opcheck", false)
 	wrong := nostr.DeriveKeys("not-the-operator", nostr.RoleHuman, 1).SecretHex()
@@ -417,6 +426,7 @@ func TestPreflightOperatorAPI(t *testing.T) {
 // give each distinct error text per operation with its count, adding up to
 // the operation's errors.
 func TestErrorTextsWithCounts(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	code, out, errs := runBin(t, dir, []string{"BUZZ_MAX_SUBSCRIPTIONS=2"}, "run", "-q", "--report-interval", "0s", "--report", "out.json", "ops-tiny.toml")
 	if code != 99 {
@@ -463,6 +473,7 @@ func TestErrorTextsWithCounts(t *testing.T) {
 // `run` warns at parse time, naming the key, when the run is shorter than
 // an interval that shapes it.
 func TestRunWarnsAboutIntervalsLongerThanTheRun(t *testing.T) {
+	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	p := filepath.Join(dir, "ops-tiny.toml")
 	src, _ := os.ReadFile(p)
