@@ -312,3 +312,31 @@ func TestAccountingUnderFaults(t *testing.T) {
 		})
 	}
 }
+
+// Issue 10: a seed the relay throttles into the setup timeout says so in
+// the report (setup_error), not a bare timeout.
+func TestSeedThrottledIntoTheSetupTimeoutSaysSo(t *testing.T) {
+	src := `import buzz from "k6/x/buzz";
+const sc = buzz.load("./throttled.toml");
+export const options = sc.options({ setupTimeout: "3s" });
+export function setup() { return sc.setup(); }
+export function human() { sc.human(); }
+export function agent() { sc.agent(); }
+export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
+`
+	// One stored message a minute per identity: each owner's second
+	// channel is throttled for a minute, past the 3 s setup timeout.
+	r := runInline(t, t.TempDir(), src, "throttled.toml", faultSmoke(nil), func(c *relay.Config) {
+		c.RateLimit = true
+		c.HumanMessagesPerMin = 1
+	}, nil, nil)
+	if r.res.ExitCode != engine.ExitSetupTimeout {
+		r.dump(t)
+		t.Fatalf("exit %d, want %d (setup timeout)", r.res.ExitCode, engine.ExitSetupTimeout)
+	}
+	t.Logf("setup_error: %s", r.report.SetupError)
+	if !strings.Contains(r.report.SetupError, "the seed was throttled") {
+		r.dump(t)
+		t.Fatalf("setup_error %q does not say the seed was throttled", r.report.SetupError)
+	}
+}

@@ -53,6 +53,7 @@ type rpc struct {
 	lastOK    atomic.Int64 // unix nanoseconds of the last answer that was not a throttle (start: the seed's start)
 	throttled atomic.Int64 // throttled answers in all
 	sinceOK   atomic.Int64 // throttled answers since lastOK
+	waiting   atomic.Int64 // requests waiting out a throttle's retry-in now
 
 	mu      sync.Mutex
 	clients map[clientKey]*relayclient.HTTP
@@ -213,12 +214,20 @@ func (n *rpc) call(ctx context.Context, do func() relayclient.Result) (relayclie
 			failed++
 			wait = time.Duration(failed) * transientBackoff
 		}
+		throttleWait := r.Outcome == relayclient.OutcomeThrottled
+		if throttleWait {
+			n.waiting.Add(1)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			// Still counted as waiting: the note says what the stop found.
 			return r, ctx.Err()
 		case <-t.C:
+		}
+		if throttleWait {
+			n.waiting.Add(-1)
 		}
 	}
 }
@@ -252,14 +261,18 @@ func (n *rpc) checkThrottled(now time.Time) error {
 
 // throttleNote says how throttled the seed was when it stopped for another
 // reason (a deadline, the setup timeout, a signal): "" unless the relay's
-// latest answers were throttles.
+// latest answers were throttles or a request was waiting out a throttle.
 func (n *rpc) throttleNote(now time.Time) string {
-	k := n.sinceOK.Load()
-	if k == 0 {
-		return ""
+	k, w := n.sinceOK.Load(), n.waiting.Load()
+	switch {
+	case k > 0:
+		return fmt.Sprintf("the seed was throttled: the relay answered its last %d requests with quota rejections (HTTP 429 / rate-limited: quota exceeded) over %v, %d in all",
+			k, now.Sub(time.Unix(0, n.lastOK.Load())).Round(time.Second), n.throttled.Load())
+	case w > 0:
+		return fmt.Sprintf("the seed was throttled: %d requests were waiting out the relay's retry-in after quota rejections (HTTP 429 / rate-limited: quota exceeded), %d in all",
+			w, n.throttled.Load())
 	}
-	return fmt.Sprintf("the seed was throttled: the relay answered its last %d requests with quota rejections (HTTP 429 / rate-limited: quota exceeded) over %v, %d in all",
-		k, now.Sub(time.Unix(0, n.lastOK.Load())).Round(time.Second), n.throttled.Load())
+	return ""
 }
 
 // published is what the relay answered to one event.
