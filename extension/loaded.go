@@ -63,8 +63,9 @@ type loaded struct {
 	win *windows // the report intervals (windows.go)
 
 	preMu   sync.Mutex
-	preDone bool  // a preflight passed
-	preErr  error // a preflight failed (sticky)
+	preDone bool        // a preflight passed
+	preOK   atomic.Bool // preDone, read without the lock on the low-level API's path
+	preErr  error       // a preflight failed (sticky)
 
 	seedMu   sync.Mutex
 	seedDone bool
@@ -242,5 +243,6 @@ func (l *loaded) checkTarget(ctx context.Context, sc *scenario.Scenario, seeding
 		return err
 	}
 	l.preDone = true
+	l.preOK.Store(true)
 	return nil
 }

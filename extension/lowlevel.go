@@ -177,6 +177,17 @@ func (in *instance) lowClient(l *loaded, c sobek.FunctionCall) (relayclient.Targ
 	if err != nil {
 		in.throw(err)
 	}
+	if !l.preOK.Load() {
+		// Custom traffic is traffic too: a --no-setup run of a low-level
+		// script checks the target before its first call.
+		sc, err := l.target()
+		if err == nil {
+			err = l.checkTarget(in.vu.Context(), sc, false, nil, "")
+		}
+		if err != nil {
+			in.throw(err)
+		}
+	}
 	return t, keys, oa, sink
 }
 

@@ -216,7 +216,21 @@ func TestPreflightClosedPort(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dead.toml"), []byte(strings.ReplaceAll(deadTarget, "ADDR", addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"run", "-q", "dead.toml"}, {"run", "-q", "--no-setup", "dead.toml"}} {
+	// A low-level script's first call checks too: the gateway profiles on
+	// sc.http, started with --no-setup, aimed at the dead address.
+	gp, err := os.ReadFile("../../scenarios/gateway-profiles.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := strings.Replace(strings.ReplaceAll(deadTarget, "ADDR", addr), "humans = 1\nagents = 0", "humans = 0\nagents = 2", 1)
+	if err := os.WriteFile(filepath.Join(dir, "gateway-profiles.js"), gp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gateway-profiles.toml"), []byte(dead), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "-q", "dead.toml"}, {"run", "-q", "--no-setup", "dead.toml"},
+		{"run", "-q", "--no-setup", "-e", "PROFILE=p1c-paced", "-e", "SCALE=0.2", "-e", "LOAD=0.02", "gateway-profiles.js"}} {
 		start := time.Now()
 		code, _, errs := runBin(t, dir, nil, args...)
 		if code != ExitUnreachable || !strings.Contains(errs, "preflight: NIP-11") || !strings.Contains(errs, "http://"+addr) {
