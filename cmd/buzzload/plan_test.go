@@ -46,8 +46,10 @@ func TestPlanMatchesARealRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := filepath.Join(t.TempDir(), "result.json")
-			args := []string{"run", "-q", "--result", res}
+			dir := t.TempDir()
+			res := filepath.Join(dir, "result.json")
+			// the report goes to the test's directory, not the package's
+			args := []string{"run", "-q", "--result", res, "-e", "BUZZ_REPORT=" + filepath.Join(dir, "report.json")}
 			mode := ""
 			for _, e := range tc.env {
 				args = append(args, "-e", e)

@@ -212,18 +212,24 @@ func (d *desk) read(s *sim, r desktop.Read) bool {
 		}
 		return ok
 	case desktop.ReadThread:
+		// desktop.Client.readThread: the generator's own search for the
+		// channel's seeded roots (once per channel, http_query), then the
+		// app's lookup of the root by id and the thread's first page.
 		if len(d.chans) == 0 {
 			return true
 		}
 		ch := desktop.ThreadChannel(r.Key.Index, len(d.chans))
 		if !d.roots[ch] {
-			call(relayclient.OpHTTPQuery, 1) // the generator's search for the channel's seeded roots
+			call(relayclient.OpHTTPQuery, float64(s.sc.Shape.ThreadRootsPerChannel))
 			if !ok {
 				return false
 			}
 			d.roots[ch] = true
 		}
-		call(desktop.OpThreadRoot, 1) // the app's lookup of the root by id
+		if s.sc.Shape.ThreadRootsPerChannel == 0 {
+			return true
+		}
+		call(desktop.OpThreadRoot, 1)
 		call(desktop.OpThreadWindow, float64(s.sc.Shape.ThreadDepth))
 		return ok
 	}
