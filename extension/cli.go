@@ -70,7 +70,9 @@ func (m *Module) FinishReports() error {
 		case len(ls) > 1:
 			m.noteReportErr(fmt.Errorf("--report %s: the script loaded %d scenarios; call sc.report in handleSummary for each", m.opts.ReportPath, len(ls)))
 		default:
-			raw, err := json.MarshalIndent(ls[0].BuildReport(nil), "", "  ")
+			rep := ls[0].BuildReport(nil)
+			m.keepReport(rep)
+			raw, err := json.MarshalIndent(rep, "", "  ")
 			if err == nil {
 				_ = m.writeReport(m.opts.ReportPath, append(raw, '\n'))
 			} else {
@@ -87,4 +89,37 @@ func (m *Module) noteReportErr(err error) {
 	m.failMu.Lock()
 	m.reportErrs = append(m.reportErrs, err)
 	m.failMu.Unlock()
+}
+
+// keepReport remembers the last report built, for LastReport.
+func (m *Module) keepReport(r *Report) {
+	m.failMu.Lock()
+	m.lastReport = r
+	m.failMu.Unlock()
+}
+
+// LastReport is the Buzz report of the run, for the result file and
+// --report-html: the last one sc.report built, else (a custom script, no
+// handleSummary) the report of the one scenario the script loaded; nil when
+// it loaded none or several.
+func (m *Module) LastReport() *Report {
+	m.failMu.Lock()
+	r := m.lastReport
+	m.failMu.Unlock()
+	if r != nil {
+		return r
+	}
+	m.mu.Lock()
+	var one *loaded
+	seen := map[*loaded]bool{}
+	for _, l := range m.scenarios {
+		seen[l], one = true, l
+	}
+	m.mu.Unlock()
+	if len(seen) != 1 {
+		return nil
+	}
+	r = one.BuildReport(nil)
+	m.keepReport(r)
+	return r
 }

@@ -87,6 +87,7 @@ type Module struct {
 	preflightErr error    // the first failed preflight
 	reports      []string // report files written
 	reportErrs   []error  // report files that could not be written
+	lastReport   *Report  // the last report sc.report built (LastReport)
 }
 
 // PreflightError is the preflight failure that stopped the run, if any.

@@ -583,6 +583,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 	}
 	_ = in.m.Close()
 	rep := l.BuildReport(failedThresholds(d))
+	in.m.keepReport(rep)
 	// k6's own summary (thresholds, checks, built-in metrics) stays in
 	// front of the Buzz report, as k6 would have printed it.
 	k6Text := ""

@@ -33,6 +33,7 @@ func DefaultReportInterval(run time.Duration) time.Duration {
 type WindowOp struct {
 	Count     int64   `json:"count"` // settled: ok + errors + throttled
 	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"` // for the HTML report's plots (issue 14)
 	P99Ms     float64 `json:"p99_ms"`
 	Errors    int64   `json:"errors"`
 	Throttled int64   `json:"throttled"`
@@ -88,7 +89,7 @@ func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
 		Warmup: w.warm, Clients: live, Ops: map[string]*WindowOp{}}
 	for op, a := range w.cur {
 		r := a.report()
-		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled}
+		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P95Ms: r.P95Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled}
 	}
 	w.cur, w.from, w.warm = map[string]*opAgg{}, now, false
 	w.closed = append(w.closed, wr)
@@ -126,6 +127,7 @@ func mergeWindows(a, b WindowReport) WindowReport {
 			if okA+okB > 0 {
 				cur.P50Ms = round3((cur.P50Ms*float64(okA) + o.P50Ms*float64(okB)) / float64(okA+okB))
 			}
+			cur.P95Ms = max(cur.P95Ms, o.P95Ms)
 			cur.P99Ms = max(cur.P99Ms, o.P99Ms)
 			cur.Count += o.Count
 			cur.Errors += o.Errors

@@ -25,6 +25,7 @@ const ExitUnreachable = 111
 type buzzFlags struct {
 	shard          string
 	report         string
+	reportHTML     string
 	reportInterval time.Duration
 	warmup         time.Duration
 }
@@ -32,6 +33,7 @@ type buzzFlags struct {
 func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
 	fs.StringVar(&b.shard, "shard", "", "run shard i of n of every scenario's clients, e.g. 0/4 (buzz-loadgen's --shard; each kind dealt evenly over the shards)")
 	fs.StringVar(&b.report, "report", "", "write the Buzz report's JSON to this file (a report that cannot be written fails the run)")
+	fs.StringVar(&b.reportHTML, "report-html", "", "write the Buzz report as one self-contained HTML page with plots (buzzload report)")
 	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above; 0s prints none)")
 	fs.DurationVar(&b.warmup, "warmup", 0, "report what settles in the first DURATION of the run apart and do not judge it (replaces [abort] warmup_secs)")
 }

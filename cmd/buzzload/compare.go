@@ -50,6 +50,9 @@ type runOps struct {
 	// Note says how exact the percentiles are.
 	Note string              `json:"note,omitempty"`
 	Ops  map[string]*opStats `json:"-"`
+	// Buzz is the run's Buzz report JSON (the file itself, or a result
+	// file's "buzz"), for the HTML report; nil when it has none.
+	Buzz json.RawMessage `json:"-"`
 }
 
 // compareRow is one operation in both runs.
@@ -76,7 +79,9 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var asJSON, help bool
+	var htmlOut string
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	fs.StringVarP(&htmlOut, "output", "o", "", "also write one self-contained HTML page with both runs' plots overlaid (A solid, B dashed)")
 	fs.BoolVarP(&help, "help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -86,7 +91,7 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 		return exitUsage
 	}
 	if help {
-		fmt.Fprintln(stdout, "usage: buzzload compare [--json] A B")
+		fmt.Fprintln(stdout, "usage: buzzload compare [--json] [-o cmp.html] A B")
 		fmt.Fprintln(stdout, "\nA and B are result files (buzzload run --result, buzzload merge -o) or Buzz JSON")
 		fmt.Fprintln(stdout, "reports. For each operation (the op tag of buzz_op_*): counts, p50/p95/p99, error")
 		fmt.Fprintln(stdout, "rate, throttled, and the ratio B/A of the counts.")
@@ -104,6 +109,13 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 		var b *runOps
 		if b, err = loadRunOps(fs.Arg(1)); err == nil {
 			c := compareRuns(a, b)
+			if htmlOut != "" {
+				page := htmlPage("buzzload compare: "+a.File+" vs "+b.File, htmlRun("A", a), htmlRun("B", b))
+				if err := writeHTML(htmlOut, page); err != nil {
+					fmt.Fprintf(stderr, "buzzload compare: %v\n", err)
+					return 1
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
@@ -146,7 +158,7 @@ func loadRunOps(path string) (*runOps, error) {
 		if err != nil {
 			return nil, fmt.Errorf("result file %s: %w", path, err)
 		}
-		return &runOps{File: path, Format: "result", Script: f.Run.Script, Ops: ops}, nil
+		return &runOps{File: path, Format: "result", Script: f.Run.Script, Ops: ops, Buzz: f.Buzz}, nil
 	}
 	_, hasSteps := head["steps"]
 	_, hasRunID := head["run_id"]
@@ -157,7 +169,7 @@ func loadRunOps(path string) (*runOps, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("Buzz report %s: %w", path, err)
 	}
-	r := &runOps{File: path, Format: "buzz-report", Script: rep.Scenario, Ops: opsFromReport(&rep)}
+	r := &runOps{File: path, Format: "buzz-report", Script: rep.Scenario, Ops: opsFromReport(&rep), Buzz: b}
 	if len(rep.Steps) > 1 || len(rep.Shutdown.Ops) > 0 {
 		r.Note = "counts add up the steps and the shutdown; a report keeps percentiles per step only, so p50/p95/p99 are the worst step's"
 	}

@@ -40,6 +40,7 @@ func commands() map[string]command {
 		"teardown": {"archive and delete a scenario's communities", teardownCmd},
 		"merge":    {"merge the JSON results of several execution segments", mergeCmd},
 		"compare":  {"compare the per-operation results of two runs", compareCmd},
+		"report":   {"write a run's result or Buzz report as one self-contained HTML page", reportCmd},
 		"plan":     {"simulate a scenario's clients without sockets: what the relay would see", planCmd},
 		"version":  {"print the version and commit", versionCmd},
 		"archive":  {"pack a script and the files it reads into one tar (k6 archive)", archiveCmd},

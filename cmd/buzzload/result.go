@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/result"
+	"github.com/buzzload/buzzload/extension"
 )
 
 // resultGroupBy is the grouping `run --result` adds to every metric, so
@@ -20,7 +22,7 @@ var resultGroupBy = [][]string{{"op"}}
 // writeRunResult writes the result file of a finished `buzzload run`
 // (engine/result). It is written whatever the exit code, as long as the
 // run got as far as loading the script.
-func writeRunResult(path string, cfg engine.RunConfig, res engine.Result) error {
+func writeRunResult(path string, cfg engine.RunConfig, res engine.Result, buzz *extension.Module) error {
 	if res.Summary == nil || res.Info == nil {
 		return fmt.Errorf("result file %s: not written, the run ended before the script loaded (exit code %d)", path, res.ExitCode)
 	}
@@ -48,6 +50,13 @@ func writeRunResult(path string, cfg engine.RunConfig, res engine.Result) error 
 		Thresholds:    result.Results(res.Thresholds),
 		StageVerdicts: result.FromVerdicts(info.StageVerdicts),
 		SetupData:     info.SetupData,
+	}
+	if rep := buzz.LastReport(); rep != nil {
+		raw, err := json.Marshal(rep)
+		if err != nil {
+			return fmt.Errorf("result file %s: the Buzz report: %w", path, err)
+		}
+		f.Buzz = raw
 	}
 	// One path for every runner of a TestRun: each fills in its own id.
 	path = strings.ReplaceAll(path, "{instance_id}", f.Run.InstanceID)

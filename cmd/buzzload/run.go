@@ -203,9 +203,17 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	if linger {
 		lingerAfter(runCtx, ctl, stderr)
 	}
+	if f.buzz.reportHTML != "" {
+		if err := writeRunHTML(f.buzz.reportHTML, f.fs.Arg(0), buzz); err != nil {
+			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+			if res.ExitCode == engine.ExitOK {
+				res.ExitCode = engine.ExitGeneric
+			}
+		}
+	}
 	if f.result != "" {
 		// Written also when thresholds failed: merge judges them again.
-		if err := writeRunResult(f.result, cfg, res); err != nil {
+		if err := writeRunResult(f.result, cfg, res, buzz); err != nil {
 			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 			if res.ExitCode == engine.ExitOK {
 				return finishBuzz(buzz, engine.ExitGeneric, stderr)

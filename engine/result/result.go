@@ -49,6 +49,12 @@ type File struct {
 	StageVerdicts []StageVerdict `json:"stage_verdicts,omitempty"`
 	// SetupData is setup()'s JSON result, when it returned something.
 	SetupData json.RawMessage `json:"setup_data,omitempty"`
+	// Buzz is the Buzz report (extension.Report's JSON: steps, verdicts,
+	// report windows, generator health) when the script loaded a scenario,
+	// so `buzzload report` can plot the run over time. Bounded: the report
+	// keeps at most extension.MaxWindows windows. A merge drops it (the
+	// instances' windows do not merge exactly).
+	Buzz json.RawMessage `json:"buzz,omitempty"`
 }
 
 // Run is the run metadata.

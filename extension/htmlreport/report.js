@@ -1,0 +1,296 @@
+// The Buzz HTML report: reads the page's JSON (htmlreport.Page) and draws
+// it as SVG. Hand-written on purpose (see htmlreport.go): line charts over
+// the report windows with the ramp steps behind them.
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var D = JSON.parse(document.getElementById("data").textContent);
+  var app = document.getElementById("app");
+  var runs = D.runs || [];
+  var multi = runs.length > 1;
+  var KINDS = ["human", "desktop", "agent", "hot_author"];
+  var COL = { p50: "#1f77b4", p95: "#ff7f0e", p99: "#d62728", due: "#8c564b", lag: "#e377c2",
+    tput: "#2ca02c", err: "#d62728", thr: "#9467bd", cpu: "#17becf",
+    human: "#1f77b4", desktop: "#ff7f0e", agent: "#2ca02c", hot_author: "#9467bd" };
+  var plots = [];
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function sv(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function num(v, d) { return typeof v === "number" && isFinite(v) ? v : (d === undefined ? 0 : d); }
+  function fmt(v) {
+    v = num(v);
+    if (v === 0) return "0";
+    var a = Math.abs(v);
+    if (a >= 1e6) return (v / 1e6).toFixed(1) + "M";
+    if (a >= 1e4) return (v / 1e3).toFixed(0) + "k";
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return v.toFixed(1);
+    return v.toFixed(2);
+  }
+  function niceMax(m) {
+    if (!(m > 0)) return 1;
+    var p = Math.pow(10, Math.floor(Math.log10(m)));
+    var steps = [1, 2, 2.5, 5, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= m) return steps[i] * p;
+    return 10 * p;
+  }
+  function rep(r) { return r.report || null; }
+  function windows(r) { var p = rep(r); return (p && p.windows) || []; }
+  function steps(r) { var p = rep(r); return (p && p.steps) || []; }
+  function verdict(s) {
+    if (!s.reached) return "unreached";
+    if (s.aborted_at_s) return "cut";
+    return s.abort_reason ? "failed" : "ok";
+  }
+  function dashOf(i) { return i === 0 ? "" : "6 4"; }
+  function prefix(r) { return multi ? r.label + " " : ""; }
+
+  var xMax = 0;
+  runs.forEach(function (r) {
+    windows(r).forEach(function (w) { xMax = Math.max(xMax, num(w.end_s)); });
+    steps(r).forEach(function (s) { xMax = Math.max(xMax, num(s.end_s)); });
+  });
+  if (!(xMax > 0)) xMax = 1;
+
+  // chart draws one line chart: series [{name, color, dash, pts: [[x, y]]}]
+  // over [0, xMax], with the first run's steps as bands (verdict-coloured).
+  function chart(parent, id, title, unit, series, opts) {
+    opts = opts || {};
+    var W = 760, H = 230, L = 56, R = 12, T = 30, B = 34;
+    var fig = el("figure", { id: "plot-" + id, "class": "plot", "data-plot": id });
+    fig.appendChild(el("figcaption", {}, title));
+    var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img" });
+    svg.appendChild(sv("rect", { x: 0, y: 0, width: W, height: H, fill: "#ffffff" }));
+    var ymax = 0;
+    series.forEach(function (s) { s.pts.forEach(function (p) { ymax = Math.max(ymax, num(p[1])); }); });
+    ymax = niceMax(ymax * 1.05);
+    var xm = opts.xMax || xMax;
+    var X = function (x) { return L + (W - L - R) * num(x) / xm; };
+    var Y = function (y) { return T + (H - T - B) * (1 - num(y) / ymax); };
+    var st = opts.steps === false ? [] : (runs.length ? steps(runs[0]) : []);
+    st.forEach(function (s) {
+      var v = verdict(s);
+      svg.appendChild(sv("rect", { x: X(s.start_s), y: T, width: Math.max(0, X(s.end_s) - X(s.start_s)), height: H - T - B,
+        "class": "band band-" + v }));
+      svg.appendChild(sv("line", { x1: X(s.start_s), x2: X(s.start_s), y1: T, y2: H - B, "class": "stepline" }));
+      svg.appendChild(sv("text", { x: X(s.start_s) + 3, y: T + 10, "class": "steplabel" }, "step " + s.index + (v === "ok" ? " ✓" : v === "failed" ? " ✗" : v === "cut" ? " cut" : "")));
+    });
+    for (var i = 0; i <= 4; i++) {
+      var yv = ymax * i / 4, yy = Y(yv);
+      svg.appendChild(sv("line", { x1: L, x2: W - R, y1: yy, y2: yy, "class": "grid" }));
+      svg.appendChild(sv("text", { x: L - 4, y: yy + 4, "class": "tick", "text-anchor": "end" }, fmt(yv)));
+      var xv = xm * i / 4;
+      svg.appendChild(sv("text", { x: X(xv), y: H - B + 14, "class": "tick", "text-anchor": "middle" }, fmt(xv) + "s"));
+    }
+    svg.appendChild(sv("text", { x: 4, y: T - 8, "class": "unit" }, unit));
+    svg.appendChild(sv("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, "class": "axis" }));
+    svg.appendChild(sv("line", { x1: L, x2: L, y1: T, y2: H - B, "class": "axis" }));
+    var lx = L + 40;
+    series.forEach(function (s) {
+      if (!s.pts.length) return;
+      var pts = s.pts.map(function (p) { return X(p[0]).toFixed(1) + "," + Y(p[1]).toFixed(1); }).join(" ");
+      var a = { points: pts, fill: "none", stroke: s.color, "stroke-width": 2 };
+      if (s.dash) a["stroke-dasharray"] = s.dash;
+      svg.appendChild(sv("polyline", a));
+      if (s.pts.length === 1) svg.appendChild(sv("circle", { cx: X(s.pts[0][0]), cy: Y(s.pts[0][1]), r: 3, fill: s.color }));
+      svg.appendChild(sv("line", { x1: lx, x2: lx + 16, y1: T - 12, y2: T - 12, stroke: s.color, "stroke-width": 3, "stroke-dasharray": s.dash || "" }));
+      var t = sv("text", { x: lx + 20, y: T - 8, "class": "legend" }, s.name);
+      svg.appendChild(t);
+      lx += 28 + 7 * s.name.length;
+    });
+    if (!series.some(function (s) { return s.pts.length; })) {
+      svg.appendChild(sv("text", { x: W / 2, y: H / 2, "text-anchor": "middle", "class": "empty" }, "nothing recorded"));
+    }
+    fig.appendChild(svg);
+    parent.appendChild(fig);
+    plots.push(id);
+    return fig;
+  }
+
+  function section(title, cls) {
+    var s = el("section", { "class": cls || "" });
+    s.appendChild(el("h2", {}, title));
+    app.appendChild(s);
+    return s;
+  }
+  function table(parent, head, rows) {
+    var t = el("table"), tr = el("tr");
+    head.forEach(function (h) { tr.appendChild(el("th", {}, h)); });
+    t.appendChild(tr);
+    rows.forEach(function (r) {
+      var row = el("tr");
+      r.forEach(function (c) {
+        var td = el("td", typeof c === "object" && c ? { "class": c.cls } : {}, typeof c === "object" && c ? c.text : String(c));
+        row.appendChild(td);
+      });
+      t.appendChild(row);
+    });
+    parent.appendChild(t);
+  }
+
+  // Header: each run, its verdict.
+  app.appendChild(el("h1", {}, D.title || "Buzz report"));
+  runs.forEach(function (r) {
+    var p = rep(r), d = el("div", { "class": "run" });
+    var ok = p ? p.ok : null;
+    d.appendChild(el("span", { "class": "label" }, r.label));
+    d.appendChild(el("span", {}, " " + (r.file || "") + (p ? "  run " + p.run_id + "  scenario " + p.scenario : "") + (p && p.desktop_mode ? "  desktop " + p.desktop_mode : "")));
+    if (ok !== null) d.appendChild(el("span", { "class": ok ? "ok" : "bad" }, ok ? "  result: ok" : "  result: FAILED — " + (p.abort_reason || "")));
+    if (p && p.generator && p.generator.saturated) d.appendChild(el("div", { "class": "bad" }, "generator saturated: " + (p.generator.reason || "") + " — latencies of these steps measure the generator, not only the relay"));
+    if (r.note) d.appendChild(el("div", { "class": "note" }, r.note));
+    app.appendChild(d);
+  });
+
+  // Steps and their verdicts, the generator's health beside them.
+  var sec = section("Steps");
+  runs.forEach(function (r) {
+    if (!rep(r)) return;
+    if (multi) sec.appendChild(el("h3", {}, r.label));
+    table(sec, ["step", "users", "from–to (s)", "clients planned", "verdict", "generator CPU", "sched. lag p99", "generator"],
+      steps(r).map(function (s) {
+        var cl = KINDS.filter(function (k) { return (s.clients || {})[k]; }).map(function (k) { return s.clients[k] + " " + k; }).join(", ");
+        var v = verdict(s), g = s.generator || null;
+        return [s.index, s.users, fmt(s.start_s) + "–" + fmt(s.end_s), cl,
+          { cls: v, text: v === "failed" ? "✗ " + s.abort_reason : v === "ok" ? "✓ ok" : v === "cut" ? "cut by the abort" : "not reached" },
+          g ? fmt(g.cpu_pct) + " %" : "–", g ? fmt(g.lag_p99_ms) + " ms" : "–",
+          g ? { cls: g.saturated ? "failed" : "ok", text: g.saturated ? "saturated: " + g.reason : "ok" } : "not recorded"];
+      }));
+  });
+
+  var anyWindows = runs.some(function (r) { return windows(r).length > 0; });
+
+  // Clients by kind over the windows.
+  if (anyWindows) {
+    var cs = section("Clients");
+    var ser = [];
+    runs.forEach(function (r, ri) {
+      KINDS.forEach(function (k) {
+        var pts = windows(r).filter(function (w) { return (w.clients || {})[k] !== undefined; }).map(function (w) { return [w.end_s, w.clients[k]]; });
+        if (pts.length) ser.push({ name: prefix(r) + k, color: COL[k], dash: dashOf(ri), pts: pts });
+      });
+    });
+    chart(cs, "clients", "live clients by kind", "clients", ser);
+  }
+
+  // The generator: CPU and scheduling lag per step.
+  var gs = section("Generator health");
+  var gser = [], lser = [];
+  runs.forEach(function (r, ri) {
+    var cpu = [], lag = [];
+    steps(r).forEach(function (s) {
+      if (!s.generator) return;
+      cpu.push([s.start_s, s.generator.cpu_pct], [s.end_s, s.generator.cpu_pct]);
+      lag.push([s.start_s, s.generator.lag_p99_ms], [s.end_s, s.generator.lag_p99_ms]);
+    });
+    gser.push({ name: prefix(r) + "CPU % of the cores", color: COL.cpu, dash: dashOf(ri), pts: cpu });
+    lser.push({ name: prefix(r) + "scheduling lag p99", color: COL.lag, dash: dashOf(ri), pts: lag });
+  });
+  chart(gs, "generator-cpu", "generator CPU per step (% of all cores)", "%", gser);
+  chart(gs, "generator-lag", "generator scheduling lag per step (due → started, p99)", "ms", lser);
+
+  // Operations: the union of every run's ops; desktop_* grouped apart.
+  // Ops with no step or window data (the seed's, setup's) go under Setup.
+  var ops = {}, timed = {}, inWin = {};
+  runs.forEach(function (r) {
+    windows(r).forEach(function (w) { for (var k in w.ops || {}) { ops[k] = timed[k] = inWin[k] = true; } });
+    steps(r).forEach(function (s) { for (var k in s.ops || {}) ops[k] = timed[k] = true; });
+    for (var k in r.ops || {}) ops[k] = true;
+    for (var k2 in (rep(r) || {}).setup || {}) ops[k2] = true;
+  });
+  var names = Object.keys(ops).sort();
+  var groups = [["Operations", names.filter(function (n) { return timed[n] && n.indexOf("desktop_") !== 0; })],
+    ["Desktop app", names.filter(function (n) { return timed[n] && n.indexOf("desktop_") === 0; })],
+    ["Setup (the seed; outside the steps, no windows)", names.filter(function (n) { return !timed[n]; })]];
+
+  function totals(r, op) {
+    var t = { count: 0, ok: 0, errors: 0, throttled: 0, p50_ms: 0, p95_ms: 0, p99_ms: 0, due_p99_ms: 0, lag_p99_ms: 0 };
+    var p = rep(r) || {};
+    steps(r).concat([p.shutdown || {}, { ops: p.setup }]).forEach(function (s) {
+      var o = (s.ops || {})[op];
+      if (!o) return;
+      t.count += num(o.count); t.ok += num(o.ok); t.errors += num(o.errors); t.throttled += num(o.throttled);
+      ["p50_ms", "p95_ms", "p99_ms", "due_p99_ms", "lag_p99_ms"].forEach(function (k) { t[k] = Math.max(t[k], num(o[k])); });
+    });
+    // A result file's whole-run sinks are exact where the steps' worst is not.
+    var x = r.ops && r.ops[op];
+    if (x) ["count", "ok", "errors", "throttled", "p50_ms", "p95_ms", "p99_ms"].forEach(function (k) { t[k] = num(x[k]); });
+    return t;
+  }
+
+  groups.forEach(function (g) {
+    if (!g[1].length) return;
+    var s = section(g[0], g[0] === "Desktop app" ? "desktop" : "");
+    g[1].forEach(function (op) {
+      var card = el("div", { "class": "op" });
+      card.appendChild(el("h3", {}, op));
+      table(card, ["run", "count", "ok", "p50 ms", "p95 ms", "p99 ms", "p99 from due ms", "lag p99 ms", "errors", "throttled"],
+        runs.map(function (r) {
+          var t = totals(r, op);
+          return [r.label, t.count, t.ok, fmt(t.p50_ms), fmt(t.p95_ms), fmt(t.p99_ms), t.due_p99_ms ? fmt(t.due_p99_ms) : "–",
+            t.lag_p99_ms ? fmt(t.lag_p99_ms) : "–", t.errors, t.throttled];
+        }));
+      if (inWin[op]) {
+        var lat = [], rate = [];
+        runs.forEach(function (r, ri) {
+          var ws = windows(r).filter(function (w) { return w.ops && w.ops[op]; });
+          var pick = function (k) { return ws.filter(function (w) { return num(w.ops[op].count) - num(w.ops[op].errors) - num(w.ops[op].throttled) > 0; }).map(function (w) { return [w.end_s, num(w.ops[op][k])]; }); };
+          lat.push({ name: prefix(r) + "p50", color: COL.p50, dash: dashOf(ri), pts: pick("p50_ms") });
+          lat.push({ name: prefix(r) + "p95", color: COL.p95, dash: dashOf(ri), pts: pick("p95_ms") });
+          lat.push({ name: prefix(r) + "p99", color: COL.p99, dash: dashOf(ri), pts: pick("p99_ms") });
+          var due = pick("due_p99_ms").filter(function (p) { return p[1] > 0; });
+          if (due.length) lat.push({ name: prefix(r) + "p99 from due", color: COL.due, dash: dashOf(ri), pts: due });
+          var per = function (f) { return ws.map(function (w) { return [w.end_s, f(w.ops[op]) / Math.max(0.001, num(w.end_s) - num(w.start_s))]; }); };
+          rate.push({ name: prefix(r) + "ops/s", color: COL.tput, dash: dashOf(ri), pts: per(function (o) { return num(o.count); }) });
+          rate.push({ name: prefix(r) + "errors/s", color: COL.err, dash: dashOf(ri), pts: per(function (o) { return num(o.errors); }) });
+          rate.push({ name: prefix(r) + "throttled/s", color: COL.thr, dash: dashOf(ri), pts: per(function (o) { return num(o.throttled); }) });
+        });
+        chart(card, "op-" + op + "-latency", op + " latency per window", "ms", lat);
+        chart(card, "op-" + op + "-rate", op + " throughput, errors, throttles per window", "per s", rate);
+      }
+      s.appendChild(card);
+    });
+  });
+
+  if (!anyWindows && names.length) {
+    // No report windows (a merged result file): the whole run per op.
+    var ss = section("Latency per operation (whole run)");
+    var ser2 = [];
+    runs.forEach(function (r, ri) {
+      ["p50_ms", "p95_ms", "p99_ms"].forEach(function (k, ki) {
+        ser2.push({ name: prefix(r) + k.replace("_ms", ""), color: [COL.p50, COL.p95, COL.p99][ki], dash: dashOf(ri),
+          pts: names.map(function (op, i) { return [i + 1, num(totals(r, op)[k])]; }) });
+      });
+    });
+    chart(ss, "ops-summary", "p50/p95/p99 by operation (x: " + names.map(function (n, i) { return (i + 1) + " " + n; }).join(", ") + ")", "ms", ser2,
+      { steps: false, xMax: names.length + 1 });
+  }
+
+  // #plot=ID shows that plot alone (for a link, or a screenshot of one).
+  var m = /^#plot=(.+)$/.exec(location.hash);
+  if (m) {
+    var want = decodeURIComponent(m[1]);
+    var keep = document.getElementById("plot-" + want);
+    if (keep) {
+      document.body.classList.add("single");
+      keep.classList.add("shown");
+    }
+  }
+  // Where each plot is, for tools that crop screenshots.
+  var sx = window.scrollX, sy = window.scrollY;
+  plots.forEach(function (id) {
+    var f = document.getElementById("plot-" + id), b = f.getBoundingClientRect();
+    f.setAttribute("data-rect", [Math.round(b.left + sx), Math.round(b.top + sy), Math.round(b.width), Math.round(b.height)].join(","));
+  });
+  document.documentElement.setAttribute("data-plots", String(plots.length));
+  document.documentElement.setAttribute("data-height", String(Math.ceil(document.documentElement.scrollHeight)));
+})();
