@@ -55,12 +55,13 @@ bench: build
 # so the soft limit is raised to the hard one), then the all-in memory of a
 # connected human in a real `buzzload run` (scripts/allin-human.sh), then
 # 19,000 connected humans in one runner and a 5,000-member channel at 14
-# messages/s (scripts/scale-humans.sh); about 25 minutes.
+# messages/s (scripts/scale-humans.sh), and the RSS of an idle VU between
+# 1,000 and 4,000 VUs (scripts/idle-vu.sh); about 30 minutes.
 # Raw output in out/bench-scale.txt, medians in out/bench-scale-report.md.
 bench-scale: build
 	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
 		BENCH_PKGS='./modules/relay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
-		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000; scripts/scale-humans.sh humans 3 19000 60; scripts/scale-humans.sh wide 3 5000 60 14" \
+		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000; scripts/scale-humans.sh humans 3 19000 60; scripts/scale-humans.sh wide 3 5000 60 14; scripts/idle-vu.sh $(BENCH_COUNT) 1000 4000 20" \
 		BENCH_EXTRA_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
 
 lint:

@@ -145,5 +145,6 @@ for i in $(seq "$runs"); do
 		printf "BenchmarkRealRunCPU/publish 1 %.1f us/publish %.1f sign-cpu-us %.2f publish/sign %d publishes\n", x, s, x / s, pw + pn
 		printf "BenchmarkRealRunCPU/delivery 1 %.2f us/delivery %d deliveries %.1f deliveries/publish-wide\n", y, dw + dn, dw / pw
 		printf "BenchmarkRealRunCPU/wide-all-in 1 %.1f us/publish-incl-deliveries\n", a / pw
+		printf "BenchmarkRealRunCPU/narrow-all-in 1 %.1f us/publish-incl-deliveries %.2f deliveries/publish-narrow\n", b / pn, dn / pn
 	}'
 done
