@@ -236,6 +236,12 @@ func (c *client) failedBuild(err error) sobek.Value {
 
 // finish pushes the samples, logs a failed request and builds the Response.
 func (c *client) finish(s *spec, res *result) sobek.Value {
+	if c.vu.Context().Err() != nil && res.err != nil && res.status == 0 {
+		// Cut off because the iteration was interrupted (gracefulStop ran
+		// out): not a failed request; the script stops here.
+		c.stopIfDone()
+		return sobek.Undefined()
+	}
 	c.stopIfDone()
 	c.vu.Metrics().Push(res.samples...)
 	if res.err != nil && res.status == 0 {
@@ -269,6 +275,9 @@ func (c *client) asyncRequest(method string, urlV, bodyV, paramsV sobek.Value) s
 		var warns []string
 		res := c.execute(ctx, s, ec, func(m string) { warns = append(warns, m) })
 		enqueue(func() error {
+			if ctx.Err() != nil && res.err != nil && res.status == 0 {
+				return nil // interrupted with its iteration: not a failed request
+			}
 			for _, w := range warns {
 				c.warn(w)
 			}
