@@ -1,0 +1,209 @@
+package desktop
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relayclient"
+)
+
+// These run the renewal, tick and retry rules the simulator pins
+// (model_test.go, tick_test.go) against the embedded relay, with real
+// replays and real reads.
+
+// fill publishes n more messages into channel c as the viewer.
+func (e *e2e) fill(c, n int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: e.keys})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for i := 0; i < n; i++ {
+		ev, err := e.keys.NewEvent(nostr.KindStreamMessage, [][]string{{"h", e.chans[c]}}, fmt.Sprintf("fill %d", i), time.Now())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		wg.Add(1)
+		if err := conn.PublishAsync(ev, relayclient.PublishOptions{}, func(r relayclient.Result) {
+			if r.Outcome != relayclient.OutcomeOK {
+				failed.Add(1)
+			}
+			wg.Done()
+		}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		e.t.Fatalf("%d fill messages refused", n)
+	}
+}
+
+// batchReplay is how many events the channel batch's REQ replays now (the
+// relay's own 39000/39002 of each channel included).
+func (e *e2e) batchReplay() int {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: e.keys})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	chs := make([]int, len(e.chans))
+	for i := range chs {
+		chs[i] = i
+	}
+	id := &Identity{Viewer: e.keys.PubKey(), Channels: e.chans}
+	sub, r, err := conn.SubscribeEOSE(ctx, SubFilters(SubSpec{Route: RouteBatch, Channels: chs}, id), relayclient.SubOptions{})
+	if err != nil || r.Outcome != relayclient.OutcomeOK {
+		e.t.Fatalf("batch replay: %v %+v", err, r)
+	}
+	return sub.Replayed()
+}
+
+// since returns what was recorded after base (ops with no change left out).
+func since(base, now map[string]int) map[string]int {
+	out := maps.Clone(now)
+	for k, v := range base {
+		out[k] -= v
+	}
+	maps.DeleteFunc(out, func(_ string, n int) bool { return n == 0 })
+	return out
+}
+
+// settleMore waits until delta is recorded on top of base and returns what
+// was recorded since base.
+func (e *e2e) settleMore(base, delta map[string]int) map[string]int {
+	e.t.Helper()
+	return since(base, e.settle(addOps(base, delta)))
+}
+
+// A current renewal judges each replay by its count: 499 replayed events on
+// the channel batch keep continuity and read nothing; 500 (the replay
+// limit) are a cut: channel recovery and a covered repair. Mutant
+// "count > ReplayLimit is a cut" reads nothing at 500 and fails.
+func TestEndToEndCurrentRenewalWith499And500ReplayedEvents(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		events int // replayed by the batch at the renewal
+		cut    bool
+	}{
+		{"499 replayed events read nothing", 499, false},
+		{"500 replayed events recover the channels with a covered repair", 500, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newE2E(t, 5)
+			e.fill(1, c.events-e.batchReplay())
+			if n := e.batchReplay(); n != c.events {
+				t.Fatalf("the batch replays %d events, want %d", n, c.events)
+			}
+			p := e.params(ModeCurrent)
+			p.Renewal, p.RenewalPhase = 6*time.Second, 0.5 // the first renewal at 3 s
+			e.run(p)
+			cold := e.settle(coldStartOps(4, 0))
+			delta := map[string]int{OpLiveEOSE: 4}
+			if c.cut {
+				delta = addOps(delta, map[string]int{OpUnread: 1, OpWindow: cold[OpWindow], OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+			}
+			got := e.settleMore(cold, delta)
+			e.stop()
+			e.want(got, delta)
+		})
+	}
+}
+
+// A current renewal of a large session (more than ten channels: a
+// live-only subscription and replays of ten) recovers its channels but not
+// its globals. Mutant "the live-only route is continuous at a renewal"
+// (both at its open and at its EOSE) holds every route, reads nothing and
+// fails.
+func TestEndToEndCurrentRenewalOfALargeSessionRecoversChannelsButNotGlobals(t *testing.T) {
+	e := newE2E(t, 25)
+	p := e.params(ModeCurrent)
+	p.Renewal, p.RenewalPhase = 4*time.Second, 0.5
+	e.run(p)
+	cold := e.settle(coldStartOps(4, 3))
+	delta := map[string]int{OpLiveEOSE: 4, OpReplayEOSE: 3, OpUnread: 1, OpWindow: cold[OpWindow], OpNotices: 3,
+		OpThreadRoot: 1, OpThreadWindow: 1}
+	got := e.settleMore(cold, delta)
+	e.stop()
+	e.want(got, delta)
+}
+
+// Current ticks are idle until the backstop, which replaces the live-only
+// subscriptions and rereads the roster with a full repair. Mutant "every
+// tick replaces" sends replacements at the first tick and fails.
+func TestEndToEndCurrentTicksIdleUntilTheBackstop(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeCurrent)
+	p.Tick, p.Backstop = time.Second, 3*time.Second
+	e.run(p)
+	cold := e.settle(coldStartOps(4, 0))
+	time.Sleep(2300 * time.Millisecond) // the ticks at 1 s and 2 s
+	if got := withoutProbes(since(cold, e.counts())); len(got) != 0 {
+		t.Fatalf("ticks before the backstop recorded %v", got)
+	}
+	delta := map[string]int{OpLiveEOSE: 1, OpRoster: 1, OpReadState: 1, OpUnread: 1}
+	got := withoutProbes(e.settleMore(cold, delta))
+	e.stop()
+	e.want(got, delta)
+}
+
+// withoutProbes drops the silence probes: between quiet ticks the socket
+// carries no frame, so each tick may probe it.
+func withoutProbes(m map[string]int) map[string]int {
+	delete(m, OpProbe)
+	return m
+}
+
+// A failed HTTP read is owed and retried at the next tick, before the
+// backstop; only it is read again. Mutant "a failed read counts as done"
+// (not owed, its backstop restarts) reads nothing at the next tick and
+// fails.
+func TestEndToEndAFailingHTTPReadIsRetriedAtTheNextTick(t *testing.T) {
+	e := newE2E(t, 5)
+	p := e.params(ModeCurrent)
+	p.Tick, p.Backstop = 2*time.Second, 3*time.Second // ticks at 2 s (idle), 4 s (backstop), 6 s (retry)
+	e.run(p)
+	cold := e.settle(coldStartOps(4, 0))
+	e.relay.Faults().FailHTTPOnce("/query", 500) // the first read of the backstop tick fails
+	first := e.settleMore(cold, map[string]int{OpLiveEOSE: 1})
+	deadline := time.Now().Add(3 * time.Second)
+	failed := ""
+	for failed == "" && time.Now().Before(deadline) {
+		for k := range e.counts() {
+			if len(k) > 6 && k[len(k)-6:] == " error" {
+				failed = k[:len(k)-6]
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if failed == "" {
+		t.Fatalf("no read failed at the backstop tick: %v", first)
+	}
+	after := e.counts()
+	retry := map[string]int{failed: 1}
+	if failed == OpReadState || failed == OpUnread {
+		// the repair is retried with its snapshot when the snapshot failed,
+		// without it when only the unread request did
+		retry = map[string]int{OpUnread: 1}
+		if failed == OpReadState {
+			retry[OpReadState] = 1
+		}
+	}
+	got := withoutProbes(e.settleMore(after, retry))
+	e.stop()
+	e.want(got, retry)
+}
