@@ -6,6 +6,22 @@
 // Each redirect hop is its own request with its own samples; timings come
 // from net/http/httptrace; data_sent and data_received count the bytes on
 // the VU's connections.
+//
+// Decisions where k6's docs leave room or we differ:
+//   - The default User-Agent is DefaultUserAgent(version), k6's format with
+//     our name; userAgent "" sends none.
+//   - Response.headers values are strings, repeated headers joined with
+//     ", " (what k6 returns at run time, whatever its table says);
+//     Response.request.headers values are arrays.
+//   - An invalid URL gives a Response with error_code 1020 (and a "Request
+//     Failed" warning) unless the throw option is set; bad params throw.
+//   - noVUConnectionReuse drops the VU's idle connections when its next
+//     iteration makes its first request; the cookie jar is reset the same
+//     way (unless noCookiesReset).
+//   - Not provided: Response.html/clickLink/submitForm (k6/html), NTLM
+//     auth, OCSP data (Response.ocsp is all zero values).
+//   - A request cut off because gracefulStop ran out records nothing and
+//     stops the script at once.
 package k6http
 
 import (
