@@ -93,7 +93,15 @@ func oneStep() string {
 // "cancelled at the end of the grace": no client exit, no unfinished at
 // stop, no shutdown abort_reason; the run fails on the step.
 func TestAbortAfterTheLastHoldInterruptsNotCancels(t *testing.T) {
-	r := runScenario(t, "local-smoke.js", "local-smoke.toml", oneStep(), nil, nil)
+	src, err := os.ReadFile(filepath.Join("..", "scenarios", "local-smoke.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slow HTTP answers from a second before the hold's end, so the agent
+	// is still settling its request in the grace when the abort comes.
+	r := runInline(t, t.TempDir(), string(src), "local-smoke.toml", oneStep(), nil, func(rl *relay.Relay) {
+		time.AfterFunc(2500*time.Millisecond, func() { rl.Faults().SetHTTPLatency(3 * time.Second) })
+	}, nil)
 	rep := r.report
 	if r.res.ExitCode != engine.ExitThresholdsFailed || !strings.HasPrefix(rep.AbortReason, "step 0: ") {
 		r.dump(t)
@@ -110,6 +118,9 @@ func TestAbortAfterTheLastHoldInterruptsNotCancels(t *testing.T) {
 	// every client has already returned cuts nothing and notes nothing.
 	if rep.Abort != nil && rep.Abort.Step != extension.ShutdownStep {
 		t.Errorf("abort %+v: want one that fell after the last hold", rep.Abort)
+	}
+	if rep.Interrupted["agent"] == 0 {
+		t.Errorf("interrupted %v: the agent settling its slow request was not interrupted", rep.Interrupted)
 	}
 	noUnfinished(t, rep)
 	checkAccounting(t, rep)
