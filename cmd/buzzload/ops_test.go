@@ -389,8 +389,11 @@ func TestGatewayProfilesScenario(t *testing.T) {
 	if valid := m[2] == "valid"; valid != (achieved >= 149) {
 		t.Errorf("achieved %d of 150 but the verdict says %q", achieved, m[2])
 	}
-	if want := map[bool]int{true: 0, false: 99}[achieved == 150]; code != want {
-		t.Errorf("achieved %d of 150 (count==0 on dropped_iterations): exit %d, want %d", achieved, code, want)
+	// A drop crosses p1c's count==0 red signal (exit 99); a full run does
+	// not (its p95 cutoff may still fail on a loaded machine).
+	crossed := strings.Contains(out, "✗ dropped_iterations{scenario:p1c-paced}: count==0")
+	if achieved < 150 && (code != 99 || !crossed) || achieved == 150 && crossed {
+		t.Errorf("achieved %d of 150: exit %d, dropped_iterations threshold crossed %v", achieved, code, crossed)
 	}
 	var r struct {
 		Steps []struct {
