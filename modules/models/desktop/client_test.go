@@ -200,25 +200,7 @@ func TestEndToEndDroppedConnectionReadsOnlyNIP11ChannelRecoveryAndACoveredRepair
 	cold := coldStartOps(4, 0)
 	e.want(e.settle(cold), cold)
 
-	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 1)
-	// a message in a channel is the frame that drops the socket
-	other := nostr.DeriveKeys(t.Name(), nostr.Role("human"), 9)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	pubConn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: other})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pubConn.Close()
-	ev, _ := other.NewEvent(9, [][]string{{"h", e.chans[1]}}, "hello", time.Now())
-	pubConn.Publish(ctx, ev, relayclient.PublishOptions{})
-	for e.client.Conn() != nil {
-		if ctx.Err() != nil {
-			t.Fatal("the connection was not dropped")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 0)
+	e.dropOnce()
 
 	want := addOps(cold, map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpUnread: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 	e.want(e.settle(want), want)

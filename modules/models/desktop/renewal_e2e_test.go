@@ -17,20 +17,43 @@ import (
 // (model_test.go, tick_test.go) against the embedded relay, with real
 // replays and real reads.
 
-// fill publishes n more messages into channel c as the viewer.
-func (e *e2e) fill(c, n int) {
+// viewerConn is a connection of the viewer's own, beside the client's.
+func (e *e2e) viewerConn(ctx context.Context) *relayclient.Conn {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	conn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: e.keys})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return conn
+}
+
+// fill publishes n more messages into channel c as the viewer.
+func (e *e2e) fill(c, n int) {
+	e.publishAll(n, func(i int) (int, [][]string, string) {
+		return nostr.KindStreamMessage, [][]string{{"h", e.chans[c]}}, fmt.Sprintf("fill %d", i)
+	})
+}
+
+// reminders publishes n reminders (kind 30300, one d each) as the viewer.
+func (e *e2e) reminders(n int) {
+	e.publishAll(n, func(i int) (int, [][]string, string) {
+		return nostr.KindReminder, [][]string{{"d", fmt.Sprintf("r%d", i)}}, ""
+	})
+}
+
+// publishAll publishes n events as the viewer, pipelined, and requires
+// every one accepted.
+func (e *e2e) publishAll(n int, event func(i int) (kind int, tags [][]string, content string)) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn := e.viewerConn(ctx)
 	defer conn.Close()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	for i := 0; i < n; i++ {
-		ev, err := e.keys.NewEvent(nostr.KindStreamMessage, [][]string{{"h", e.chans[c]}}, fmt.Sprintf("fill %d", i), time.Now())
+		kind, tags, content := event(i)
+		ev, err := e.keys.NewEvent(kind, tags, content, time.Now())
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -46,31 +69,8 @@ func (e *e2e) fill(c, n int) {
 	}
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
-		e.t.Fatalf("%d fill messages refused", n)
+		e.t.Fatalf("%d of the events refused", n)
 	}
-}
-
-// batchReplay is how many events the channel batch's REQ replays now (the
-// relay's own 39000/39002 of each channel included).
-func (e *e2e) batchReplay() int {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: e.keys})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer conn.Close()
-	chs := make([]int, len(e.chans))
-	for i := range chs {
-		chs[i] = i
-	}
-	id := &Identity{Viewer: e.keys.PubKey(), Channels: e.chans}
-	sub, r, err := conn.SubscribeEOSE(ctx, SubFilters(SubSpec{Route: RouteBatch, Channels: chs}, id), relayclient.SubOptions{})
-	if err != nil || r.Outcome != relayclient.OutcomeOK {
-		e.t.Fatalf("batch replay: %v %+v", err, r)
-	}
-	return sub.Replayed()
 }
 
 // since returns what was recorded after base (ops with no change left out).
@@ -105,8 +105,8 @@ func TestEndToEndCurrentRenewalWith499And500ReplayedEvents(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newE2E(t, 5)
-			e.fill(1, c.events-e.batchReplay())
-			if n := e.batchReplay(); n != c.events {
+			e.fill(1, c.events-e.routeReplay(RouteBatch))
+			if n := e.routeReplay(RouteBatch); n != c.events {
 				t.Fatalf("the batch replays %d events, want %d", n, c.events)
 			}
 			p := e.params(ModeCurrent)
@@ -206,4 +206,72 @@ func TestEndToEndAFailingHTTPReadIsRetriedAtTheNextTick(t *testing.T) {
 	got := withoutProbes(e.settleMore(after, retry))
 	e.stop()
 	e.want(got, retry)
+}
+
+// routeReplay is how many events route k's REQ replays now (for the batch:
+// of every channel; the relay's own 39000/39002 included).
+func (e *e2e) routeReplay(k RouteKind) int {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn := e.viewerConn(ctx)
+	defer conn.Close()
+	id := &Identity{Viewer: e.keys.PubKey(), Channels: e.chans}
+	spec := SubSpec{Route: k}
+	if k == RouteBatch {
+		for i := range e.chans {
+			spec.Channels = append(spec.Channels, i)
+		}
+	}
+	sub, r, err := conn.SubscribeEOSE(ctx, SubFilters(spec, id), relayclient.SubOptions{})
+	if err != nil || r.Outcome != relayclient.OutcomeOK {
+		e.t.Fatalf("%v replay: %v %+v", k, err, r)
+	}
+	return sub.Replayed()
+}
+
+// dropOnce drops the client's socket (the relay closes it at the next
+// frame: a message from someone else in a channel) and waits for it to go.
+func (e *e2e) dropOnce() {
+	e.t.Helper()
+	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 1)
+	other := nostr.DeriveKeys(e.t.Name(), nostr.Role("human"), 9)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: other})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	ev, _ := other.NewEvent(nostr.KindStreamMessage, [][]string{{"h", e.chans[1]}}, "hello", time.Now())
+	conn.Publish(ctx, ev, relayclient.PublishOptions{})
+	for e.client.Conn() != nil {
+		if ctx.Err() != nil {
+			e.t.Fatal("the connection was not dropped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 0)
+}
+
+// After a dropped connection a truncated membership replay (500 events:
+// the replay limit) rereads membership in full — roster, read state with
+// the snapshot, unreads, reminders — beside NIP-11 and channel recovery;
+// a complete one (TestEndToEndDroppedConnection...) repairs only covered.
+// Mutant "count > ReplayLimit is a cut" repairs covered only and fails.
+func TestEndToEndATruncatedReplayAfterADroppedConnectionRereadsItsRouteInFull(t *testing.T) {
+	e := newE2E(t, 5)
+	e.reminders(ReplayLimit - e.routeReplay(RouteMembership))
+	if n := e.routeReplay(RouteMembership); n != ReplayLimit {
+		t.Fatalf("membership replays %d events, want %d", n, ReplayLimit)
+	}
+	e.run(e.params(ModeCurrent))
+	cold := e.settle(coldStartOps(4, 0))
+	e.want(cold, coldStartOps(4, 0))
+	e.dropOnce()
+	delta := map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpRoster: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1,
+		OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1}
+	got := withoutProbes(e.settleMore(cold, delta))
+	e.stop()
+	e.want(got, delta)
 }
