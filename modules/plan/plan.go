@@ -79,6 +79,19 @@ func Run(cfg Config) (*Result, error) {
 	if res.Mode == "" {
 		res.Mode = scenario.ModeCurrent
 	}
+	// Channel sizes first: a client in a channel with more members than a
+	// co-member limit has exactly that many co-members (coMemberCount).
+	members := make([]int32, len(sims[0].channels))
+	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
+		for _, g := range sc.Clients(k, users, scenario.Shard{}) {
+			for _, c := range sc.MemberChannels(g) {
+				members[sims[0].dense(c)]++
+			}
+		}
+	}
+	for _, s := range sims {
+		s.chanSize = members
+	}
 	next := 0 // clients are dealt to the shards in turn
 	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
 		starts := cfg.Starts[k]

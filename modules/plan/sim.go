@@ -137,7 +137,10 @@ type sim struct {
 	// limit, and the union of the set's members is the same for each).
 	coMembers map[coKey]int
 	slots     []string // shared placeholder channel ids (desk)
-	shards    int      // 1, or how many simulations split the clients (merge.go)
+	// chanSize is every channel's members among all the simulated
+	// clients (all shards), as scenario.ChannelMembersAt counts them.
+	chanSize []int32
+	shards   int // 1, or how many simulations split the clients (merge.go)
 }
 
 type coKey struct {
@@ -148,6 +151,11 @@ type coKey struct {
 // coMemberCount is len(sc.CoMembers(g, users, limit)), computed once per
 // distinct channel set.
 func (s *sim) coMemberCount(g int, chans []int32, users float64, limit int) int {
+	for _, c := range chans {
+		if int(s.chanSize[c]) > limit { // limit others besides g in one channel
+			return limit
+		}
+	}
 	b := make([]byte, 0, 4*len(chans))
 	for _, c := range chans {
 		b = append(b, byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
