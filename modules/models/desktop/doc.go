@@ -82,14 +82,20 @@
 //   - desktop_read_state always asks for the snapshot object
 //     ([{"kinds":[30078],"authors":[V],"read_state_snapshot":1}]), as the
 //     loadgen does, whether or not NIP-11 advertises it.
-//   - desktop_thread_root is the app's [{"ids":[root],"#h":[C],"limit":1}]
-//     once the root is known; the first time per channel it is the
-//     generator's own search for the seeded roots, then cached: with
+//   - desktop_thread_root is the app's [{"ids":[root],"#h":[C],"limit":1}],
+//     made by every thread read (docs/desktop-requests.md §5.13). Before
+//     the first one in a channel the generator finds the seeded roots with
+//     its own search, reported as http_query and cached: with
 //     Config.RootMarker (every scenario desktop human) a NIP-50 search for
 //     the marker word (limit 50, scenario.MarkedRoots), thread t reading
 //     one of them in turn; without it the channel's top-level head with
 //     summaries (limit 50), taking the row with the most replies. Without a
 //     root the thread page is not read.
+//   - EOSEs are judged by arrival: a REQ's wait lasts EOSETimeout plus one
+//     more timeout for frames that arrived in time but were not yet read
+//     (relayclient.SubOptions.EOSEGrace); an EOSE that arrived after the
+//     timeout is a timeout. Each kept-open channel route counts its
+//     replacement backstop from its own last replacement.
 //   - Window bounds are checked for the relay's pubkey (NIP-11 self), not
 //     its signature: one Schnorr verification per page is load on the
 //     generator, not on the relay.
