@@ -118,10 +118,18 @@ func New(cfg Config) (*Client, error) {
 type stopSink struct {
 	inner    relayclient.Sink
 	stopping atomic.Bool
+	// stop is Run's stop context, set before anything starts: a request cut
+	// by the stop can record itself before the stopping mark goes up (the
+	// mark is set by a callback of its own), but never before stop ends.
+	stop context.Context
 }
 
 func (s *stopSink) Record(r relayclient.Result) {
-	if s.inner == nil || (s.stopping.Load() && r.Outcome == relayclient.OutcomePending && strings.HasPrefix(r.Op, "desktop_")) {
+	if s.inner == nil {
+		return
+	}
+	stopped := s.stopping.Load() || (s.stop != nil && s.stop.Err() != nil)
+	if stopped && r.Outcome == relayclient.OutcomePending && strings.HasPrefix(r.Op, "desktop_") {
 		return
 	}
 	s.inner.Record(r)
@@ -181,6 +189,7 @@ func (c *Client) Run(stop, grace context.Context) error {
 	}
 	// The stop mark goes up the moment stop ends, before any operation can
 	// record itself as cut short.
+	c.sink.stop = stop
 	stopWatch := context.AfterFunc(stop, func() { c.sink.stopping.Store(true) })
 	defer stopWatch()
 	runCtx, cancel := context.WithCancel(stop)
