@@ -23,6 +23,9 @@ type opAgg struct {
 	cut, unfinished, started         int64       // cut by an abort; of errors, unfinished at stop; started in the cell
 	pending                          int64       // in flight at the end of the window (set when merging)
 	errTexts                         errorCounts // normalised (errtext.go)
+	// sched holds the operations a schedule made (Result.Due set): latency
+	// from the due time and lag due → start (generator.go); nil until one.
+	sched *schedAgg
 }
 
 func newOpAgg() *opAgg { return &opAgg{trend: metrics.NewSink(metrics.Trend)} }
@@ -36,6 +39,12 @@ func (o *opAgg) addError(text string) {
 }
 
 func (o *opAgg) add(r relayclient.Result, at time.Time) {
+	if !r.Due.IsZero() {
+		if o.sched == nil {
+			o.sched = newSchedAgg()
+		}
+		o.sched.add(r, at)
+	}
 	switch r.Outcome {
 	case relayclient.OutcomeOK:
 		o.ok++
@@ -73,6 +82,12 @@ func (o *opAgg) merge(b *opAgg) {
 	o.pending += b.pending
 	_ = o.trend.Merge(b.trend) // both are Trend sinks: cannot fail
 	o.errTexts.merge(&b.errTexts)
+	if b.sched != nil {
+		if o.sched == nil {
+			o.sched = newSchedAgg()
+		}
+		o.sched.merge(b.sched)
+	}
 }
 
 type exitKey struct {

@@ -44,6 +44,7 @@ const GracefulStop = 15 * time.Second
 
 // loaded is one scenario file as every VU of the run shares it.
 type loaded struct {
+	gen   *generatorMeter // the generator's CPU per step (generator.go)
 	m     *Module
 	base  *scenario.Scenario
 	shard scenario.Shard
@@ -118,6 +119,7 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l := &loaded{m: m, base: sc, shard: shard, plan: sc.Steps(), claims: map[string]*atomic.Int64{}}
 	l.agg = newAggregator(sc, l.plan)
 	l.win = newWindows()
+	l.gen = newGeneratorMeter(len(l.plan))
 	return l
 }
 

@@ -150,6 +150,7 @@ func (m *Module) EmbeddedRelay() *relay.Relay {
 // metricSet is the module's metrics (docs/architecture.md).
 type metricSet struct {
 	duration, failed, throttled, pending, clients, exits *metrics.Metric
+	generator                                            *metrics.Metric // buzz_generator_saturated{step}: saturated steps
 	// dataSent and dataReceived are the host's built-in data_sent and
 	// data_received (nil when the host has none).
 	dataSent, dataReceived *metrics.Metric
@@ -170,6 +171,7 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 			{&ms.pending, "buzz_op_pending", metrics.Gauge, metrics.Default},
 			{&ms.clients, "buzz_clients", metrics.Gauge, metrics.Default},
 			{&ms.exits, "buzz_client_exits", metrics.Counter, metrics.Default},
+			{&ms.generator, "buzz_generator_saturated", metrics.Counter, metrics.Default},
 		}
 		for _, d := range defs {
 			mt, err := reg.New(d.name, d.t, d.c)

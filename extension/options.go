@@ -123,6 +123,10 @@ func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []st
 		}
 		o.Thresholds[r.Metric] = append(o.Thresholds[r.Metric], ThresholdSpec{Threshold: r.Threshold()})
 	}
+	if sc.Abort.FailOnGeneratorSaturation {
+		// generator.go counts a saturated step when it ends.
+		o.Thresholds["buzz_generator_saturated"] = append(o.Thresholds["buzz_generator_saturated"], ThresholdSpec{Threshold: "count<1"})
+	}
 	return o, warnings
 }
 

@@ -45,6 +45,17 @@ type OpReport struct {
 	// ErrorTexts are the distinct error texts (ids, numbers and durations
 	// stripped) with their counts, the 10 most frequent and then "other".
 	ErrorTexts []ErrorText `json:"error_texts,omitempty"`
+	// Scheduled operations (those a client's schedule made, Result.Due):
+	// how many, their latency from the due time (what a person waiting on
+	// the schedule sees) beside P50Ms.. from the send, and the lag due →
+	// send (coordinated omission: a sequential client sends late when the
+	// relay slows).
+	Scheduled int64   `json:"scheduled,omitempty"`
+	DueP50Ms  float64 `json:"due_p50_ms,omitempty"`
+	DueP95Ms  float64 `json:"due_p95_ms,omitempty"`
+	DueP99Ms  float64 `json:"due_p99_ms,omitempty"`
+	LagP50Ms  float64 `json:"lag_p50_ms,omitempty"`
+	LagP99Ms  float64 `json:"lag_p99_ms,omitempty"`
 }
 
 // StepReport is one ramp step: its ramp and its hold.
@@ -66,6 +77,8 @@ type StepReport struct {
 	// judged (its window never completed); its cut operations are in cut.
 	AbortedAtS  float64 `json:"aborted_at_s,omitempty"`
 	AbortReason string  `json:"abort_reason,omitempty"`
+	// Generator is the generator's health in the step (generator.go).
+	Generator *GeneratorReport `json:"generator,omitempty"`
 }
 
 // ShutdownReport is what settled after the last hold, judged by the same
@@ -141,6 +154,8 @@ type Report struct {
 	// the populations, at most MaxWindows (older ones merged).
 	WindowSecs float64        `json:"window_s,omitempty"`
 	Windows    []WindowReport `json:"windows,omitempty"`
+	// Generator says whether the generator was saturated in any step.
+	Generator *GeneratorSummary `json:"generator,omitempty"`
 }
 
 // WarmupReport is the warm-up: its length and its operations.
@@ -169,6 +184,7 @@ func (a *opAgg) report() *OpReport {
 	if a.ok+a.errors > 0 {
 		r.ErrorRate = round3(float64(a.errors) / float64(a.ok+a.errors))
 	}
+	a.sched.fill(r)
 	if a.ok > 0 {
 		dst := []*float64{&r.P50Ms, &r.P95Ms, &r.P99Ms, &r.MaxMs}
 		for i, st := range stats {
@@ -256,9 +272,10 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 				cl[k.String()] = counts[k]
 			}
 		}
+		stepOps := a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1)
 		sr := StepReport{Index: i, Users: st.Users, StartS: st.Start.Seconds(), RampEndS: st.RampEnd.Seconds(),
 			EndS: st.End.Seconds(), Clients: cl, ClientsStarted: copyCounts(a.firstSessions[i]),
-			Ops: opsReport(a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1))}
+			Ops: opsReport(stepOps)}
 		// Reached: the timeline got into the step (an abort before its start
 		// leaves it unreached, whatever settled at the abort).
 		sr.Reached = len(sr.Ops) > 0 && (abortOff < 0 || abortOff >= st.Start)
@@ -271,6 +288,20 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		}
 		for k, n := range a.exitsByStep[i] {
 			sr.AbortReason = joinReason(sr.AbortReason, fmt.Sprintf("%d %s clients exited unexpectedly (%s)", n, k.kind, k.reason))
+		}
+		if sr.Reached {
+			sr.Generator = l.stepGenerator(i, stepOps)
+		}
+		if g := sr.Generator; g != nil && g.Saturated {
+			if r.Generator == nil {
+				r.Generator = &GeneratorSummary{}
+			}
+			r.Generator.Saturated = true
+			r.Generator.Steps = append(r.Generator.Steps, l.stepLabel(i))
+			r.Generator.Reason = joinReason(r.Generator.Reason, "step "+l.stepLabel(i)+": "+g.Reason)
+			if l.base.Abort.FailOnGeneratorSaturation && !cutHere {
+				sr.AbortReason = joinReason(sr.AbortReason, "generator saturated: "+g.Reason+" (fail_on_generator_saturation)")
+			}
 		}
 		r.Steps = append(r.Steps, sr)
 	}
@@ -454,6 +485,12 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "    – cut by the abort at %s (%s into the step, %d clients of its own started); not judged\n",
 				secs(s.AbortedAtS), secs(s.AbortedAtS-s.StartS), own)
 		}
+		if g := s.Generator; g != nil {
+			fmt.Fprintf(&b, "    generator: CPU %.0f %% of %d cores, scheduling lag p99 %.1f ms over %d scheduled operations\n", g.CPUPct, g.Cores, g.LagP99Ms, g.LagSamples)
+			if g.Saturated {
+				fmt.Fprintf(&b, "    ⚠ generator saturated: %s — these latencies measure the generator too\n", g.Reason)
+			}
+		}
 		if s.AbortReason != "" {
 			fmt.Fprintf(&b, "    ✗ %s\n", s.AbortReason)
 		}
@@ -535,6 +572,13 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 	}
 	for _, e := range errs {
 		fmt.Fprintf(b, "      ! %s\n", e)
+	}
+	// Scheduled operations: latency from the due time beside the send's.
+	for _, name := range sortedOpNames(ops) {
+		if o := ops[name]; o.Scheduled > 0 {
+			fmt.Fprintf(b, "      ~ %s: %d scheduled, p99 %.1f ms from the due time (%.1f from the send), lag due→send p50 %.1f p99 %.1f ms\n",
+				name, o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)
+		}
 	}
 }
 

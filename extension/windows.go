@@ -37,6 +37,8 @@ type WindowOp struct {
 	P99Ms     float64 `json:"p99_ms"`
 	Errors    int64   `json:"errors"`
 	Throttled int64   `json:"throttled"`
+	DueP99Ms  float64 `json:"due_p99_ms,omitempty"` // scheduled ops: p99 from the due time (issue 14)
+	LagP99Ms  float64 `json:"lag_p99_ms,omitempty"` // scheduled ops: p99 of due → sent
 }
 
 // WindowReport is one report interval. Merged counts how many intervals it
@@ -89,7 +91,8 @@ func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
 		Warmup: w.warm, Clients: live, Ops: map[string]*WindowOp{}}
 	for op, a := range w.cur {
 		r := a.report()
-		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P95Ms: r.P95Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled}
+		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P95Ms: r.P95Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled,
+			DueP99Ms: r.DueP99Ms, LagP99Ms: r.LagP99Ms}
 	}
 	w.cur, w.from, w.warm = map[string]*opAgg{}, now, false
 	w.closed = append(w.closed, wr)
@@ -128,6 +131,7 @@ func mergeWindows(a, b WindowReport) WindowReport {
 				cur.P50Ms = round3((cur.P50Ms*float64(okA) + o.P50Ms*float64(okB)) / float64(okA+okB))
 			}
 			cur.P95Ms = max(cur.P95Ms, o.P95Ms)
+			cur.DueP99Ms, cur.LagP99Ms = max(cur.DueP99Ms, o.DueP99Ms), max(cur.LagP99Ms, o.LagP99Ms)
 			cur.P99Ms = max(cur.P99Ms, o.P99Ms)
 			cur.Count += o.Count
 			cur.Errors += o.Errors
@@ -155,6 +159,7 @@ func (l *loaded) startWindows(start time.Time) {
 	}
 	w.start, w.from = start, start
 	w.mu.Unlock()
+	go l.watchGenerator(start, w.stop)
 	every, print := l.reportInterval()
 	go func() {
 		// Windows end on the start's grid (start + k·every), whenever the

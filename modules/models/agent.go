@@ -138,7 +138,7 @@ func (c *Client) agentSession(s *session) End {
 
 // publishAsync sends ev on the socket without waiting for its OK, tracked
 // so a shutdown can wait for it.
-func (c *Client) publishAsync(s *session, conn *relayclient.Conn, kind int, tags [][]string, content string) {
+func (c *Client) publishAsync(s *session, conn *relayclient.Conn, kind int, tags [][]string, content string, due time.Time) {
 	if s.halt.Err() != nil {
 		return
 	}
@@ -152,7 +152,7 @@ func (c *Client) publishAsync(s *session, conn *relayclient.Conn, kind int, tags
 		return // the same indicator already went out this second
 	}
 	s.inflight.add()
-	_ = conn.PublishAsync(ev, relayclient.PublishOptions{}, func(relayclient.Result) { s.inflight.done() })
+	_ = conn.PublishAsync(ev, relayclient.PublishOptions{Due: due}, func(relayclient.Result) { s.inflight.done() })
 }
 
 // observerFrame builds the content of one frame: size bytes of plaintext,
@@ -165,7 +165,7 @@ func (c *Client) observerFrame(size int) (string, error) {
 	return nostr.NIP44Encrypt(strings.Repeat("t", size), c.agent.ck)
 }
 
-func (c *Client) sendFrame(s *session, conn *relayclient.Conn) {
+func (c *Client) sendFrame(s *session, conn *relayclient.Conn, due time.Time) {
 	content, err := c.observerFrame(c.sc.Agent.Turn.FrameBytes)
 	if err != nil {
 		c.sink.Record(relayclient.Result{Op: relayclient.OpPublish, Start: time.Now(), Outcome: relayclient.OutcomeError, Error: "encrypt frame: " + err.Error()})
@@ -173,7 +173,7 @@ func (c *Client) sendFrame(s *session, conn *relayclient.Conn) {
 	}
 	me := c.keys.PubKey()
 	c.publishAsync(s, conn, nostr.KindObserverFrame,
-		[][]string{{"p", c.agent.owner}, {"agent", me}, {"frame", "telemetry"}}, content)
+		[][]string{{"p", c.agent.owner}, {"agent", me}, {"frame", "telemetry"}}, content, due)
 }
 
 // agentSocket sends what the model says is due on the socket (presence,
@@ -197,11 +197,11 @@ func (c *Client) agentSocket(s *session, conn *relayclient.Conn) {
 		for _, act := range a.step(agent.SocketDue{At: time.Now()}) {
 			switch act := act.(type) {
 			case agent.SendPresence:
-				c.publishAsync(s, conn, nostr.KindPresence, nil, "online")
+				c.publishAsync(s, conn, nostr.KindPresence, nil, "online", due)
 			case agent.SendFrame:
-				c.sendFrame(s, conn)
+				c.sendFrame(s, conn, due)
 			case agent.SendTyping:
-				c.publishAsync(s, conn, nostr.KindTyping, [][]string{{"h", a.chIDs[act.Channel]}}, "")
+				c.publishAsync(s, conn, nostr.KindTyping, [][]string{{"h", a.chIDs[act.Channel]}}, "", due)
 			}
 		}
 	}
@@ -218,8 +218,15 @@ func (c *Client) agentHTTP(s *session) {
 		if !waitUntil(s.halt, nil, due, 0) {
 			return
 		}
-		for _, act := range a.step(agent.HTTPDue{At: time.Now()}) {
-			res := c.agentRequest(s, act)
+		for i, act := range a.step(agent.HTTPDue{At: time.Now()}) {
+			// The first request was due when the model said; the others
+			// follow it (their lateness is the first's latency, not a
+			// schedule's).
+			d := time.Time{}
+			if i == 0 {
+				d = due
+			}
+			res := c.agentRequest(s, act, d)
 			for _, out := range a.step(res) {
 				if e, ok := out.(agent.TurnEnded); ok && a.turnDone != nil {
 					select {
@@ -234,11 +241,12 @@ func (c *Client) agentHTTP(s *session) {
 }
 
 // agentRequest makes one HTTP request of the model and returns its result.
-func (c *Client) agentRequest(s *session, act agent.Action) agent.Event {
+func (c *Client) agentRequest(s *session, act agent.Action, due time.Time) agent.Event {
 	a := c.agent
 	ctx := s.opCtx
 	me := c.keys.PubKey()
-	ctxOp := relayclient.CallOptions{Op: OpTurnContext}
+	ctxOp := relayclient.CallOptions{Op: OpTurnContext, Due: due}
+	plain := relayclient.CallOptions{Due: due}
 	ch := func(i int) map[string][]string { return map[string][]string{"h": {a.chIDs[i]}} }
 	var r relayclient.Result
 	switch act := act.(type) {
@@ -250,12 +258,12 @@ func (c *Client) agentRequest(s *session, act agent.Action) agent.Event {
 		}
 		fs = append(fs, relayclient.Filter{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"p": {me}},
 			Since: act.Since, Limit: pollLimit})
-		_, r = c.http.Query(ctx, fs, relayclient.CallOptions{})
+		_, r = c.http.Query(ctx, fs, plain)
 	case agent.PostMessage:
 		r = c.httpEvent(s, nostr.KindStreamMessage, [][]string{{"h", a.chIDs[act.Channel]}, scenario.SentAtTag(time.Now())},
-			messageContent(c.cfg.Global, act.Seq), relayclient.OpHTTPEvents)
+			messageContent(c.cfg.Global, act.Seq), relayclient.OpHTTPEvents, due)
 	case agent.ReadNewest:
-		evs, r := c.http.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Tags: ch(act.Channel), Limit: 1}}, relayclient.CallOptions{})
+		evs, r := c.http.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Tags: ch(act.Channel), Limit: 1}}, plain)
 		res := agent.NewestRead{At: time.Now()}
 		if r.Outcome == relayclient.OutcomeOK && len(evs) > 0 {
 			res.Msg = &agent.Message{ID: evs[0].ID, PubKey: evs[0].PubKey, Root: threadRoot(&evs[0])}
@@ -285,9 +293,9 @@ func (c *Client) agentRequest(s *session, act agent.Action) agent.Event {
 	case agent.ReadProfile:
 		_, r = c.http.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindProfile}, Authors: []string{act.Author}, Limit: 1}}, ctxOp)
 	case agent.React:
-		r = c.httpEvent(s, nostr.KindReaction, [][]string{{"e", act.MsgID}, {"p", act.Author}}, act.Emoji, relayclient.OpHTTPEvents)
+		r = c.httpEvent(s, nostr.KindReaction, [][]string{{"e", act.MsgID}, {"p", act.Author}}, act.Emoji, relayclient.OpHTTPEvents, due)
 	case agent.ToolRead:
-		_, r = c.http.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Tags: ch(act.Channel), Limit: toolReadLimit}}, relayclient.CallOptions{})
+		_, r = c.http.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Tags: ch(act.Channel), Limit: toolReadLimit}}, plain)
 	case agent.Reply:
 		chID := a.chIDs[act.Channel]
 		tags := [][]string{{"h", chID}}
@@ -298,10 +306,10 @@ func (c *Client) agentRequest(s *session, act agent.Action) agent.Event {
 			tags = append(tags, []string{"p", act.Mention})
 		}
 		tags = append(tags, scenario.SentAtTag(time.Now()))
-		r = c.httpEvent(s, nostr.KindStreamMessage, tags, "turn reply "+messageContent(c.cfg.Global, act.Seq), relayclient.OpHTTPEvents)
+		r = c.httpEvent(s, nostr.KindStreamMessage, tags, "turn reply "+messageContent(c.cfg.Global, act.Seq), relayclient.OpHTTPEvents, due)
 	case agent.FindReactions:
 		evs, _ := c.http.Query(ctx, []relayclient.Filter{{Kinds: []int{nostr.KindReaction}, Authors: []string{me},
-			Tags: map[string][]string{"e": {act.MsgID}}}}, relayclient.CallOptions{})
+			Tags: map[string][]string{"e": {act.MsgID}}}}, plain)
 		res := agent.ReactionsFound{At: time.Now()}
 		for i := range evs {
 			if evs[i].Kind == nostr.KindReaction {
@@ -310,13 +318,13 @@ func (c *Client) agentRequest(s *session, act agent.Action) agent.Event {
 		}
 		return res
 	case agent.Delete:
-		r = c.httpEvent(s, nostr.KindDeletion, [][]string{{"e", act.ID}}, "", relayclient.OpHTTPEvents)
+		r = c.httpEvent(s, nostr.KindDeletion, [][]string{{"e", act.ID}}, "", relayclient.OpHTTPEvents, due)
 	}
 	return agent.Done{At: time.Now(), OK: r.Outcome == relayclient.OutcomeOK}
 }
 
 // httpEvent signs and posts one event through /events.
-func (c *Client) httpEvent(s *session, kind int, tags [][]string, content, op string) relayclient.Result {
+func (c *Client) httpEvent(s *session, kind int, tags [][]string, content, op string, due time.Time) relayclient.Result {
 	now := time.Now()
 	ev, err := c.keys.NewEvent(kind, tags, content, now)
 	if err != nil {
@@ -325,6 +333,6 @@ func (c *Client) httpEvent(s *session, kind int, tags [][]string, content, op st
 		return r
 	}
 	// Reactions are idempotent: a duplicate (a rerun) is the state asked for.
-	_, r := c.http.PublishHTTP(s.opCtx, ev, relayclient.CallOptions{Op: op, DuplicateOK: kind == nostr.KindReaction})
+	_, r := c.http.PublishHTTP(s.opCtx, ev, relayclient.CallOptions{Op: op, DuplicateOK: kind == nostr.KindReaction, Due: due})
 	return r
 }

@@ -64,11 +64,11 @@ func (c *Client) hotSession(s *session) End {
 		if reply {
 			h.seq++
 			tags := append(firstLevelReply(chID, h.root), scenario.SentAtTag(time.Now()))
-			c.httpEvent(s, nostr.KindStreamMessage, tags, "hot reply "+messageContent(c.cfg.Global, h.seq), OpHotReply)
+			c.httpEvent(s, nostr.KindStreamMessage, tags, "hot reply "+messageContent(c.cfg.Global, h.seq), OpHotReply, due)
 			continue
 		}
 		c.http.Query(s.opCtx, []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
-			Tags: map[string][]string{"e": {h.root}}, Limit: hotFetchLimit}}, relayclient.CallOptions{Op: OpThreadFetch})
+			Tags: map[string][]string{"e": {h.root}}, Limit: hotFetchLimit}}, relayclient.CallOptions{Op: OpThreadFetch, Due: due})
 	}
 	return s.end()
 }

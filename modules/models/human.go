@@ -97,12 +97,13 @@ func (a *Activity) Observe(ev *nostr.Event) {
 // socket-side root lookups a thread reply needs.
 func (a *Activity) Run(halt, ops context.Context, conn *relayclient.Conn) (sessionEnd bool) {
 	s := NewSchedule(a.cfg, a.rng)
-	_ = RunSchedule(halt, nil, s, time.Now(), func(ev Event) bool {
+	start := time.Now()
+	_ = RunSchedule(halt, nil, s, start, func(ev Event) bool {
 		if ev.Action == ActSessionEnd {
 			sessionEnd = true
 			return false
 		}
-		a.do(halt, ops, conn, ev)
+		a.do(halt, ops, conn, ev, start.Add(ev.At))
 		return halt.Err() == nil
 	})
 	return sessionEnd
@@ -111,8 +112,8 @@ func (a *Activity) Run(halt, ops context.Context, conn *relayclient.Conn) (sessi
 // Settle waits until every publish of the activity has settled, or ctx ends.
 func (a *Activity) Settle(ctx context.Context) { a.inflight.wait(ctx) }
 
-// do performs one scheduled activity.
-func (a *Activity) do(halt, ops context.Context, conn *relayclient.Conn, ev Event) {
+// do performs one scheduled activity, due at due (its publish's Result.Due).
+func (a *Activity) do(halt, ops context.Context, conn *relayclient.Conn, ev Event, due time.Time) {
 	now := time.Now()
 	var tags [][]string
 	kind, content := 0, ""
@@ -167,7 +168,7 @@ func (a *Activity) do(halt, ops context.Context, conn *relayclient.Conn, ev Even
 	// Result is recorded by the relay client either way.
 	// A reaction is idempotent: Buzz's "duplicate: reaction already exists"
 	// (a rerun reacting to the same seeded message) is the state asked for.
-	_ = conn.PublishAsync(e, relayclient.PublishOptions{DuplicateOK: kind == nostr.KindReaction}, func(relayclient.Result) { a.inflight.done() })
+	_ = conn.PublishAsync(e, relayclient.PublishOptions{DuplicateOK: kind == nostr.KindReaction, Due: due}, func(relayclient.Result) { a.inflight.done() })
 }
 
 // reactionTarget picks the latest message seen (in channel ch, or anywhere

@@ -169,6 +169,7 @@ type Request struct {
 	Operator bool          // target OperatorOrigin
 	Unsigned bool          // no NIP-98 (NIP-11, health)
 	Timeout  time.Duration // default HTTPConfig.Timeout
+	Due      time.Time     // Result.Due (CallOptions.Due)
 	// Check validates a 2xx body; a non-nil error makes the Result an error
 	// that quotes the body's start.
 	Check func(body []byte) error
@@ -193,7 +194,7 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 			req.Method = http.MethodPost
 		}
 	}
-	res := Result{Op: req.Op, Start: start, BytesSent: int64(len(req.Body))}
+	res := Result{Op: req.Op, Start: start, BytesSent: int64(len(req.Body)), Due: req.Due}
 	var resp Response
 	end := func(o Outcome, msg string, retry time.Duration) (Response, Result) {
 		res.Duration = time.Since(start)
@@ -353,6 +354,8 @@ type CallOptions struct {
 	// DuplicateOK (PublishHTTP): accepted:false with a "duplicate:" message
 	// is ok, as PublishOptions.DuplicateOK.
 	DuplicateOK bool
+	// Due is when the schedule wanted the call sent (Result.Due); zero: unscheduled.
+	Due time.Time
 }
 
 // Query POSTs filters to /query and returns the events. A body that is not
@@ -366,7 +369,7 @@ func (h *HTTP) Query(ctx context.Context, filters []Filter, opt CallOptions) ([]
 		return nil, h.recordLocal(opt.Op, err)
 	}
 	var evs []nostr.Event
-	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/query", Body: body, Timeout: opt.Timeout,
+	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/query", Body: body, Timeout: opt.Timeout, Due: opt.Due,
 		Check: func(b []byte) error {
 			var err error
 			evs, err = ParseEvents(b)
@@ -399,7 +402,7 @@ func (h *HTTP) CountHTTP(ctx context.Context, filters []Filter, opt CallOptions)
 		return 0, h.recordLocal(opt.Op, err)
 	}
 	var n int64
-	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/count", Body: body, Timeout: opt.Timeout,
+	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/count", Body: body, Timeout: opt.Timeout, Due: opt.Due,
 		Check: func(b []byte) error {
 			var err error
 			n, err = ParseCount(b)
@@ -422,7 +425,7 @@ func (h *HTTP) PublishHTTP(ctx context.Context, ev *nostr.Event, opt CallOptions
 		opt.Op = OpHTTPEvents
 	}
 	var rep EventReply
-	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/events", Body: ev.AppendJSON(nil), Timeout: opt.Timeout,
+	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/events", Body: ev.AppendJSON(nil), Timeout: opt.Timeout, Due: opt.Due,
 		Check: func(b []byte) error {
 			if err := strictObject(b, &rep); err != nil {
 				return err

@@ -23,6 +23,7 @@ type pending struct {
 	key   string // event id or COUNT sub id
 	seq   uint64 // send order, for "oldest pending"
 	start time.Time
+	due   time.Time // Result.Due
 	sent  int64
 	timer *time.Timer
 	done  func(Result, int64)
@@ -31,7 +32,7 @@ type pending struct {
 
 func (p *pending) result(now time.Time, o Outcome, msg string, recv int64, retry time.Duration) Result {
 	return Result{Op: p.op, Start: p.start, Duration: now.Sub(p.start), Outcome: o, Error: msg,
-		BytesSent: p.sent, BytesReceived: recv, RetryAfter: retry}
+		BytesSent: p.sent, BytesReceived: recv, RetryAfter: retry, Due: p.due}
 }
 
 // complete records and hands over a settled operation; the caller has

@@ -15,6 +15,7 @@ import (
 type PublishOptions struct {
 	Op      string        // default "publish" (e.g. "hot_reply")
 	Timeout time.Duration // from the start of the send to the OK; default Config.PublishTimeout
+	Due     time.Time     // when the schedule wanted it sent (Result.Due); zero: unscheduled
 	// DuplicateOK counts an OK false whose reason starts "duplicate:" as
 	// ok: for an idempotent action (a reaction, which Buzz keeps once per
 	// author, target and emoji) the state asked for already holds, so a
@@ -45,7 +46,7 @@ func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, in
 	if opt.Timeout <= 0 {
 		opt.Timeout = c.cfg.PublishTimeout
 	}
-	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, done: done, dupOK: opt.DuplicateOK}
+	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, due: opt.Due, done: done, dupOK: opt.DuplicateOK}
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
 	*bp = appendEventEnvelope((*bp)[:0], "EVENT", ev)

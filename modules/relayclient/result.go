@@ -54,6 +54,11 @@ type Result struct {
 	BytesSent     int64         // payload bytes written for this operation
 	BytesReceived int64         // payload bytes read for this operation
 	RetryAfter    time.Duration // for throttles: the relay's "retry in Ns" or Retry-After, else 0
+	// Due is when the client's schedule wanted the operation to start (zero
+	// when it was not scheduled): Start−Due is how late it was sent, and
+	// Start+Duration−Due the latency a person waiting on the schedule sees
+	// (coordinated omission, issue 14).
+	Due time.Time
 }
 
 // Sink receives every Result. Implementations must be safe for concurrent

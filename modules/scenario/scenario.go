@@ -166,6 +166,12 @@ type Abort struct {
 	// it is reported apart and not judged (the gateway profiles exclude
 	// their first 10 s the same way). 0: none.
 	WarmupSecs float64 `toml:"warmup_secs"`
+	// GeneratorMaxLagMs: a step whose scheduling lag p99 (due → started)
+	// exceeds it is marked "generator saturated" (issue 14); so is one
+	// whose CPU stays above 90 % of the cores.
+	GeneratorMaxLagMs float64 `toml:"generator_max_lag_ms"`
+	// FailOnGeneratorSaturation makes a saturated step a failure.
+	FailOnGeneratorSaturation bool `toml:"fail_on_generator_saturation"`
 }
 
 // DefaultOperatorKeyEnv is the environment variable the operator key is read
@@ -228,8 +234,9 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 		},
 		Abort: Abort{
-			MaxP99Ms:     5000,
-			MaxErrorRate: 0.01,
+			MaxP99Ms:          5000,
+			MaxErrorRate:      0.01,
+			GeneratorMaxLagMs: 100,
 		},
 	}
 }

@@ -131,6 +131,7 @@ func (s *Scenario) validate() []Problem {
 	c.positive("abort.max_p99_ms", s.Abort.MaxP99Ms, false)
 	c.fraction("abort.max_error_rate", s.Abort.MaxErrorRate)
 	c.floatAtLeast("abort.warmup_secs", s.Abort.WarmupSecs, 0, true)
+	c.positive("abort.generator_max_lag_ms", s.Abort.GeneratorMaxLagMs, false)
 	return c.probs
 }
 
