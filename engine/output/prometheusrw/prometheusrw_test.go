@@ -2,6 +2,7 @@ package prometheusrw
 
 import (
 	"io"
+	"log"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -533,5 +534,54 @@ func TestSlowReceiverSkipsIntervals(t *testing.T) {
 	got, err := decodeWriteRequest(last)
 	if err != nil || len(got) != 1 || got[0].samples[0][0] != 60 {
 		t.Fatalf("last push %+v %v, want the counter at 60", got, err)
+	}
+}
+
+// The credentials and TLS settings reach the wire: basic auth
+// (K6_PROMETHEUS_RW_USERNAME/_PASSWORD) and a bearer token on every push, and
+// a self-signed endpoint refused unless _INSECURE_SKIP_TLS_VERIFY is set.
+func TestCredentialsAndInsecureTLSOnTheWire(t *testing.T) {
+	var mu sync.Mutex
+	var auths []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	srv.StartTLS()
+	defer srv.Close()
+	f := newFixture(t)
+	push := func(env map[string]string) error {
+		t.Helper()
+		env["K6_PROMETHEUS_RW_SERVER_URL"] = srv.URL
+		cfg, err := ParseConfig("", env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := New(cfg, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.agg.add([]metrics.Sample{{Metric: f.counter, Time: time.Now(), Value: 1}})
+		_, err = o.push(o.agg.build())
+		return err
+	}
+	if err := push(map[string]string{"K6_PROMETHEUS_RW_USERNAME": "u"}); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a self-signed endpoint without INSECURE_SKIP_TLS_VERIFY: %v, want a certificate error", err)
+	}
+	if err := push(map[string]string{"K6_PROMETHEUS_RW_INSECURE_SKIP_TLS_VERIFY": "true",
+		"K6_PROMETHEUS_RW_USERNAME": "u", "K6_PROMETHEUS_RW_PASSWORD": "p"}); err != nil {
+		t.Fatalf("basic auth over skipped verification: %v", err)
+	}
+	if err := push(map[string]string{"K6_PROMETHEUS_RW_INSECURE_SKIP_TLS_VERIFY": "true", "K6_PROMETHEUS_RW_BEARER_TOKEN": "tok"}); err != nil {
+		t.Fatalf("bearer token: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"Basic dTpw", "Bearer tok"} // base64("u:p")
+	if len(auths) != 2 || auths[0] != want[0] || auths[1] != want[1] {
+		t.Fatalf("Authorization headers %q, want %q", auths, want)
 	}
 }
