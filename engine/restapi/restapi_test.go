@@ -334,3 +334,38 @@ export function teardown(data) { console.log("teardown got " + JSON.stringify(da
 		t.Fatalf("POST /v1/teardown: %d %q; stderr:\n%s", code, body, l.stderr.String())
 	}
 }
+
+// clockScript records, in setup and in every iteration, how long the test
+// has run by its own clock (exec.instance.currentTestRunDuration, ms).
+const clockScript = `
+import exec from "k6/execution";
+import { Trend } from "k6/metrics";
+const clock = new Trend("clock_ms");
+export const options = { vus: 1, iterations: 3 };
+export function setup() { clock.add(exec.instance.currentTestRunDuration); }
+export default function () { clock.add(exec.instance.currentTestRunDuration); }`
+
+// A paused runner's clock starts at the resume (docs/k6-operator.md), not
+// when its VUs were initialised: after a second paused, setup and the
+// iterations still see a test that has run for well under that second.
+func TestPausedRunsClockStartsAtTheResume(t *testing.T) {
+	const paused = 1500 * time.Millisecond
+	l := startRun(t, clockScript, true, nil)
+	l.waitStatus(func(a map[string]any) bool { return a["status"] == float64(engine.StatusPausedBeforeRun) })
+	time.Sleep(paused)
+	if code, doc, _ := l.do(http.MethodPatch, "/v1/status", starterBody); code != http.StatusOK {
+		t.Fatalf("resume: %d %v", code, doc)
+	}
+	if res := l.result(); res.ExitCode != engine.ExitOK {
+		t.Fatalf("exit %d (%v)", res.ExitCode, res.Err)
+	}
+	code, doc, _ := l.do(http.MethodGet, "/v1/metrics/clock_ms", "")
+	s, _ := attrs(doc)["sample"].(map[string]any)
+	if code != http.StatusOK || s == nil {
+		t.Fatalf("clock_ms: %d %v", code, doc)
+	}
+	// max: the latest of setup's and the iterations' readings.
+	if max, _ := s["max"].(float64); max >= float64(paused.Milliseconds())-500 {
+		t.Fatalf("the test's clock read %.0f ms after a %s pause: it started before the resume", max, paused)
+	}
+}
