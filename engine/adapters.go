@@ -51,7 +51,7 @@ func (a *vuAdapter) Activate(sc *executor.ScenarioInfo) {
 
 func (a *vuAdapter) RunIteration(ctx context.Context, it *executor.Iteration) {
 	start := time.Now()
-	res := a.vu.RunIteration(ctx, jshost.Iteration{InInstance: it.InInstance, InTest: it.InTest, Stage: it.Stage, StageName: it.StageName})
+	res := a.vu.RunIteration(ctx, jshost.Iteration{InInstance: it.InInstance, InTest: it.InTest, Stage: it.Stage, StageName: it.StageName, Due: it.Due})
 	var pe *eventloop.PanicError
 	if errors.As(res.Err, &pe) {
 		// A Go panic is a bug, not a script error: stop the run (exit 109).

@@ -20,6 +20,9 @@ type instance struct {
 	vu    jsmodule.VU
 	met   *metricSet
 	slots map[slotKey]*slot
+	// dueUsed is the arrival-rate due time a low-level call already took
+	// (iterDue): only an iteration's first call was due then.
+	dueUsed time.Time
 }
 
 // NewInstance implements jsmodule.Module.

@@ -218,7 +218,7 @@ func (in *instance) jsConnect(l *loaded, c sobek.FunctionCall) sobek.Value {
 			in.throw(err)
 		}
 		op := in.opts(call.Argument(1), relayclient.OpPublish)
-		r := conn.Publish(ctx, ev, relayclient.PublishOptions{Op: op.Op, Timeout: op.timeout()})
+		r := conn.Publish(ctx, ev, relayclient.PublishOptions{Op: op.Op, Timeout: op.timeout(), Due: in.iterDue()})
 		m := resultJS(r)
 		m["id"] = ev.ID
 		return in.toJS(m)
@@ -269,7 +269,7 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 			in.throw(err)
 		}
 		op := in.opts(call.Argument(1), relayclient.OpHTTPQuery)
-		evs, r := h.Query(in.vu.Context(), fs, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		evs, r := h.Query(in.vu.Context(), fs, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout(), Due: in.iterDue()})
 		m := resultJS(r)
 		m["events"] = evs
 		return in.toJS(m)
@@ -280,7 +280,7 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 			in.throw(err)
 		}
 		op := in.opts(call.Argument(1), relayclient.OpHTTPEvents)
-		rep, r := h.PublishHTTP(in.vu.Context(), ev, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		rep, r := h.PublishHTTP(in.vu.Context(), ev, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout(), Due: in.iterDue()})
 		m := resultJS(r)
 		m["id"], m["accepted"], m["message"] = ev.ID, rep.Accepted, rep.Message
 		return in.toJS(m)
@@ -291,7 +291,7 @@ func (in *instance) jsHTTP(l *loaded, c sobek.FunctionCall) sobek.Value {
 			in.throw(err)
 		}
 		op := in.opts(call.Argument(1), relayclient.OpHTTPCount)
-		n, r := h.CountHTTP(in.vu.Context(), fs, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout()})
+		n, r := h.CountHTTP(in.vu.Context(), fs, relayclient.CallOptions{Op: op.Op, Timeout: op.timeout(), Due: in.iterDue()})
 		m := resultJS(r)
 		m["count"] = n
 		return in.toJS(m)
@@ -479,4 +479,16 @@ func (in *instance) hotRoot(l *loaded) (string, error) {
 		}
 	}
 	return "", errors.New("the hot-thread root is not on the relay (was setup() run?)")
+}
+
+// iterDue is the Result.Due of a low-level call: the planned start of an
+// arrival-rate iteration for its first call (paced calls, issue 14), zero
+// for the rest of the iteration and under the other executors.
+func (in *instance) iterDue() time.Time {
+	st := in.vu.State()
+	if st == nil || st.IterationDue.IsZero() || st.IterationDue.Equal(in.dueUsed) {
+		return time.Time{}
+	}
+	in.dueUsed = st.IterationDue
+	return st.IterationDue
 }

@@ -201,3 +201,36 @@ func TestConstantArrivalStartTimes(t *testing.T) {
 		})
 	}
 }
+
+// Issue 14: an arrival-rate iteration carries its planned start (Due): the
+// k-th start of a 20/s scenario is due k×50 ms after the first, and none
+// starts before it is due; a constant-vus iteration has none.
+func TestArrivalRateIterationsCarryTheirDueTime(t *testing.T) {
+	c := &ConstantArrivalRateConfig{BaseConfig: base("paced", 0), Rate: 20, TimeUnit: time.Second,
+		Duration: 300 * time.Millisecond, PreAllocatedVUs: 6, MaxVUs: 6}
+	c.Type = ConstantArrivalRate
+	v := &ConstantVUsConfig{BaseConfig: base("closed", 0), VUs: 1, Duration: 100 * time.Millisecond}
+	v.Type = ConstantVUs
+	h := runPlan(t, context.Background(), testPlan(nil, c, v), nil)
+	starts := h.rec.startsOf("paced")
+	if len(starts) != 6 {
+		t.Fatalf("%d starts, want 6", len(starts))
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].inInstance < starts[j].inInstance })
+	for i, s := range starts {
+		if s.due.IsZero() {
+			t.Fatalf("start %d has no due time", i)
+		}
+		if got := s.due.Sub(starts[0].due); got != time.Duration(i)*50*time.Millisecond {
+			t.Errorf("start %d due %v after the first, want %v", i, got, time.Duration(i)*50*time.Millisecond)
+		}
+		if started := h.rec.start.Add(s.offset); started.Before(s.due) {
+			t.Errorf("start %d began %v before it was due", i, s.due.Sub(started))
+		}
+	}
+	for _, s := range h.rec.startsOf("closed") {
+		if !s.due.IsZero() {
+			t.Fatalf("a constant-vus iteration has a due time")
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 type ticket struct {
 	local int64
 	stage int32
+	due   time.Time // when the start was planned
 }
 
 // runArrivalRate runs both arrival-rate executors (§2.7, §2.8): one
@@ -121,7 +122,7 @@ dispatch:
 		}
 		idle.Add(-1) // only the dispatcher takes from idle
 		select {
-		case work <- ticket{local: started, stage: int32(sched.Stage(g))}:
+		case work <- ticket{local: started, stage: int32(sched.Stage(g)), due: at}:
 			started++
 		case <-grace.Done():
 			break dispatch
@@ -151,6 +152,7 @@ func (r *scenarioRun) arrivalVU(ctx context.Context, pv *pooledVU, work <-chan t
 		if tk.stage >= 0 {
 			pv.it.Stage, pv.it.StageName = int(tk.stage), r.stages[tk.stage].Name
 		}
+		pv.it.Due = tk.due
 		r.iterate(ctx, pv, tk.local)
 		r.active.Add(-1)
 		s.active.Add(-1)

@@ -64,6 +64,10 @@ type Iteration struct {
 	// VUIDInInstance / VUIDInTest are vu.idInInstance / vu.idInTest.
 	VUIDInInstance uint64
 	VUIDInTest     uint64
+	// Due is when an arrival-rate start was planned (zero for the other
+	// executors): the iteration's start minus Due is the generator's
+	// scheduling lag (issue 14).
+	Due time.Time
 	// Stage / StageName: our extension for ramping executors (-1, "" otherwise).
 	Stage     int
 	StageName string

@@ -12,6 +12,7 @@ import (
 
 // record is one iteration start seen by a fake VU.
 type record struct {
+	due        time.Time // Iteration.Due
 	scenario   string
 	executor   string
 	offset     time.Duration // from the run's start
@@ -118,7 +119,7 @@ func (v *fakeVU) RunIteration(ctx context.Context, it *Iteration) {
 		scenario: it.Scenario.Name, executor: it.Scenario.Executor,
 		offset: time.Since(v.rec.start), inInstance: it.InInstance, inTest: it.InTest,
 		vuInScen: it.VUInScenario, vuID: it.VUIDInInstance, vuIDTest: it.VUIDInTest,
-		stage: it.Stage, stageName: it.StageName, progress: it.Scenario.Progress(),
+		stage: it.Stage, stageName: it.StageName, progress: it.Scenario.Progress(), due: it.Due,
 	}
 	if rec.vuID != v.id || rec.vuIDTest != v.idTest {
 		panic("iteration carries another VU's ids")

@@ -98,6 +98,8 @@ type Iteration struct {
 	// means the scenario has no stages.
 	Stage     int
 	StageName string
+	// Due is when an arrival-rate start was planned (State.IterationDue).
+	Due time.Time
 }
 
 // RunIteration runs the activated exec function once.
@@ -109,6 +111,7 @@ func (v *VU) RunIteration(ctx context.Context, it Iteration) IterationResult {
 	st.Iteration++
 	v.iter = it
 	st.Stage, st.StageName = it.Stage, it.StageName
+	st.IterationDue = it.Due
 	if v.sys.VU {
 		st.Metadata.Set("vu", strconv.FormatUint(v.id, 10))
 	}

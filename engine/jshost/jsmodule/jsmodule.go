@@ -119,6 +119,10 @@ type State struct {
 	// scenario.stage extension); Stage is -1 when the scenario has none.
 	Stage     int
 	StageName string
+	// IterationDue is when an arrival-rate executor planned this
+	// iteration's start (zero for the others): the Buzz module's paced
+	// low-level calls are due then (issue 14).
+	IterationDue time.Time
 	// Phase says what the VU is running.
 	Phase Phase
 }
