@@ -120,13 +120,14 @@ TOML
 	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
 	BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" >"$work/$name.log" 2>&1 &
 	pid=$!
-	# Setup (the seed) comes first and takes its own time: the hold starts
-	# once the runner holds a socket per human (its descriptor count), after
-	# the rest of the ramp step.
-	until [ "$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)" -ge "$n" ] || ! kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
-	sleep 7
+	# Setup (the seed) comes first and takes its own time: the ramp starts
+	# when the runner opens its sockets, the hold ramp + 6 s after it began
+	# (half the humans' sockets: the seed's own connections are far fewer).
+	until [ "$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)" -ge $((n / 2)) ] || ! kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+	sleep $((ramp / 2 + 6))
+	kill -0 "$pid" 2>/dev/null || { echo "scale-humans: the run ended before its hold" >&2; }
 	c0=$(cpu_ticks "$pid") t0=$(date +%s.%N) samples=()
-	for _ in $(seq $(((hold - 4) * 2))); do
+	for _ in $(seq $(((hold - 10) * 2))); do
 		s=$(rss_kb "$pid")
 		[ -n "$s" ] && samples+=("$s")
 		sleep 0.5
@@ -152,7 +153,8 @@ total = sum(o["count"] for o in ops.values())
 errors = sum(o["errors"] for o in ops.values())
 first = d["steps"][0]["ops"].get("connect", {})
 connected = first.get("ok", 0) + ops.get("connect", {}).get("ok", 0)
-cores = (int(c1) - int(c0)) / int(hz) / (float(t1) - float(t0))
+# A run that ended before the last sample has no CPU figure (nan).
+cores = (int(c1) - int(c0)) / int(hz) / (float(t1) - float(t0)) if int(c1) > int(c0) > 0 else float("nan")
 name = "BenchmarkScaleHumans/humans=%s" % n if mode == "humans" else "BenchmarkWideChannel/members=%s" % n
 print("%s 1 %d connected %.2f cpu-cores %.0f rss-MB %.0f deliveries/s %.1f deliver-p99-ms %.3f %%errors %.0f publishes/s" % (
     name, connected, cores, int(rss) / 1024, deliv.get("count", 0) / secs, deliv.get("p99_ms", 0),
