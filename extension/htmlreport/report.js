@@ -83,7 +83,7 @@
       svg.appendChild(sv("rect", { x: X(s.start_s), y: T, width: Math.max(0, X(s.end_s) - X(s.start_s)), height: H - T - B,
         "class": "band band-" + v }));
       svg.appendChild(sv("line", { x1: X(s.start_s), x2: X(s.start_s), y1: T, y2: H - B, "class": "stepline" }));
-      svg.appendChild(sv("text", { x: X(s.start_s) + 3, y: T + 10, "class": "steplabel" }, "step " + s.index + (v === "ok" ? " ✓" : v === "failed" ? " ✗" : v === "cut" ? " cut" : "")));
+      svg.appendChild(sv("text", { x: X(s.start_s) + 3, y: T + 10, "class": "steplabel" }, "step " + s.index + (v === "ok" ? " ✓" : v === "failed" ? " ✗" : v === "cut" ? " cut" : "") + (s.generator && s.generator.saturated ? " ⚠ generator saturated" : "")));
     });
     for (var i = 0; i <= 4; i++) {
       var yv = ymax * i / 4, yy = Y(yv);
