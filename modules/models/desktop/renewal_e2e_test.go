@@ -254,24 +254,77 @@ func (e *e2e) dropOnce() {
 	e.relay.Faults().DropAfterFrames(e.keys.PubKey(), 0)
 }
 
-// After a dropped connection a truncated membership replay (500 events:
-// the replay limit) rereads membership in full — roster, read state with
-// the snapshot, unreads, reminders — beside NIP-11 and channel recovery;
-// a complete one (TestEndToEndDroppedConnection...) repairs only covered.
-// Mutant "count > ReplayLimit is a cut" repairs covered only and fails.
-func TestEndToEndATruncatedReplayAfterADroppedConnectionRereadsItsRouteInFull(t *testing.T) {
-	e := newE2E(t, 5)
-	e.reminders(ReplayLimit - e.routeReplay(RouteMembership))
-	if n := e.routeReplay(RouteMembership); n != ReplayLimit {
-		t.Fatalf("membership replays %d events, want %d", n, ReplayLimit)
+// profiles publishes a kind-0 profile for each of n new authors, over HTTP
+// (each signs its own NIP-98), a few at a time.
+func (e *e2e) profiles(n int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	sem := make(chan struct{}, 8)
+	tr, err := relayclient.NewTransport(relayclient.TransportOptions{})
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	e.run(e.params(ModeCurrent))
-	cold := e.settle(coldStartOps(4, 0))
-	e.want(cold, coldStartOps(4, 0))
-	e.dropOnce()
-	delta := map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpRoster: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1,
-		OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1}
-	got := withoutProbes(e.settleMore(cold, delta))
-	e.stop()
-	e.want(got, delta)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			k := nostr.DeriveKeys(e.t.Name(), nostr.Role("profile"), i)
+			h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: e.target, Keys: k, Transport: tr})
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			ev, err := k.NewEvent(nostr.KindProfile, nil, fmt.Sprintf(`{"name":"p%d"}`, i), time.Now())
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			if _, r := h.PublishHTTP(ctx, ev, relayclient.CallOptions{}); r.Outcome != relayclient.OutcomeOK {
+				failed.Add(1)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		e.t.Fatalf("%d profiles refused", n)
+	}
+}
+
+// After a dropped connection a truncated global replay (500 events: the
+// replay limit, measured on the relay) rereads its route in full beside
+// NIP-11, channel recovery and the repair; a complete one
+// (TestEndToEndDroppedConnection...) repairs only covered. Mutant "count >
+// ReplayLimit is a cut" fails both cases.
+func TestEndToEndATruncatedReplayAfterADroppedConnectionRereadsItsRouteInFull(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		route RouteKind
+		fill  func(e *e2e, n int)
+		reads map[string]int
+	}{
+		{"truncated membership rereads roster, read state, unreads and reminders", RouteMembership, (*e2e).reminders,
+			map[string]int{OpRoster: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1}},
+		{"truncated profiles reread profiles, statuses and emoji", RouteProfiles, (*e2e).profiles,
+			map[string]int{OpProfiles: 1, OpStatuses: 1, OpEmoji: 1, OpUnread: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newE2E(t, 5)
+			c.fill(e, ReplayLimit-e.routeReplay(c.route))
+			if n := e.routeReplay(c.route); n != ReplayLimit {
+				t.Fatalf("%v replays %d events, want %d", c.route, n, ReplayLimit)
+			}
+			e.run(e.params(ModeCurrent))
+			cold := e.settle(coldStartOps(4, 0))
+			e.want(cold, coldStartOps(4, 0))
+			e.dropOnce()
+			delta := addOps(c.reads, map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+			got := withoutProbes(e.settleMore(cold, delta))
+			e.stop()
+			e.want(got, delta)
+		})
+	}
 }
