@@ -110,6 +110,10 @@ type Schedule struct {
 	cum     []float64 // cumulative channel weights
 	due     [numActions]time.Duration
 	enabled [numActions]bool
+	// first is the stream due first (numActions: none), kept by every
+	// change of due, so Peek is a lookup: modules/plan peeks millions of
+	// schedules an hour.
+	first Action
 }
 
 // never marks a stream that has nothing more to do.
@@ -145,7 +149,19 @@ func NewSchedule(cfg ScheduleConfig, rng *rand.Rand) *Schedule {
 		}
 		s.due[a] = s.gap(a)
 	}
+	s.findFirst()
 	return s
+}
+
+// findFirst recomputes the stream due first; ties go to the lower Action.
+func (s *Schedule) findFirst() {
+	best := Action(numActions)
+	for a := Action(0); a < numActions; a++ {
+		if s.due[a] != never && (best == numActions || s.due[a] < s.due[best]) {
+			best = a
+		}
+	}
+	s.first = best
 }
 
 // rate is the stream's mean events per hour.
@@ -198,16 +214,10 @@ func (s *Schedule) Done() bool {
 // Peek returns the next event's action and due offset without consuming it
 // (ok false when nothing is due ever again).
 func (s *Schedule) Peek() (Action, time.Duration, bool) {
-	best := Action(numActions)
-	for a := Action(0); a < numActions; a++ {
-		if s.due[a] != never && (best == numActions || s.due[a] < s.due[best]) {
-			best = a
-		}
-	}
-	if best == numActions {
+	if s.first == numActions {
 		return 0, 0, false
 	}
-	return best, s.due[best], true
+	return s.first, s.due[s.first], true
 }
 
 // Next consumes and returns the next due event. Ties go to the lower
@@ -234,12 +244,14 @@ func (s *Schedule) Next() (Event, bool) {
 		for b := range s.due {
 			s.due[b] = never
 		}
+		s.first = numActions
 		return ev, true
 	}
 	s.due[a] = at + s.gap(a)
 	if s.due[a] < at { // overflow
 		s.due[a] = never
 	}
+	s.findFirst()
 	return ev, true
 }
 

@@ -70,17 +70,20 @@ func (d *desk) wake(s *sim, now time.Duration) time.Duration {
 		d.exec(s, d.m.Step(desktop.Start{At: wall(now)}))
 	}
 	d.drain(s, now)
-	if w := d.m.NextWake(); !w.IsZero() && offset(w) <= now {
+	w := d.m.NextWake()
+	if !w.IsZero() && offset(w) <= now {
 		// The socket is busy (presence OKs at least), so the last frame is now.
 		d.exec(s, d.m.Step(desktop.Wake{At: wall(now), LastFrame: wall(now)}))
 		d.drain(s, now)
+		w = d.m.NextWake()
 	}
 	if d.connected && d.act.run(s, now) {
 		d.exec(s, d.m.Step(desktop.SessionEnd{At: wall(now)}))
 		d.drain(s, now)
+		w = d.m.NextWake()
 	}
 	next := d.act.next()
-	if w := d.m.NextWake(); !w.IsZero() {
+	if !w.IsZero() {
 		next = min(next, offset(w))
 	}
 	if len(d.inbox) > 0 {
