@@ -61,7 +61,7 @@ bench: build
 bench-scale: build
 	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
 		BENCH_PKGS='./modules/relay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
-		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000; scripts/scale-humans.sh humans 3 19000 60; scripts/scale-humans.sh wide 3 5000 60 14; scripts/idle-vu.sh $(BENCH_COUNT) 1000 4000 20" \
+		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000; scripts/scale-humans.sh humans 3 19000 60; scripts/scale-humans.sh wide 3 5000 60 14; scripts/idle-vu.sh $(BENCH_COUNT) 1000 4000 20; scripts/plan-scale.sh 3 10 100 current" \
 		BENCH_EXTRA_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
 
 lint:
