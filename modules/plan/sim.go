@@ -171,8 +171,8 @@ func (s *sim) coMemberCount(g int, chans []int32, users float64, limit int) int 
 
 // hotCounters are the counters every event touches, looked up once.
 type hotCounters struct {
-	publish, wsEvent, deliver, fanout, out, in *counter
-	kinds                                      map[int]*counter
+	publish, deliver, fanout, out, in *counter
+	kinds, wsEvents                   map[int]*counter
 }
 
 type channelState struct {
@@ -207,7 +207,7 @@ func newSim(cfg Config) (*sim, error) {
 	s.channels = make([]channelState, n)
 	s.commEvents = make([]counter, sc.Shape.Communities)
 	s.commDeliveries = make([]counter, sc.Shape.Communities)
-	s.hot = hotCounters{publish: s.t.counter("op", "publish"), wsEvent: s.t.counter("endpoint", "WS EVENT"),
+	s.hot = hotCounters{publish: s.t.counter("op", "publish"), wsEvents: map[int]*counter{},
 		deliver: s.t.counter("op", "deliver"), fanout: s.t.counter("fanout", "deliveries"),
 		out: s.t.counter("bytes", "client→relay"), in: s.t.counter("bytes", "relay→client"), kinds: map[int]*counter{}}
 	seeded := float64(sc.Shape.HistoryMessagesPerChannel + sc.Shape.ThreadRootsPerChannel*(1+sc.Shape.ThreadDepth))
@@ -327,7 +327,12 @@ func (s *sim) close() {
 // subscribers.
 func (s *sim) event(kind int, ch int, timed bool) {
 	s.hot.publish.add(s.now, 1)
-	s.hot.wsEvent.add(s.now, 1)
+	ec := s.hot.wsEvents[kind]
+	if ec == nil {
+		ec = s.t.counter("endpoint", "WS EVENT "+kindName(kind))
+		s.hot.wsEvents[kind] = ec
+	}
+	ec.add(s.now, 1)
 	s.kind(kind, ch, timed)
 	s.bytes(s.sizes.event, s.sizes.ok)
 }

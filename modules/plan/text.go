@@ -20,14 +20,16 @@ func WriteText(w io.Writer, rs ...*Result) {
 	fmt.Fprintln(w, "  what the relay would see (mean per second over the run, and in its busiest minute)")
 	modes := make([]string, len(rs))
 	for i, r := range rs {
-		modes[i] = "desktop " + r.Mode
+		if len(rs) > 1 {
+			modes[i] = "desktop " + r.Mode + " "
+		}
 	}
 	section := func(title string, get func(*Result) []Rate) {
 		fmt.Fprintf(w, "\n  %s\n", title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head := "\t"
 		for _, m := range modes {
-			head += m + " /s\tpeak /s\ttotal\t"
+			head += m + "/s\tpeak /s\ttotal\t"
 		}
 		if len(rs) > 1 {
 			head += "B/A\t"
@@ -76,7 +78,7 @@ func WriteText(w io.Writer, rs ...*Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "\t"
 	for _, m := range modes {
-		head += m + " mean\tpeak\t"
+		head += m + "mean\tpeak\t"
 	}
 	fmt.Fprintln(tw, head)
 	level := func(name string, get func(*Result) Level) {
