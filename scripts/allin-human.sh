@@ -26,30 +26,11 @@ bin=${BUZZLOAD_BIN:-bin/buzzload}
 ramp=4
 hold=10
 work=$(mktemp -d)
-relay_pid=""
-cleanup() {
-	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+name=allin-human
+# shellcheck source=scripts/relay-process.sh
+source "$(dirname "$0")/relay-process.sh"
 
-# A fresh operator key for this run only: in the environment of the two
-# processes, never written to a file or printed.
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
-	--max-connections 20000 >"$work/relay.log" 2>&1 &
-relay_pid=$!
-addr=""
-for _ in $(seq 50); do
-	addr=$(sed -n 's/^buzzload relay listening on \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/relay.log")
-	[ -n "$addr" ] && break
-	sleep 0.1
-done
-if [ -z "$addr" ]; then
-	echo "allin-human: the relay did not start:" >&2
-	cat "$work/relay.log" >&2
-	exit 1
-fi
+start_relay 20000
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 

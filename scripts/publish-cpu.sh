@@ -30,32 +30,13 @@ bin=${BUZZLOAD_BIN:-bin/buzzload}
 go=${GO:-go}
 ramp=5
 work=$(mktemp -d)
-relay_pid=""
-cleanup() {
-	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+name=publish-cpu
+# shellcheck source=scripts/relay-process.sh
+source "$(dirname "$0")/relay-process.sh"
 
 "$go" test -c -o "$work/nostr.test" ./modules/nostr/
 
-# A fresh operator key for this run only: in the environment of the two
-# processes, never written to a file or printed.
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
-	--max-connections 20000 >"$work/relay.log" 2>&1 &
-relay_pid=$!
-addr=""
-for _ in $(seq 50); do
-	addr=$(sed -n 's/^buzzload relay listening on \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/relay.log")
-	[ -n "$addr" ] && break
-	sleep 0.1
-done
-if [ -z "$addr" ]; then
-	echo "publish-cpu: the relay did not start:" >&2
-	cat "$work/relay.log" >&2
-	exit 1
-fi
+start_relay 20000
 
 # run SHAPE RATE NAME: one `buzzload run`; prints "cpu_seconds publishes deliveries".
 run() {

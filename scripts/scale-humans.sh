@@ -38,24 +38,11 @@ if [ "$(ulimit -n)" -lt $((n + 200)) ]; then
 fi
 ramp=$((n / 500 + 5))
 work=$(mktemp -d)
-relay_pid=""
-cleanup() {
-	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+name=scale-humans
+# shellcheck source=scripts/relay-process.sh
+source "$(dirname "$0")/relay-process.sh"
 
-key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
-	--max-connections $((n + 1000)) >"$work/relay.log" 2>&1 &
-relay_pid=$!
-addr=""
-for _ in $(seq 50); do
-	addr=$(sed -n 's/^buzzload relay listening on \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/relay.log")
-	[ -n "$addr" ] && break
-	sleep 0.1
-done
-[ -n "$addr" ] || { echo "scale-humans: the relay did not start:" >&2; cat "$work/relay.log" >&2; exit 1; }
+start_relay $((n + 1000))
 
 if [ "$mode" = humans ]; then
 	shape="channels_per_community = $((n / 10))

@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# Sourced by the real-run measurement scripts (allin-human.sh,
+# publish-cpu.sh, scale-humans.sh): a `buzzload relay` in its own process
+# on 127.0.0.1, so the runner's figures never count it.
+#
+#   work=$(mktemp -d); bin=bin/buzzload; name=my-script
+#   source scripts/relay-process.sh
+#   start_relay MAX_CONNECTIONS     # sets key, relay_pid and addr; exits on failure
+#
+# The EXIT trap it sets stops the relay and removes $work. key is a fresh
+# operator key for this run only: in the environment of the two processes,
+# never written to a file or printed.
+
+relay_pid=""
+cleanup() {
+	if [ -n "$relay_pid" ]; then kill "$relay_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+start_relay() {
+	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
+		--max-connections "$1" >"$work/relay.log" 2>&1 &
+	relay_pid=$!
+	addr=""
+	for _ in $(seq 50); do
+		addr=$(sed -n 's/^buzzload relay listening on \(127\.0\.0\.1:[0-9]*\)$/\1/p' "$work/relay.log")
+		[ -n "$addr" ] && return 0
+		sleep 0.1
+	done
+	echo "$name: the relay did not start:" >&2
+	cat "$work/relay.log" >&2
+	exit 1
+}
