@@ -11,7 +11,7 @@ import (
 )
 
 // Layers are the configuration layers of one run, lowest first after the
-// defaults: config file < script < environment < flags (k6-compat.md §8.2).
+// defaults: config file < script < environment < flags (docs/k6-compat.md §8.2).
 type Layers struct {
 	// File is the JSON config (-c/--config); FileName names it in errors.
 	File     json.RawMessage

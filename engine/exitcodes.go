@@ -8,7 +8,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/eventloop"
 )
 
-// Exit codes (k6-compat.md §4.5).
+// Exit codes (docs/k6-compat.md §4.5).
 const (
 	ExitOK               = 0
 	ExitThresholdsFailed = 99

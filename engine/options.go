@@ -1,6 +1,6 @@
 // Package engine wires a k6-compatible run together: the script host
 // (engine/jshost), the consolidated options, the executors, metrics, thresholds,
-// outputs and the summary, and it decides the exit code (k6-compat.md §4.5).
+// outputs and the summary, and it decides the exit code (docs/k6-compat.md §4.5).
 package engine
 
 import (
@@ -51,7 +51,7 @@ type Options struct {
 	HTTP map[string]json.RawMessage
 }
 
-// Defaults filled in after merging (k6-compat.md §8.2).
+// Defaults filled in after merging (docs/k6-compat.md §8.2).
 const (
 	DefaultSetupTimeout         = 60 * time.Second
 	DefaultTeardownTimeout      = 60 * time.Second

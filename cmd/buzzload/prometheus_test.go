@@ -100,7 +100,7 @@ export default function () {
 `
 
 // The queries of the generic panels of the k6 Prometheus dashboard
-// (grafana.com 19665, k6-compat.md §7.4): VUs, iterations, dropped
+// (grafana.com 19665, docs/k6-compat.md §7.4): VUs, iterations, dropped
 // iterations, data sent and received, checks.
 var k6DashboardGeneric = []string{
 	`sum(k6_vus{testid=~"$testid"})`,

@@ -25,7 +25,7 @@ import (
 	"github.com/buzzload/buzzload/js"
 )
 
-// runEnv is the K6_* environment of `buzzload run` (k6-compat.md §8.1). Only
+// runEnv is the K6_* environment of `buzzload run` (docs/k6-compat.md §8.1). Only
 // real OS variables count; `-e K6_VUS=…` does not set options.
 type runEnv struct {
 	VUs                  *int64  `envconfig:"K6_VUS"`

@@ -26,7 +26,7 @@ const (
 	externallyControlled = "externally-controlled"
 )
 
-// Defaults shared by the executors (k6-compat.md §2).
+// Defaults shared by the executors (docs/k6-compat.md §2).
 const (
 	DefaultGracefulStop     = 30 * time.Second
 	DefaultGracefulRampDown = 30 * time.Second
@@ -44,7 +44,7 @@ type Stage struct {
 	Name     string
 }
 
-// BaseConfig holds the fields every scenario has (k6-compat.md §2.1).
+// BaseConfig holds the fields every scenario has (docs/k6-compat.md §2.1).
 type BaseConfig struct {
 	Name         string
 	Type         string // executor name

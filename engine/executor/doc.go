@@ -1,5 +1,5 @@
 // Package executor implements k6's scenarios and executors for buzzload
-// (k6-compat.md §2): parsing `options.scenarios` and the shortcut options
+// (docs/k6-compat.md §2): parsing `options.scenarios` and the shortcut options
 // into typed configs, the pure execution plans (VU steps, the ramping-vus
 // staircase, arrival-rate start times, VU planning across scenarios), and
 // the runtime scheduler that runs several scenarios at once on a shared VU

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultSystemTags are the system tags k6 switches on by default
-// (k6-compat.md §1.11), in k6's order; a fresh slice each call.
+// (docs/k6-compat.md §1.11), in k6's order; a fresh slice each call.
 func DefaultSystemTags() []string {
 	return []string{"proto", "subproto", "status", "method", "url", "name", "group", "check", "error", "error_code",
 		"tls_version", "scenario", "service", "expected_response"}

@@ -2,7 +2,7 @@
 // `--execution-segment` and `--execution-segment-sequence`, and the striping
 // that splits VU numbers, iterations and arrival-rate events between the
 // instances of a distributed run so that, together, they do exactly what a
-// single instance would (k6-compat.md §3).
+// single instance would (docs/k6-compat.md §3).
 //
 // Everything here is exact rational arithmetic or integer arithmetic; nothing
 // reads a clock.

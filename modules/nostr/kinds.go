@@ -1,6 +1,6 @@
 package nostr
 
-// Event kinds Buzz accepts or emits (buzz-protocol.md §4.1; numbers from
+// Event kinds Buzz accepts or emits (docs/buzz-protocol.md §4.1; numbers from
 // block/buzz crates/buzz-core/src/kind.rs). Names follow Buzz's where it has
 // one, so a reader can grep both code bases.
 const (

@@ -41,7 +41,7 @@ func VerifyAuthEvent(e *Event, c AuthCheck) (oa []string, err error) {
 		return nil, fmt.Errorf("%w: %s", ErrAuthVerification, fmt.Sprintf(format, a...))
 	}
 	if e.Kind != KindClientAuth {
-		return fail("kind %d is not 22242", e.Kind)
+		return fail("kind %d is not %d", e.Kind, KindClientAuth)
 	}
 	var relays, challenges []string
 	for _, t := range e.Tags {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/models/agent"
+	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
@@ -54,11 +55,11 @@ func (b *bot) wake(s *sim, now time.Duration) time.Duration {
 			for _, a := range b.m.Step(agent.SocketDue{At: wall(now)}) {
 				switch a := a.(type) {
 				case agent.SendPresence:
-					s.event(20001, -1, false)
+					s.event(nostr.KindPresence, -1, false)
 				case agent.SendFrame:
-					s.event(24200, -1, false)
+					s.event(nostr.KindObserverFrame, -1, false)
 				case agent.SendTyping:
-					s.event(20002, int(b.chans[a.Channel]), false)
+					s.event(nostr.KindTyping, int(b.chans[a.Channel]), false)
 				}
 			}
 			progressed = true
@@ -134,7 +135,7 @@ func (b *bot) request(s *sim, now time.Duration, a agent.Action) agent.Event {
 		s.httpCall(relayclient.OpHTTPQuery, "POST", "/query", float64(len(b.reacted)))
 		return agent.ReactionsFound{At: at, Reactions: b.reacted}
 	case agent.Delete:
-		s.httpEvent(relayclient.OpHTTPEvents, 5, -1, false)
+		s.httpEvent(relayclient.OpHTTPEvents, nostr.KindDeletion, -1, false)
 		return agent.Done{At: at, OK: !s.failed()}
 	}
 	return agent.Done{At: at, OK: true}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/models"
+	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -66,9 +67,9 @@ func (a *activity) run(s *sim, now time.Duration) (sessionEnd bool) {
 		case models.ActSessionEnd:
 			return true
 		case models.ActPresence:
-			s.event(20001, -1, false)
+			s.event(nostr.KindPresence, -1, false)
 		case models.ActTyping:
-			s.event(20002, int(a.chans[ev.Channel]), false)
+			s.event(nostr.KindTyping, int(a.chans[ev.Channel]), false)
 		case models.ActMessage:
 			if ev.Reply && !a.rootsFor[ev.Channel] {
 				// the generator's own search for the channel's seeded roots: a

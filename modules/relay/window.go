@@ -11,7 +11,7 @@ import (
 
 // readStateSnapshot answers {"kinds":[30078],"authors":[V],"read_state_snapshot":1}
 // with the reader's current 30078 events, one per d coordinate (at most
-// 4096), as the object the desktop app expects (desktop-requests §5.8).
+// 4096), as the object the desktop app expects (docs/desktop-requests.md §5.8).
 func (r *Relay) readStateSnapshot(c *community, reader string) map[string]any {
 	limit := 4096
 	f := store.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{reader}, Limit: &limit}

@@ -259,7 +259,7 @@ func TestPublishOpNameOverride(t *testing.T) {
 	}
 }
 
-// The OK reasons of buzz-protocol §1.8 and §2.2, as the relay sends them.
+// The OK reasons of docs/buzz-protocol.md §1.8 and §2.2, as the relay sends them.
 var okTable = []struct {
 	ok     bool
 	reason string

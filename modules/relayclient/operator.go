@@ -8,7 +8,7 @@ import (
 	"net/url"
 )
 
-// Operator API (buzz-protocol §3.9). Every call is NIP-98 signed with the
+// Operator API (docs/buzz-protocol.md §3.9). Every call is NIP-98 signed with the
 // client's Keys (the operator key) against OperatorOrigin, with the payload
 // tag on bodies. Fields whose type docs/buzz-protocol.md leaves open are raw JSON.
 
@@ -171,7 +171,7 @@ func needStr(v, field string) error {
 	return nil
 }
 
-// --- /buzz/v1 (buzz-protocol §3.10) ---
+// --- /buzz/v1 (docs/buzz-protocol.md §3.10) ---
 
 // Default operation names of the /buzz/v1 calls.
 const (

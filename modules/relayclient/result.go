@@ -136,7 +136,7 @@ var (
 	_ Sink = (*CollectSink)(nil)
 )
 
-// Relay reason prefixes that decide an outcome (buzz-protocol §1.8, §2.2).
+// Relay reason prefixes that decide an outcome (docs/buzz-protocol.md §1.8, §2.2).
 const (
 	quotaPrefix = "rate-limited: quota exceeded"
 )

@@ -56,7 +56,7 @@ type emitCtx struct {
 	sys      systemTags
 }
 
-// httpMetrics are the built-in HTTP metrics (k6-compat.md §5).
+// httpMetrics are the built-in HTTP metrics (docs/k6-compat.md §5).
 type httpMetrics struct {
 	reqs, failed, duration, blocked, connecting, tlsHandshaking, sending, waiting, receiving *metrics.Metric
 }

@@ -243,7 +243,7 @@ func (o Options) settings(defaultUA string) settings {
 // systemTags are the HTTP system tags switched on (k6's systemTags option).
 type systemTags map[string]bool
 
-// defaultSystemTags is k6's default set (k6-compat.md §1.11).
+// defaultSystemTags is k6's default set (docs/k6-compat.md §1.11).
 var defaultSystemTags = []string{"proto", "subproto", "status", "method", "url", "name", "group", "check", "error", "error_code", "tls_version", "scenario", "service", "expected_response"}
 
 func newSystemTags(names []string) systemTags {

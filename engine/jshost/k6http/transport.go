@@ -12,7 +12,7 @@ import (
 )
 
 // newTransport builds one VU's transport: k6 gives every VU its own
-// connection pool (k6-compat.md §1.4), so keep-alive connections are reused
+// connection pool (docs/k6-compat.md §1.4), so keep-alive connections are reused
 // within a VU and never across VUs. Bytes are counted on the raw
 // connections, TLS records included, as k6's dialer does for data_sent and
 // data_received.

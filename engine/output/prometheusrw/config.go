@@ -12,7 +12,7 @@ import (
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
-// Defaults of k6's output (k6-compat.md §7.3; the output's documentation,
+// Defaults of k6's output (docs/k6-compat.md §7.3; the output's documentation,
 // results-output/real-time/prometheus-remote-write.md).
 const (
 	DefaultServerURL    = "http://localhost:9090/api/v1/write"

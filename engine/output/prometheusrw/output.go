@@ -1,5 +1,5 @@
 // Package prometheusrw is `--out experimental-prometheus-rw`: k6's
-// Prometheus remote-write output (k6-compat.md §7.3), configured by the same
+// Prometheus remote-write output (docs/k6-compat.md §7.3), configured by the same
 // K6_PROMETHEUS_RW_* variables with the same defaults and writing the same
 // series: k6_ prefix, counters _total, rates _rate, gauges bare, Trends one
 // gauge per K6_PROMETHEUS_RW_TREND_STATS stat or one native histogram, time

@@ -233,7 +233,7 @@ func (a *aggregator) encode(sr *series, ms int64) {
 		for i, st := range a.cfg.TrendStats {
 			// k6 converts every stat of a time Trend to seconds, count
 			// included (3 values are sent as 0.003); dashboards built on
-			// k6's series expect it (k6-compat.md §7.3).
+			// k6's series expect it (docs/k6-compat.md §7.3).
 			e.sample(sr.names[i], sr.labels, adaptUnit(sr.m.Contains, st.value(sr.trend)), ms)
 		}
 	}

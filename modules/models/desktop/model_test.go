@@ -44,7 +44,7 @@ func TestPlanRoutes(t *testing.T) {
 	}
 }
 
-// The cold-start table of desktop-requests.md §1 (W = 3, T = 1, ≤ 100
+// The cold-start table of docs/desktop-requests.md §1 (W = 3, T = 1, ≤ 100
 // co-members, head-only windows).
 func TestColdStartCountsPerOp(t *testing.T) {
 	common := map[string]int{
@@ -161,7 +161,7 @@ func TestResumeSince(t *testing.T) {
 			}
 		})
 	}
-	// the worked example of desktop-requests.md §4.6
+	// the worked example of docs/desktop-requests.md §4.6
 	if got := ResumeSince(time.Unix(1_800_000_000, 0), time.Unix(1_800_003_600, 0), false); got != 1800002640 {
 		t.Errorf("worked example: %d", got)
 	}

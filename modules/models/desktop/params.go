@@ -34,7 +34,7 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("desktop: mode %q: want %q or %q", s, scenario.ModeCurrent, scenario.ModeLegacy)
 }
 
-// The app's constants (desktop-requests.md §2, §4, §5).
+// The app's constants (docs/desktop-requests.md §2, §4, §5).
 const (
 	BatchSize      = 10   // channels per replaying batch or replay
 	LiveOnlyScope  = 2048 // channels per current-mode live-only subscription

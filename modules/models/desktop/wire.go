@@ -25,7 +25,7 @@ var (
 	UnreadKinds = []int{nostr.KindStreamMessage, nostr.KindStreamMessageV2, nostr.KindStreamMessageDiff}
 )
 
-// Page sizes and read limits (desktop-requests.md §5).
+// Page sizes and read limits (docs/desktop-requests.md §5).
 const (
 	RosterPage       = 500
 	WindowHeadLimit  = 20
@@ -78,7 +78,7 @@ func (id *Identity) channelIDs(idx []int) []string {
 	return out
 }
 
-// SubFilters is the REQ of sp (desktop-requests.md §4, §5.15).
+// SubFilters is the REQ of sp (docs/desktop-requests.md §4, §5.15).
 func SubFilters(sp SubSpec, id *Identity) []relayclient.Filter {
 	live := func(f relayclient.Filter) relayclient.Filter {
 		f.Since = sp.Since

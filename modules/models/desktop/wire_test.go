@@ -34,7 +34,7 @@ func filtersJSON(t *testing.T, fs []relayclient.Filter) string {
 
 const kindsJSON = `[9,40002,40008,45001,45003,40099,40100,40003,5,9005,7,39000,39002,39005,20002]`
 
-// Golden REQ filters of desktop-requests.md §4 and §5.15 (S = 1799999700).
+// Golden REQ filters of docs/desktop-requests.md §4 and §5.15 (S = 1799999700).
 func TestSubFiltersGolden(t *testing.T) {
 	id := ident(12, 3)
 	for _, c := range []struct {
@@ -76,7 +76,7 @@ func TestPresenceAuthorsAreDedupedSortedAndCappedAt256(t *testing.T) {
 	}
 }
 
-// Golden POST /query bodies of desktop-requests.md §5.
+// Golden POST /query bodies of docs/desktop-requests.md §5.
 func TestFixedRequestsGolden(t *testing.T) {
 	id := ident(130, 150)
 	body := func(rs []Request, i int) string { return filtersJSON(t, rs[i].Filters) }

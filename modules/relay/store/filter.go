@@ -13,7 +13,7 @@ import (
 )
 
 // Filter is a NIP-01 filter plus the Buzz /query extension fields
-// (buzz-protocol §3.4–3.6). Pointer fields distinguish "absent" from zero:
+// (docs/buzz-protocol.md §3.4–3.6). Pointer fields distinguish "absent" from zero:
 // a REQ with "limit":0 replays nothing, one without a limit replays up to
 // the store's MaxLimit.
 type Filter struct {

@@ -29,7 +29,7 @@ type Config struct {
 	MaxLimit int
 }
 
-// DefaultMaxLimit is the REQ clamp of newer Buzz relays (buzz-protocol §8).
+// DefaultMaxLimit is the REQ clamp of newer Buzz relays (docs/buzz-protocol.md §8).
 const DefaultMaxLimit = 2000
 
 // MaxThreadDepth is the deepest reply Buzz accepts.

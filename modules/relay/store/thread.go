@@ -7,7 +7,7 @@ import (
 )
 
 // Reply and reaction refusals; the messages are Buzz's OK reasons
-// (buzz-protocol §4.3, §4.4), so the server can send err.Error() as is.
+// (docs/buzz-protocol.md §4.3, §4.4), so the server can send err.Error() as is.
 var (
 	ErrParentNotFound         = errors.New("invalid: reply parent not found")
 	ErrParentOtherChannel     = errors.New("invalid: reply parent event belongs to a different channel")
