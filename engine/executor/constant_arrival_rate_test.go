@@ -15,7 +15,7 @@ import (
 // while it is being created do not start more. Creation is made slow (40 ms)
 // at a rate (200/s) that drops several starts per creation, so a scheduler
 // that created a VU per drop would overlap creations.
-func TestAuditArrivalRateCreatesOneVUAtATime(t *testing.T) {
+func TestArrivalRateCreatesOneVUAtATime(t *testing.T) {
 	c := &ConstantArrivalRateConfig{BaseConfig: base("grow", 0), Rate: 200, TimeUnit: time.Second,
 		Duration: 400 * time.Millisecond, PreAllocatedVUs: 0, MaxVUs: 50}
 	c.Type = ConstantArrivalRate
@@ -57,7 +57,7 @@ func TestAuditArrivalRateCreatesOneVUAtATime(t *testing.T) {
 
 // §2.5/§2.3: startTime delays a scenario relative to the scheduler's start
 // (which the runner sets to the end of setup), for every executor type.
-func TestAuditStartTimeForArrivalRate(t *testing.T) {
+func TestStartTimeForArrivalRate(t *testing.T) {
 	c := &ConstantArrivalRateConfig{BaseConfig: base("late", 0), Rate: 10, TimeUnit: time.Second,
 		Duration: 250 * time.Millisecond, PreAllocatedVUs: 2, MaxVUs: 2}
 	c.Type = ConstantArrivalRate

@@ -13,7 +13,7 @@ import (
 
 // §2.6: a VU asked to stop by a ramp-down finishes its current iteration when
 // that fits in gracefulRampDown (it is not interrupted) and starts no new one.
-func TestAuditRampDownLetsTheCurrentIterationFinish(t *testing.T) {
+func TestRampDownLetsTheCurrentIterationFinish(t *testing.T) {
 	c := &RampingVUsConfig{BaseConfig: base("rv", 5*time.Second), StartVUs: 1, GracefulRampDown: 2 * time.Second,
 		Stages: []Stage{{50 * time.Millisecond, 1, ""}, {0, 0, ""}, {400 * time.Millisecond, 0, ""}}}
 	c.Type = RampingVUs
