@@ -3,7 +3,6 @@ package summary
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -194,49 +193,12 @@ func (r *renderer) dataCells(e dataEntry) ([]string, bool) {
 // dataSection is section for data: the same layout from values.
 func (r *renderer) dataSection(title string, v dataView, dur time.Duration) {
 	r.title(title)
-	if len(v.checks) > 0 {
-		var passes, fails int64
-		for _, c := range v.checks {
-			passes += c.Passes
-			fails += c.Fails
-		}
-		total := passes + fails
-		rate := 0.0
-		if s := dur.Seconds(); s > 0 {
-			rate = float64(total) / s
-		}
-		pct := func(n int64) string {
-			if total == 0 {
-				return formatPercent(0)
-			}
-			return formatPercent(float64(n) / float64(total))
-		}
-		r.writeLines([]line{
-			{display: "checks_total", cells: []string{formatPlain(float64(total)), formatPlain(rate) + "/s"}},
-			{display: "checks_succeeded", cells: []string{pct(passes), fmt.Sprintf("%d out of %d", passes, total)}},
-			{display: "checks_failed", cells: []string{pct(fails), fmt.Sprintf("%d out of %d", fails, total)}},
-		}, false)
-		for _, c := range v.checks {
-			if c.Fails == 0 {
-				r.b.WriteString("    " + r.paint(ansiGreen, "✓ "+c.Name) + "\n")
-				continue
-			}
-			r.b.WriteString("    " + r.paint(ansiRed, "✗ "+c.Name) + "\n")
-			nn := int64(math.Floor(100 * float64(c.Passes) / float64(c.Passes+c.Fails)))
-			r.b.WriteString(r.paint(ansiRed, fmt.Sprintf("      ↳  %d%% — ✓ %d / ✗ %d", nn, c.Passes, c.Fails)) + "\n")
-		}
-		r.b.WriteString("\n")
-	}
+	r.checks(v.checks, dur)
 	var lines []line
 	for _, e := range v.entries {
 		cells, trend := r.dataCells(e)
 		parent, _, _ := strings.Cut(e.name, "{")
 		lines = append(lines, line{display: e.display, cells: cells, trend: trend, cat: category(parent)})
 	}
-	rank := map[string]int{}
-	for i, c := range categories {
-		rank[c] = i
-	}
-	sort.SliceStable(lines, func(i, j int) bool { return rank[lines[i].cat] < rank[lines[j].cat] })
-	r.writeLines(lines, true)
+	r.writeLines(byCategory(lines), true)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -396,49 +397,62 @@ func (r *renderer) writeLines(lines []line, withCategories bool) {
 
 func (r *renderer) section(title string, v view) {
 	r.title(title)
-	if len(v.checks) > 0 {
-		var passes, fails int64
-		for _, c := range v.checks {
-			passes += c.Passes
-			fails += c.Fails
-		}
-		total := passes + fails
-		rate := 0.0
-		if s := r.in.Snapshot.Duration.Seconds(); s > 0 {
-			rate = float64(total) / s
-		}
-		pct := func(n int64) string {
-			if total == 0 {
-				return formatPercent(0)
-			}
-			return formatPercent(float64(n) / float64(total))
-		}
-		r.writeLines([]line{
-			{display: "checks_total", cells: []string{formatPlain(float64(total)), formatPlain(rate) + "/s"}},
-			{display: "checks_succeeded", cells: []string{pct(passes), fmt.Sprintf("%d out of %d", passes, total)}},
-			{display: "checks_failed", cells: []string{pct(fails), fmt.Sprintf("%d out of %d", fails, total)}},
-		}, false)
-		for _, c := range v.checks {
-			if c.Fails == 0 {
-				r.b.WriteString("    " + r.paint(ansiGreen, "✓ "+c.Name) + "\n")
-				continue
-			}
-			r.b.WriteString("    " + r.paint(ansiRed, "✗ "+c.Name) + "\n")
-			nn := int64(math.Floor(100 * float64(c.Passes) / float64(c.Passes+c.Fails)))
-			r.b.WriteString(r.paint(ansiRed, fmt.Sprintf("      ↳  %d%% — ✓ %d / ✗ %d", nn, c.Passes, c.Fails)) + "\n")
-		}
-		r.b.WriteString("\n")
-	}
+	r.checks(v.checks, r.in.Snapshot.Duration)
 	var lines []line
 	for _, e := range v.entries {
 		cells, trend := r.cells(e)
 		parent, _, _ := strings.Cut(e.name, "{")
 		lines = append(lines, line{display: e.display, cells: cells, trend: trend, cat: category(parent)})
 	}
+	r.writeLines(byCategory(lines), true)
+}
+
+// checks writes the checks block of a section (k6's checks_total,
+// checks_succeeded, checks_failed and one line per check), over a run of dur.
+// The live summary and the one rendered from SummaryData share it.
+func (r *renderer) checks(checks []*Check, dur time.Duration) {
+	if len(checks) == 0 {
+		return
+	}
+	var passes, fails int64
+	for _, c := range checks {
+		passes += c.Passes
+		fails += c.Fails
+	}
+	total := passes + fails
+	rate := 0.0
+	if s := dur.Seconds(); s > 0 {
+		rate = float64(total) / s
+	}
+	pct := func(n int64) string {
+		if total == 0 {
+			return formatPercent(0)
+		}
+		return formatPercent(float64(n) / float64(total))
+	}
+	r.writeLines([]line{
+		{display: "checks_total", cells: []string{formatPlain(float64(total)), formatPlain(rate) + "/s"}},
+		{display: "checks_succeeded", cells: []string{pct(passes), fmt.Sprintf("%d out of %d", passes, total)}},
+		{display: "checks_failed", cells: []string{pct(fails), fmt.Sprintf("%d out of %d", fails, total)}},
+	}, false)
+	for _, c := range checks {
+		if c.Fails == 0 {
+			r.b.WriteString("    " + r.paint(ansiGreen, "✓ "+c.Name) + "\n")
+			continue
+		}
+		r.b.WriteString("    " + r.paint(ansiRed, "✗ "+c.Name) + "\n")
+		nn := int64(math.Floor(100 * float64(c.Passes) / float64(c.Passes+c.Fails)))
+		r.b.WriteString(r.paint(ansiRed, fmt.Sprintf("      ↳  %d%% — ✓ %d / ✗ %d", nn, c.Passes, c.Fails)) + "\n")
+	}
+	r.b.WriteString("\n")
+}
+
+// byCategory orders lines by k6's metric categories (stable within one).
+func byCategory(lines []line) []line {
 	rank := map[string]int{}
 	for i, c := range categories {
 		rank[c] = i
 	}
 	sort.SliceStable(lines, func(i, j int) bool { return rank[lines[i].cat] < rank[lines[j].cat] })
-	r.writeLines(lines, true)
+	return lines
 }
