@@ -180,48 +180,40 @@ func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int
 		in[s] = true
 	}
 	out := map[string]*opAgg{}
-	get := func(op string) *opAgg {
-		o := out[op]
-		if o == nil {
-			o = newOpAgg()
-			out[op] = o
-		}
-		return o
-	}
 	for k, c := range a.cells {
 		if in[k.stage] && (keep == nil || keep(k.kind)) {
-			get(k.op).merge(c)
+			opIn(out, k.op).merge(c)
 		}
 	}
 	for k, n := range a.pendingEnd {
 		if k.stage == endStage {
-			get(k.op).pending += n
+			opIn(out, k.op).pending += n
 		}
 	}
 	return out
+}
+
+// opIn is m's aggregate of op, added when m has none.
+func opIn(m map[string]*opAgg, op string) *opAgg {
+	o := m[op]
+	if o == nil {
+		o = newOpAgg()
+		m[op] = o
+	}
+	return o
 }
 
 // recordWarmup adds one Result settled in the warm-up.
 func (a *aggregator) recordWarmup(r relayclient.Result, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	o := a.warmup[r.Op]
-	if o == nil {
-		o = newOpAgg()
-		a.warmup[r.Op] = o
-	}
-	o.add(r, at)
+	opIn(a.warmup, r.Op).add(r, at)
 }
 
 func (a *aggregator) recordSetup(r relayclient.Result, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	o := a.setup[r.Op]
-	if o == nil {
-		o = newOpAgg()
-		a.setup[r.Op] = o
-	}
-	o.add(r, at)
+	opIn(a.setup, r.Op).add(r, at)
 }
 
 func (a *aggregator) exit(kind scenario.Kind, step int, reason, text string) {

@@ -73,12 +73,7 @@ func newWindows() *windows { return &windows{cur: map[string]*opAgg{}, stop: mak
 func (w *windows) add(r relayclient.Result, at time.Time, warmup bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	o := w.cur[r.Op]
-	if o == nil {
-		o = newOpAgg()
-		w.cur[r.Op] = o
-	}
-	o.add(r, at)
+	opIn(w.cur, r.Op).add(r, at)
 	w.warm = w.warm || warmup
 }
 
