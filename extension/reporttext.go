@@ -1,0 +1,157 @@
+// The Buzz report as text: the steps, their verdicts and per-op lines that
+// buzz.report() and the end-of-run summary print.
+
+package extension
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Text renders the report for a terminal.
+func (r *Report) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  buzz %s (%s)", r.RunID, r.Scenario)
+	if r.Shard != "" {
+		fmt.Fprintf(&b, " shard %s", r.Shard)
+	}
+	if r.DesktopMode != "" {
+		fmt.Fprintf(&b, " desktop %s", r.DesktopMode)
+	}
+	fmt.Fprintf(&b, "   limits: p99 <= %g ms, error rate <= %g%%\n", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
+	if sd := r.Seed; sd != nil {
+		where := sd.WSURL
+		if sd.Embedded {
+			where = "the embedded relay"
+		}
+		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
+			sd.Communities, sd.Channels, sd.Members, sd.Posts, where,
+			(time.Duration(sd.DurationMs) * time.Millisecond).String(), sd.Created, sd.Existing)
+	}
+	if w := r.Warmup; w != nil {
+		fmt.Fprintf(&b, "\n  warm-up  first %s  (reported apart, not judged)\n", secs(w.Secs))
+		if len(w.Ops) == 0 {
+			b.WriteString("    nothing settled in the warm-up\n")
+		} else {
+			writeOps(&b, w.Ops)
+		}
+	}
+	for _, s := range r.Steps {
+		var cl []string
+		for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
+			if n := s.Clients[k]; n > 0 {
+				cl = append(cl, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		fmt.Fprintf(&b, "\n  step %d  users %g  %s–%s  (%s)", s.Index, s.Users, secs(s.StartS), secs(s.EndS), strings.Join(cl, ", "))
+		if !s.Reached {
+			b.WriteString("  not reached\n")
+			continue
+		}
+		b.WriteString("\n")
+		writeOps(&b, s.Ops)
+		if s.AbortedAtS > 0 {
+			var own int64
+			for _, n := range s.ClientsStarted {
+				own += n
+			}
+			fmt.Fprintf(&b, "    – cut by the abort at %s (%s into the step, %d clients of its own started); not judged\n",
+				secs(s.AbortedAtS), secs(s.AbortedAtS-s.StartS), own)
+		}
+		if g := s.Generator; g != nil {
+			fmt.Fprintf(&b, "    generator: CPU %.0f %% of %d cores, scheduling lag p99 %.1f ms over %d scheduled operations\n", g.CPUPct, g.Cores, g.LagP99Ms, g.LagSamples)
+			if g.Saturated {
+				fmt.Fprintf(&b, "    ⚠ generator saturated: %s — these latencies measure the generator too\n", g.Reason)
+			}
+		}
+		if s.AbortReason != "" {
+			fmt.Fprintf(&b, "    ✗ %s\n", s.AbortReason)
+		}
+	}
+	fmt.Fprintf(&b, "\n  shutdown (grace %s)\n", secs(r.Shutdown.GraceS))
+	if len(r.Shutdown.Ops) == 0 {
+		b.WriteString("    nothing settled after the last hold\n")
+	} else {
+		writeOps(&b, r.Shutdown.Ops)
+	}
+	if r.Shutdown.AbortedAtS > 0 {
+		fmt.Fprintf(&b, "    – cut by the abort at %s; not judged\n", secs(r.Shutdown.AbortedAtS))
+	}
+	if r.Shutdown.AbortReason != "" {
+		fmt.Fprintf(&b, "    ✗ %s\n", r.Shutdown.AbortReason)
+	}
+	if len(r.ClientExits) > 0 {
+		b.WriteString("\n  client exits:")
+		for _, e := range r.ClientExits {
+			fmt.Fprintf(&b, " %d %s (%s)", e.Count, e.Kind, e.Reason)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.ThresholdsFailed) > 0 {
+		b.WriteString("\n  thresholds crossed:\n")
+		for _, t := range r.ThresholdsFailed {
+			fmt.Fprintf(&b, "    ✗ %s\n", t)
+		}
+	}
+	if len(r.Interrupted) > 0 {
+		b.WriteString("\n  interrupted by the abort:")
+		for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
+			if n := r.Interrupted[k]; n > 0 {
+				fmt.Fprintf(&b, " %d %s", n, k)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if r.Abort != nil {
+		fmt.Fprintf(&b, "  abort at %s (step %s): work in flight cut at once, not errors:", secs(r.Abort.AtS), r.Abort.Step)
+		if len(r.Abort.Cut) == 0 {
+			b.WriteString(" nothing was in flight")
+		}
+		tmp := map[string]*opAgg{}
+		for op := range r.Abort.Cut {
+			tmp[op] = nil
+		}
+		for _, op := range sortedOps(tmp) {
+			fmt.Fprintf(&b, " %s %d", op, r.Abort.Cut[op])
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n  warnings:\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "    ! %s\n", w)
+		}
+	}
+	if r.OK {
+		b.WriteString("\n  result: ok\n\n")
+	} else {
+		fmt.Fprintf(&b, "\n  result: FAILED — %s\n\n", r.AbortReason)
+	}
+	return b.String()
+}
+
+func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
+
+func writeOps(b *strings.Builder, ops map[string]*OpReport) {
+	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend", "cut")
+	var errs []string
+	for _, name := range sortedOpNames(ops) {
+		o := ops[name]
+		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
+			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending, o.Cut+o.Abandoned)
+		for _, e := range o.ErrorTexts {
+			errs = append(errs, fmt.Sprintf("%s: %d× %s", name, e.Count, e.Text))
+		}
+	}
+	for _, e := range errs {
+		fmt.Fprintf(b, "      ! %s\n", e)
+	}
+	// Scheduled operations: latency from the due time beside the send's.
+	for _, name := range sortedOpNames(ops) {
+		if o := ops[name]; o.Scheduled > 0 {
+			fmt.Fprintf(b, "      ~ %s: %d scheduled, p99 %.1f ms from the due time (%.1f from the send), lag due→send p50 %.1f p99 %.1f ms\n",
+				name, o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)
+		}
+	}
+}
