@@ -39,11 +39,7 @@ measure() {
 	local n=$1 run=$2
 	cat >"$work/$run.toml" <<TOML
 run_id = "$run"
-[target]
-ws_url = "ws://$addr"
-http_url = "http://$addr"
-community_host_template = "c{n}.{run}.localhost"
-connect_addr = "$addr"
+$(relay_target)
 [shape]
 communities = 1
 channels_per_community = 20

@@ -47,11 +47,7 @@ run() {
 	esac
 	cat >"$work/$name.toml" <<TOML
 run_id = "pubcpu-$shape-$humans"
-[target]
-ws_url = "ws://$addr"
-http_url = "http://$addr"
-community_host_template = "c{n}.{run}.localhost"
-connect_addr = "$addr"
+$(relay_target)
 [shape]
 communities = 1
 channels_per_community = $channels

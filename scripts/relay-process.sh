@@ -33,3 +33,14 @@ start_relay() {
 	cat "$work/relay.log" >&2
 	exit 1
 }
+
+# relay_target prints the [target] table of a scenario TOML for that relay.
+relay_target() {
+	cat <<TOML
+[target]
+ws_url = "ws://$addr"
+http_url = "http://$addr"
+community_host_template = "c{n}.{run}.localhost"
+connect_addr = "$addr"
+TOML
+}

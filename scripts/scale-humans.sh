@@ -74,11 +74,7 @@ for i in $(seq "$runs"); do
 	name=$mode-$i
 	cat >"$work/$name.toml" <<TOML
 run_id = "scale-$mode-$n-$i"
-[target]
-ws_url = "ws://$addr"
-http_url = "http://$addr"
-community_host_template = "c{n}.{run}.localhost"
-connect_addr = "$addr"
+$(relay_target)
 [shape]
 communities = 1
 $shape
