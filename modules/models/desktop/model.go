@@ -56,9 +56,9 @@ type routeState struct {
 	lastReplaced time.Time // its kept-open subscription's last (re)placement: the backstop counts from it
 }
 
-// Model is the desktop client's decisions as a state machine (this file is
-// a little over 600 lines: its rules read each other's state, so they stay
-// together; events and actions are in events.go): Step takes
+// Model is the desktop client's decisions as a state machine (events and
+// actions are in events.go, the wake, tick and renewal rules in tick.go):
+// Step takes
 // an event and returns the actions it causes. It reads no clock and opens
 // no socket, so every rule is testable with plain values; the driver turns
 // actions into requests and results back into events. Not safe for
@@ -564,80 +564,5 @@ func (m *Model) readSettled(e ReadSettled) {
 	}
 	for _, s := range m.reads.Settle(e.Read) {
 		m.emit(StartRead{Read: s})
-	}
-}
-
-func (m *Model) wake(e Wake) {
-	m.noteFrame(e.LastFrame)
-	at := e.At
-	if m.state == stateWaiting && !at.Before(m.reconnectAt) {
-		m.connect(m.kind)
-	}
-	if m.probe != "" && !at.Before(m.probeAt.Add(m.p.ProbeWindow)) {
-		if m.lastFrame.After(m.probeAt) {
-			m.probe = ""
-		} else {
-			m.sessionFailed(at) // no frame within the answer window
-		}
-	}
-	if !at.Before(m.nextTick) {
-		m.tick(at)
-		for !m.nextTick.After(at) {
-			m.nextTick = m.nextTick.Add(m.p.Tick)
-		}
-	}
-	if m.p.Renewal > 0 && !at.Before(m.nextRenewal) {
-		if m.state == stateConnected {
-			m.endSession(at)
-			m.connect(connRenewal)
-		}
-		for !m.nextRenewal.After(at) {
-			m.nextRenewal = m.nextRenewal.Add(m.p.Renewal)
-		}
-	}
-}
-
-func (m *Model) tick(at time.Time) {
-	defer func() { m.lastTick = at }()
-	if m.state != stateConnected {
-		return
-	}
-	if !m.lastFrame.After(m.lastTick) && m.probe == "" {
-		// silent since the previous tick: probe the socket
-		m.probeAt = at
-		m.probe = m.open(SubSpec{Op: OpProbe, Route: RouteMembership, Since: at.Unix(), LiveOnly: true, Probe: true}, -1, roleProbe, "")
-	}
-	if m.p.Mode == ModeLegacy {
-		m.replaceChannels(func(*routeState) bool { return true })
-		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
-		m.repair(true, at)
-		return
-	}
-	due := func(last time.Time) bool { return last.IsZero() || at.Sub(last) >= m.p.Backstop }
-	// Each route counts its backstop from its own last replacement, so one
-	// that missed its EOSE retries at the next tick even when a sibling's
-	// succeeded.
-	m.replaceChannels(func(r *routeState) bool { return due(r.lastReplaced) })
-	if m.rosterOwed || due(m.lastRoster) {
-		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
-	}
-	switch {
-	case m.snapshotOwed || due(m.lastFullRepair):
-		m.repair(true, at)
-	case m.repairOwed:
-		m.repair(false, at)
-	}
-}
-
-// replaceChannels replaces each kept-open channel subscription that is
-// due by a live-only REQ of the same channels and since; the old one is
-// closed when the new one reaches EOSE.
-func (m *Model) replaceChannels(due func(*routeState) bool) {
-	for i := range m.routes {
-		r := &m.routes[i]
-		if (r.Kind != RouteBatch && r.Kind != RouteLive) || !r.settled || r.sub == "" || r.replacing != "" || !due(r) {
-			continue
-		}
-		r.replacing = m.open(SubSpec{Op: OpLiveEOSE, Route: r.Kind, Channels: r.Channels, Since: r.since, LiveOnly: true}, i, roleReplacement, r.sub)
 	}
 }
