@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -200,17 +201,7 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 		}
 		runtime.ReadMemStats(&before)
 		rss0 := rssBytes()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientHelper$")
-		cmd.Env = append(os.Environ(), "LOCALRELAY_IDLE_CLIENT="+r.URLs().WS, fmt.Sprintf("LOCALRELAY_IDLE_N=%d", n))
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "ready") {
-			b.Fatalf("client helper: %q %v", line, err)
-		}
+		stop := startIdleClients(b, r, n)
 		time.Sleep(50 * time.Millisecond)
 		for gc := 0; gc < 4; gc++ {
 			runtime.GC() // each cycle may halve an idle goroutine's grown stack
@@ -224,10 +215,35 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 		if rss0 > 0 && rss1 > 0 {
 			b.ReportMetric(float64(rss1-rss0)/n, "rss-bytes/conn")
 		}
-		stdin.Close()
-		cmd.Wait()
+		stop()
 		time.Sleep(100 * time.Millisecond) // let the relay reap the sockets
 	}
+}
+
+// startIdleClients starts n idle authenticated clients of r in a child
+// process (this test binary, see TestIdleClientHelper) and returns once they
+// are connected; stop closes them and waits for the child.
+func startIdleClients(b *testing.B, r *Relay, n int) (stop func()) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientHelper$")
+	cmd.Env = append(os.Environ(), "LOCALRELAY_IDLE_CLIENT="+r.URLs().WS, "LOCALRELAY_IDLE_N="+strconv.Itoa(n))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop = func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready") {
+		stop()
+		b.Fatalf("client helper: %q %v %s", line, err, stderr.String())
+	}
+	return stop
 }
 
 // rssBytes reads the process's resident set size (Linux), or 0.

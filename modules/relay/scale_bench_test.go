@@ -1,14 +1,10 @@
 package relay
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,21 +40,7 @@ func BenchmarkScaleIdle10kConnections(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		rss0 := rssBytes()
 		start := time.Now()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientHelper$")
-		cmd.Env = append(os.Environ(), "LOCALRELAY_IDLE_CLIENT="+r.URLs().WS, "LOCALRELAY_IDLE_N="+strconv.Itoa(n))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "ready") {
-			stdin.Close()
-			_ = cmd.Wait()
-			b.Fatalf("client helper: %q %v %s", line, err, stderr.String())
-		}
+		stop := startIdleClients(b, r, n)
 		connect := time.Since(start)
 		if got := r.Stats().Connections; got < n {
 			b.Fatalf("relay holds %d connections, want %d", got, n)
@@ -74,8 +56,7 @@ func BenchmarkScaleIdle10kConnections(b *testing.B) {
 		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MB")
 		b.ReportMetric((float64(after.HeapInuse+after.StackInuse)-float64(before.HeapInuse+before.StackInuse))/n, "heap+stack-B/conn")
 		b.ReportMetric(connect.Seconds(), "connect-s")
-		stdin.Close()
-		_ = cmd.Wait()
+		stop()
 		for deadline := time.Now().Add(30 * time.Second); r.Stats().Connections > 0 && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond) // let the relay reap the sockets
 		}
