@@ -64,10 +64,7 @@ func Seed(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, err
 		ctx, cancel = context.WithTimeoutCause(ctx, opt.Deadline, &DeadlineError{Deadline: opt.Deadline})
 		defer cancel()
 	}
-	s := &seeder{sc: sc, opt: opt, rpc: n, conc: conc, ids: newIdentities(sc), track: &tracker{fn: opt.Progress},
-		res: &Result{RunID: sc.RunID, Refusals: []Refusal{}}}
-	s.plans = buildPlans(sc)
-	s.plan()
+	s := newSeeder(sc, opt, n, conc, &tracker{fn: opt.Progress})
 	err = s.run(ctx)
 	s.finish()
 	s.res.Duration = time.Since(start)
@@ -77,6 +74,16 @@ func Seed(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, err
 	}
 	s.res.Success = s.res.OK()
 	return s.res, err
+}
+
+// newSeeder is the seeder of sc over n with its tasks planned: Seed runs
+// them, Verify checks what they would have written.
+func newSeeder(sc *scenario.Scenario, opt Options, n *rpc, conc int, track *tracker) *seeder {
+	s := &seeder{sc: sc, opt: opt, rpc: n, conc: conc, ids: newIdentities(sc), track: track,
+		res: &Result{RunID: sc.RunID, Refusals: []Refusal{}}}
+	s.plans = buildPlans(sc)
+	s.plan()
+	return s
 }
 
 // DeadlineError is a seed stopped by Options.Deadline.

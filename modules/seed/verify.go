@@ -43,10 +43,7 @@ func Verify(ctx context.Context, sc *scenario.Scenario, opt Options) (*Result, e
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	defer n.close()
-	s := &seeder{sc: sc, opt: opt, rpc: n, conc: conc, ids: newIdentities(sc), track: &tracker{},
-		res: &Result{RunID: sc.RunID, Refusals: []Refusal{}}}
-	s.plans = buildPlans(sc)
-	s.plan()
+	s := newSeeder(sc, opt, n, conc, &tracker{})
 	err = s.verify(ctx)
 	s.finish()
 	s.res.Duration = time.Since(start)
