@@ -104,13 +104,7 @@ func (r *renderer) dataThresholds(d *SummaryData, keys []string) {
 	sortKeys(with)
 	r.title("THRESHOLDS")
 	for _, key := range with {
-		indent := "    "
-		if sel, err := metrics.ParseSelector(key); err == nil && sel.IsSubmetric() {
-			indent = "      "
-			r.b.WriteString(indent + "{" + sel.Suffix + "}\n")
-		} else {
-			r.b.WriteString(indent + key + "\n")
-		}
+		indent := r.thresholdKey(key)
 		md := d.Metrics[key]
 		var srcs []string
 		if md != nil {

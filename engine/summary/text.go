@@ -104,13 +104,7 @@ func (r *renderer) thresholds() {
 	sortKeys(keys)
 	r.title("THRESHOLDS")
 	for _, key := range keys {
-		indent := "    "
-		if sel, err := metrics.ParseSelector(key); err == nil && sel.IsSubmetric() {
-			indent = "      "
-			r.b.WriteString(indent + "{" + sel.Suffix + "}\n")
-		} else {
-			r.b.WriteString(indent + key + "\n")
-		}
+		indent := r.thresholdKey(key)
 		for _, st := range byKey[key] {
 			ok := !st.Evaluated || st.OK
 			mark, code := "✓", ansiGreen
@@ -445,6 +439,19 @@ func (r *renderer) checks(checks []*Check, dur time.Duration) {
 		r.b.WriteString(r.paint(ansiRed, fmt.Sprintf("      ↳  %d%% — ✓ %d / ✗ %d", nn, c.Passes, c.Fails)) + "\n")
 	}
 	r.b.WriteString("\n")
+}
+
+// thresholdKey writes a THRESHOLDS entry's heading, a metric or, further
+// in, a sub-metric's {selector}, and returns the indent of its lines.
+func (r *renderer) thresholdKey(key string) (indent string) {
+	indent = "    "
+	if sel, err := metrics.ParseSelector(key); err == nil && sel.IsSubmetric() {
+		indent = "      "
+		r.b.WriteString(indent + "{" + sel.Suffix + "}\n")
+	} else {
+		r.b.WriteString(indent + key + "\n")
+	}
+	return indent
 }
 
 // byCategory orders lines by k6's metric categories (stable within one).
