@@ -154,7 +154,7 @@ func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot,
 	}
 	l.agg.noteStart(start)
 	l.startWindows(start)
-	l.gen.attach(in.vu.Metrics().Push, in.met.generator, st.Tags.TagSet())
+	l.gen.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
 	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
 	sink.periodic = true
 	sink.lastData.Store(time.Now().UnixNano())

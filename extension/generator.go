@@ -107,7 +107,7 @@ type generatorMeter struct {
 	cores int
 
 	push func(...metrics.Sample)
-	met  *metrics.Metric
+	met  *metricSet
 	tags metrics.TagSet
 }
 
@@ -115,14 +115,28 @@ func newGeneratorMeter(steps int) *generatorMeter {
 	return &generatorMeter{cells: make([]cpuCell, steps+1), cores: max(1, min(runtime.NumCPU(), runtime.GOMAXPROCS(0)))}
 }
 
-// attach gives the meter a VU's push for buzz_generator_saturated (the
-// first one wins).
-func (g *generatorMeter) attach(push func(...metrics.Sample), met *metrics.Metric, tags metrics.TagSet) {
+// attach gives the meter a VU's push for buzz_generator_saturated and
+// buzz_generator_cpu (the first one wins). The process's CPU is no
+// scenario's, so its samples carry the VU's tags without "scenario".
+func (g *generatorMeter) attach(push func(...metrics.Sample), met *metricSet, tags metrics.TagSet) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.push == nil && met != nil {
-		g.push, g.met, g.tags = push, met, tags
+		g.push, g.met, g.tags = push, met, tags.Without("scenario")
 	}
+}
+
+// cpuGaugeEvery is how often buzz_generator_cpu is written: the share over
+// the last second, so a live output pushing every few seconds shows a
+// second's CPU, not one 250 ms sample's.
+const cpuGaugeEvery = time.Second
+
+// cpuShare is CPU time over wall time on cores cores, 0..1 (0 for no wall).
+func cpuShare(cpu, wall time.Duration, cores int) float64 {
+	if wall <= 0 || cores <= 0 {
+		return 0
+	}
+	return cpu.Seconds() / (wall.Seconds() * float64(cores))
 }
 
 func (g *generatorMeter) cell(step int) (cpuCell, int) {
@@ -147,12 +161,14 @@ func processCPU() time.Duration {
 const cpuEvery = 250 * time.Millisecond
 
 // watchGenerator samples the CPU into the step of each sample's time until
-// stop, and writes buzz_generator_saturated{step} when a step ends.
+// stop, writes buzz_generator_cpu every cpuGaugeEvery while the run goes,
+// and buzz_generator_saturated{step} when a step ends.
 func (l *loaded) watchGenerator(start time.Time, stop <-chan struct{}) {
 	g := l.gen
 	t := time.NewTicker(cpuEvery)
 	defer t.Stop()
 	last, lastCPU := time.Now(), processCPU()
+	gaugeAt, gaugeCPU := last, lastCPU
 	step := l.stepIndex(last.Sub(start))
 	sample := func() {
 		now, cpu := time.Now(), processCPU()
@@ -161,8 +177,13 @@ func (l *loaded) watchGenerator(start time.Time, stop <-chan struct{}) {
 			g.cells[step].cpu += cpu - lastCPU
 			g.cells[step].wall += now.Sub(last)
 		}
+		push, met, tags, cores := g.push, g.met, g.tags, g.cores
 		g.mu.Unlock()
 		last, lastCPU = now, cpu
+		if push != nil && now.Sub(gaugeAt) >= cpuGaugeEvery {
+			push(metrics.Sample{Metric: met.generatorCPU, Tags: tags, Time: now, Value: cpuShare(cpu-gaugeCPU, now.Sub(gaugeAt), cores)})
+			gaugeAt, gaugeCPU = now, cpu
+		}
 		if next := l.stepIndex(now.Sub(start)); next != step {
 			if step < len(l.plan) {
 				l.pushSaturation(step, now)
@@ -174,6 +195,12 @@ func (l *loaded) watchGenerator(start time.Time, stop <-chan struct{}) {
 		select {
 		case <-stop:
 			sample()
+			// The run can end before a tick sees its last step end (a short
+			// run, an abort): that step's verdict is written now, so every
+			// step the run reached has its point.
+			if step < len(l.plan) {
+				l.pushSaturation(step, time.Now())
+			}
 			return
 		case <-t.C:
 			sample()
@@ -196,7 +223,7 @@ func (l *loaded) stepGenerator(i int, ops map[string]*opAgg) *GeneratorReport {
 	}
 	g := &GeneratorReport{Cores: cores, LagSamples: lag.n}
 	if c.wall > 0 {
-		g.CPUPct = round3(100 * c.cpu.Seconds() / (c.wall.Seconds() * float64(cores)))
+		g.CPUPct = round3(100 * cpuShare(c.cpu, c.wall, cores))
 	}
 	if ts, ok := lag.lag.(*metrics.TrendSink); ok && ts.Count() > 0 {
 		g.LagP99Ms = round3(ts.Percentile(99))
@@ -224,5 +251,5 @@ func (l *loaded) pushSaturation(step int, at time.Time) {
 	if rep != nil && rep.Saturated {
 		v = 1
 	}
-	push(metrics.Sample{Metric: met, Tags: tags.With("step", l.stepLabel(step)), Time: at, Value: v})
+	push(metrics.Sample{Metric: met.generator, Tags: tags.With("step", l.stepLabel(step)), Time: at, Value: v})
 }

@@ -151,6 +151,8 @@ func (m *Module) EmbeddedRelay() *relay.Relay {
 type metricSet struct {
 	duration, failed, throttled, pending, clients, exits *metrics.Metric
 	generator                                            *metrics.Metric // buzz_generator_saturated{step}: saturated steps
+	generatorCPU                                         *metrics.Metric // buzz_generator_cpu: the process's share of its cores, live
+	generatorLag                                         *metrics.Metric // buzz_generator_lag: due → started of each scheduled op
 	// dataSent and dataReceived are the host's built-in data_sent and
 	// data_received (nil when the host has none).
 	dataSent, dataReceived *metrics.Metric
@@ -172,6 +174,8 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 			{&ms.clients, "buzz_clients", metrics.Gauge, metrics.Default},
 			{&ms.exits, "buzz_client_exits", metrics.Counter, metrics.Default},
 			{&ms.generator, "buzz_generator_saturated", metrics.Counter, metrics.Default},
+			{&ms.generatorCPU, "buzz_generator_cpu", metrics.Gauge, metrics.Default},
+			{&ms.generatorLag, "buzz_generator_lag", metrics.Trend, metrics.Time},
 		}
 		for _, d := range defs {
 			mt, err := reg.New(d.name, d.t, d.c)

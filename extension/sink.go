@@ -144,16 +144,29 @@ func (s *opSink) Record(r relayclient.Result) {
 		s.addData(r.BytesSent, r.BytesReceived, end)
 	}
 	tags := s.tagsFor(r.Op, stage/2)
+	// One push per Result (one slice), the lag of a scheduled op in it: the
+	// generator's health is live without a second allocation per op.
+	var buf [3]metrics.Sample
+	n := 0
 	switch r.Outcome {
 	case relayclient.OutcomeOK:
-		s.push(
-			metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)},
-			metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0},
-		)
+		buf[0] = metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)}
+		buf[1] = metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0}
+		n = 2
 	case relayclient.OutcomeError:
-		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
+		buf[0] = metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1}
+		n = 1
 	case relayclient.OutcomeThrottled:
-		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
+		buf[0] = metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1}
+		n = 1
+	}
+	if !r.Due.IsZero() {
+		// At the start, not the end: the lag is the generator's at that moment.
+		buf[n] = metrics.Sample{Metric: s.met.generatorLag, Tags: tags, Time: r.Start, Value: ms(max(0, r.Start.Sub(r.Due)))}
+		n++
+	}
+	if n > 0 {
+		s.push(buf[:n]...)
 	}
 	for i, st := range straddled {
 		if st%2 == 1 { // the end of a hold is the end of a step

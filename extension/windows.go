@@ -65,6 +65,9 @@ type windows struct {
 
 	stopOnce sync.Once
 	stop     chan struct{}
+	// genDone is closed when the generator's watcher has written its last
+	// samples (nil until it starts).
+	genDone chan struct{}
 }
 
 func newWindows() *windows { return &windows{cur: map[string]*opAgg{}, stop: make(chan struct{})} }
@@ -153,8 +156,9 @@ func (l *loaded) startWindows(start time.Time) {
 		return
 	}
 	w.start, w.from = start, start
+	w.genDone = make(chan struct{})
 	w.mu.Unlock()
-	go l.watchGenerator(start, w.stop)
+	go func() { defer close(w.genDone); l.watchGenerator(start, w.stop) }()
 	every, print := l.reportInterval()
 	go func() {
 		// Windows end on the start's grid (start + k·every), whenever the
@@ -182,7 +186,22 @@ func (l *loaded) startWindows(start time.Time) {
 }
 
 // stopWindows stops the ticker; the partial window is closed by the report.
-func (l *loaded) stopWindows() { l.win.stopOnce.Do(func() { close(l.win.stop) }) }
+// It waits (briefly) for the generator's watcher, so the last step's
+// buzz_generator_saturated is pushed while teardown still runs, before the
+// run's last flush to the outputs.
+func (l *loaded) stopWindows() {
+	w := l.win
+	w.stopOnce.Do(func() { close(w.stop) })
+	w.mu.Lock()
+	done := w.genDone
+	w.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
 
 // finalWindow closes the partial window at the end of the run, if it holds
 // anything, so the report's windows cover the run to its end.

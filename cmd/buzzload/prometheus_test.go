@@ -262,6 +262,47 @@ func TestPrometheusRWFeedsTheDashboards(t *testing.T) {
 			t.Errorf("%s: Prometheus %v, summary %v", m, got, want)
 		}
 	}
+	// The generator's health is live: a CPU point every second of the run,
+	// a share of the cores; every scheduled operation's lag, as many as the
+	// report counts; a saturation point for each ramp step.
+	if n := sum(`count_over_time(k6_buzz_generator_cpu{testid="dash1", instance_id="r1"}[5m])`); n < 4 {
+		t.Errorf("buzz_generator_cpu has %v points over a 6 s run", n)
+	}
+	if hi, lo := sum(`max_over_time(k6_buzz_generator_cpu{testid="dash1"}[5m])`), sum(`min_over_time(k6_buzz_generator_cpu{testid="dash1"}[5m])`); hi > 1 || lo < 0 || hi == 0 {
+		t.Errorf("buzz_generator_cpu between %v and %v, not a share of the cores", lo, hi)
+	}
+	var rep struct {
+		Steps []struct {
+			Ops map[string]struct {
+				Scheduled float64 `json:"scheduled"`
+			} `json:"ops"`
+		} `json:"steps"`
+		Shutdown struct {
+			Ops map[string]struct {
+				Scheduled float64 `json:"scheduled"`
+			} `json:"ops"`
+		} `json:"shutdown"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "report.json")); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	scheduled := 0.0
+	for _, o := range rep.Shutdown.Ops {
+		scheduled += o.Scheduled
+	}
+	for _, st := range rep.Steps {
+		for _, o := range st.Ops {
+			scheduled += o.Scheduled
+		}
+	}
+	if got := sum(`sum(histogram_count(k6_buzz_generator_lag_seconds{testid="dash1", instance_id="r1"}))`); got != scheduled || scheduled == 0 {
+		t.Errorf("buzz_generator_lag: %v samples in Prometheus, %v scheduled operations in the report", got, scheduled)
+	}
+	if n := sum(`count(k6_buzz_generator_saturated_total{testid="dash1", step=~"[0-9]+"})`); int(n) != len(rep.Steps) {
+		t.Errorf("buzz_generator_saturated for %v steps, the run has %d", n, len(rep.Steps))
+	}
 	// Every op the run reports has its latency series, seed operations
 	// included (they carry the test id too), and deliveries were measured.
 	res, err := prom.Query(ctx, `count by (op) (k6_buzz_op_duration_seconds{testid="dash1"})`, at)
