@@ -6,7 +6,6 @@ import (
 
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/nostr"
-	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // presencePeers matches the basic human's presence subscription (ten peers).
@@ -192,4 +191,3 @@ func (h *human) hangUp(s *sim) {
 }
 
 var _ actor = (*human)(nil)
-var _ = scenario.KindHuman
