@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,9 +43,9 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	users := fs.Float64("users", 0, "hold this many units of the population (as [[ramp]] users)")
-	step := fs.Int("step", -1, "hold ramp step i's users")
+	stepFlag := fs.String("step", "", "hold ramp step i's users (0 is the first step)")
 	dur := fs.Duration("duration", 0, "simulated time (default: the ramp's length; 1h with --users)")
-	ramp := fs.Duration("ramp", -1, "with --users/--step: how long the clients take to join (default the step's ramp_secs)")
+	rampFlag := fs.String("ramp", "", "with --users/--step: how long the clients take to join (default the step's ramp_secs)")
 	mode := fs.String("mode", "", "desktop mode: legacy, current or both (default the scenario's)")
 	failRate := fs.Float64("fail-rate", 0, "share of replays and HTTP reads that fail (0..1)")
 	latency := fs.Duration("latency", 0, "every answer's delay")
@@ -63,12 +64,29 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(env.Stderr, "buzzload plan: want one scenario .toml, got %d arguments\n%s", fs.NArg(), planUsage)
 		return 2
 	}
+	step, ramp := -1, time.Duration(-1)
+	if *stepFlag != "" {
+		n, err := strconv.Atoi(*stepFlag)
+		if err != nil || n < 0 {
+			fmt.Fprintf(env.Stderr, "buzzload plan: --step %q: want a step number from 0\n", *stepFlag)
+			return 2
+		}
+		step = n
+	}
+	if *rampFlag != "" {
+		d, err := time.ParseDuration(*rampFlag)
+		if err != nil || d < 0 {
+			fmt.Fprintf(env.Stderr, "buzzload plan: --ramp %q: want a duration such as 5m\n", *rampFlag)
+			return 2
+		}
+		ramp = d
+	}
 	sc, err := scenario.Load(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
 		return 2
 	}
-	if err := reshapeRamp(sc, *users, *step, *dur, *ramp); err != nil {
+	if err := reshapeRamp(sc, *users, step, *dur, ramp); err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
 		return 2
 	}

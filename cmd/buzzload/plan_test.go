@@ -103,6 +103,8 @@ func TestPlanFlagErrors(t *testing.T) {
 	}{
 		{[]string{toml, "--users", "2", "--step", "0"}, "exclusive"},
 		{[]string{toml, "--step", "5"}, "--step 5"},
+		{[]string{toml, "--step", "first"}, `--step "first"`},
+		{[]string{toml, "--users", "2", "--ramp", "soon"}, `--ramp "soon"`},
 		{[]string{toml, "--mode", "sideways"}, `--mode "sideways"`},
 		{[]string{toml, "--fail-rate", "2"}, "failure rate"},
 		{[]string{"missing.toml"}, "missing.toml"},
