@@ -161,29 +161,19 @@ type metricSet struct {
 func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 	m.metricsOnce.Do(func() {
 		ms := &metricSet{}
-		defs := []struct {
-			dst  **metrics.Metric
-			name string
-			t    metrics.Type
-			c    metrics.ValueType
-		}{
-			{&ms.duration, "buzz_op_duration", metrics.Trend, metrics.Time},
-			{&ms.failed, "buzz_op_failed", metrics.Rate, metrics.Default},
-			{&ms.throttled, "buzz_op_throttled", metrics.Counter, metrics.Default},
-			{&ms.pending, "buzz_op_pending", metrics.Gauge, metrics.Default},
-			{&ms.clients, "buzz_clients", metrics.Gauge, metrics.Default},
-			{&ms.exits, "buzz_client_exits", metrics.Counter, metrics.Default},
-			{&ms.generator, "buzz_generator_saturated", metrics.Counter, metrics.Default},
-			{&ms.generatorCPU, "buzz_generator_cpu", metrics.Gauge, metrics.Default},
-			{&ms.generatorLag, "buzz_generator_lag", metrics.Trend, metrics.Time},
-		}
-		for _, d := range defs {
-			mt, err := reg.New(d.name, d.t, d.c)
-			if err != nil {
-				m.metErr = fmt.Errorf("k6/x/buzz: metric %s: %w", d.name, err)
-				return
-			}
-			*d.dst = mt
+		if err := reg.Bind([]metrics.Binding{
+			{Dst: &ms.duration, Name: "buzz_op_duration", Type: metrics.Trend, Contains: metrics.Time},
+			{Dst: &ms.failed, Name: "buzz_op_failed", Type: metrics.Rate, Contains: metrics.Default},
+			{Dst: &ms.throttled, Name: "buzz_op_throttled", Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.pending, Name: "buzz_op_pending", Type: metrics.Gauge, Contains: metrics.Default},
+			{Dst: &ms.clients, Name: "buzz_clients", Type: metrics.Gauge, Contains: metrics.Default},
+			{Dst: &ms.exits, Name: "buzz_client_exits", Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.generator, Name: "buzz_generator_saturated", Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.generatorCPU, Name: "buzz_generator_cpu", Type: metrics.Gauge, Contains: metrics.Default},
+			{Dst: &ms.generatorLag, Name: "buzz_generator_lag", Type: metrics.Trend, Contains: metrics.Time},
+		}); err != nil {
+			m.metErr = fmt.Errorf("k6/x/buzz: %w", err)
+			return
 		}
 		ms.dataSent, ms.dataReceived = reg.Get(metrics.DataSentName), reg.Get(metrics.DataReceivedName)
 		if ms.dataSent == nil || ms.dataReceived == nil || ms.dataSent.Type != metrics.Counter || ms.dataReceived.Type != metrics.Counter {

@@ -156,6 +156,27 @@ func (r *Registry) New(name string, t Type, contains ValueType) (*Metric, error)
 	return m, nil
 }
 
+// Binding is one metric a module defines and the field that holds it.
+type Binding struct {
+	Dst      **Metric
+	Name     string
+	Type     Type
+	Contains ValueType
+}
+
+// Bind defines every metric of bs (New) and stores each in its Dst: the
+// one loop every module that declares a set of metrics needs.
+func (r *Registry) Bind(bs []Binding) error {
+	for _, b := range bs {
+		m, err := r.New(b.Name, b.Type, b.Contains)
+		if err != nil {
+			return err
+		}
+		*b.Dst = m
+	}
+	return nil
+}
+
 // Get returns the metric with this name, or nil.
 func (r *Registry) Get(name string) *Metric {
 	r.mu.RLock()

@@ -518,3 +518,18 @@ func TestTagJSONStringsMatchEncodingJSONExceptHTML(t *testing.T) {
 		}
 	}
 }
+
+func TestBindDefinesEachMetricAndStoresIt(t *testing.T) {
+	r := NewRegistry()
+	var a, b *Metric
+	if err := r.Bind([]Binding{{&a, "x_trend", Trend, Time}, {&b, "x_count", Counter, Default}}); err != nil {
+		t.Fatal(err)
+	}
+	if a == nil || a != r.Get("x_trend") || b == nil || b.Type != Counter {
+		t.Fatalf("bound %v %v", a, b)
+	}
+	var c *Metric
+	if err := r.Bind([]Binding{{&c, "x_count", Gauge, Default}}); err == nil || !strings.Contains(err.Error(), "x_count") || c != nil {
+		t.Fatalf("redefining x_count as a gauge: err %v, bound %v", err, c)
+	}
+}

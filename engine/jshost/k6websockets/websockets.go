@@ -44,23 +44,15 @@ type wsMetrics struct {
 func newInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 	reg := vu.Metrics().Registry()
 	var m wsMetrics
-	var err error
-	for _, d := range []struct {
-		p        **metrics.Metric
-		name     string
-		t        metrics.Type
-		contains metrics.ValueType
-	}{
-		{&m.connecting, "ws_connecting", metrics.Trend, metrics.Time},
-		{&m.session, "ws_session_duration", metrics.Trend, metrics.Time},
-		{&m.sessions, "ws_sessions", metrics.Counter, metrics.Default},
-		{&m.sent, "ws_msgs_sent", metrics.Counter, metrics.Default},
-		{&m.received, "ws_msgs_received", metrics.Counter, metrics.Default},
-		{&m.ping, "ws_ping", metrics.Trend, metrics.Time},
-	} {
-		if *d.p, err = reg.New(d.name, d.t, d.contains); err != nil {
-			return nil, err
-		}
+	if err := reg.Bind([]metrics.Binding{
+		{Dst: &m.connecting, Name: "ws_connecting", Type: metrics.Trend, Contains: metrics.Time},
+		{Dst: &m.session, Name: "ws_session_duration", Type: metrics.Trend, Contains: metrics.Time},
+		{Dst: &m.sessions, Name: "ws_sessions", Type: metrics.Counter, Contains: metrics.Default},
+		{Dst: &m.sent, Name: "ws_msgs_sent", Type: metrics.Counter, Contains: metrics.Default},
+		{Dst: &m.received, Name: "ws_msgs_received", Type: metrics.Counter, Contains: metrics.Default},
+		{Dst: &m.ping, Name: "ws_ping", Type: metrics.Trend, Contains: metrics.Time},
+	}); err != nil {
+		return nil, err
 	}
 	mod := &module{vu: vu, m: &m}
 	rt := vu.Runtime()
