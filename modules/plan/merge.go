@@ -61,7 +61,6 @@ func merge(sims []*sim) *sim {
 			c, oc := &s.channels[i], &o.channels[i]
 			c.events.merge(&oc.events)
 			c.deliveries.merge(&oc.deliveries)
-			c.members += oc.members
 		}
 		s.hPerREQ.n += o.hPerREQ.n
 		s.hPerREQ.sum += o.hPerREQ.sum

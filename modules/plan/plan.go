@@ -105,9 +105,6 @@ func Run(cfg Config) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, c := range sc.MemberChannels(g) {
-				s.channels[s.dense(c)].members++
-			}
 			res.Clients[k.String()]++
 			s.add(a, starts[i])
 		}
@@ -156,14 +153,14 @@ func (s *sim) result(r *Result) {
 	}
 	big := -1
 	for i := range s.channels {
-		if big < 0 || s.channels[i].members > s.channels[big].members {
+		if big < 0 || s.chanSize[i] > s.chanSize[big] {
 			big = i
 		}
 	}
 	if big >= 0 {
 		per := s.sc.Shape.ChannelsPerCommunity
 		c := &s.channels[big]
-		cl := ChannelLoad{Community: big / per, Channel: big % per, Members: int(c.members),
+		cl := ChannelLoad{Community: big / per, Channel: big % per, Members: int(s.chanSize[big]),
 			Events: rateOf("messages", &c.events, d), Deliveries: rateOf("deliveries", &c.deliveries, d)}
 		if cl.Events.Count > 0 {
 			cl.FanOut = cl.Deliveries.Count / cl.Events.Count

@@ -178,7 +178,6 @@ type hotCounters struct {
 type channelState struct {
 	events, deliveries counter
 	subscribers        int32   // connected clients receiving the channel's live events
-	members            int32   // clients of the simulated population in it
 	seeded             float64 // events the seed stored before the run
 	seededTop          float64 // ...of them top-level messages (window paging)
 	stored             float64 // events stored during the run (this shard's)
