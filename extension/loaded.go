@@ -85,21 +85,15 @@ type loaded struct {
 	pacerOnce sync.Once
 	pace      *pacer
 
-	pubKeys sync.Map // global index → pubkey, for desktop co-members
+	pubKeysOnce sync.Once
+	pubKeys     func(g int) string
 }
 
-// pubKey is client g's pubkey, derived once per run.
+// pubKey is client g's pubkey, derived once per run (presence peers,
+// desktop co-members).
 func (l *loaded) pubKey(g int) string {
-	if v, ok := l.pubKeys.Load(g); ok {
-		return v.(string)
-	}
-	k := l.base.Keys(g)
-	if k == nil {
-		return ""
-	}
-	pk := k.PubKey()
-	l.pubKeys.Store(g, pk)
-	return pk
+	l.pubKeysOnce.Do(func() { l.pubKeys = scenario.MemoPubKeys(l.base) })
+	return l.pubKeys(g)
 }
 
 // pacer is the process-wide connect pacing of this scenario:

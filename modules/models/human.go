@@ -299,10 +299,14 @@ func (c *Client) humanSession(s *session) End {
 			Tags: map[string][]string{"h": chIDs, "p": {me}}, LimitZero: true}}, nil)
 	}
 	if peers := c.sc.CoMembers(c.cfg.Global, c.cfg.Users, presencePeers); len(peers) > 0 {
+		pub := c.cfg.PubKey
+		if pub == nil {
+			pub = c.sc.PubKey
+		}
 		authors := make([]string, 0, len(peers))
 		for _, p := range peers {
-			if k := c.sc.Keys(p); k != nil {
-				authors = append(authors, k.PubKey())
+			if pk := pub(p); pk != "" {
+				authors = append(authors, pk)
 			}
 		}
 		live([]relayclient.Filter{{Kinds: []int{nostr.KindPresence}, Authors: authors, LimitZero: true}}, nil)

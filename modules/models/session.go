@@ -46,6 +46,9 @@ type Config struct {
 	Backoff Backoff
 	// Header holds extra WebSocket upgrade headers.
 	Header http.Header
+	// PubKey, when set, gives client g's pubkey (a per-run memo,
+	// scenario.MemoPubKeys); nil derives each (Scenario.PubKey).
+	PubKey func(g int) string
 }
 
 // EndReason says why a session ended.

@@ -1,11 +1,14 @@
 package nostr
 
 import (
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	gonostr "github.com/nbd-wtf/go-nostr"
 )
 
@@ -159,4 +162,35 @@ func TestTrimKeepsUTF8Valid(t *testing.T) {
 			t.Errorf("trim(%d bytes) = %q", len(in), out)
 		}
 	}
+}
+
+// The public key comes from the signer's scalar multiplication now, and
+// DerivePubKey skips the signer: both must equal btcec's own derivation
+// from the secret (and the x-only key the relay verifies against).
+func TestDerivedPublicKeysMatchBtcec(t *testing.T) {
+	for _, role := range []Role{RoleHuman, RoleAgent, RoleOwner} {
+		for i := range 64 {
+			k := DeriveKeys("run-pk", role, i)
+			sk, _ := btcec.PrivKeyFromBytes(mustHex(t, k.SecretHex()))
+			want := hex.EncodeToString(schnorr.SerializePubKey(sk.PubKey()))
+			if k.PubKey() != want {
+				t.Fatalf("%s %d: PubKey %s, btcec %s", role, i, k.PubKey(), want)
+			}
+			if !k.pub.IsEqual(sk.PubKey()) {
+				t.Fatalf("%s %d: the full public key differs from btcec's", role, i)
+			}
+			if got := DerivePubKey("run-pk", role, i); got != want {
+				t.Fatalf("%s %d: DerivePubKey %s, want %s", role, i, got, want)
+			}
+		}
+	}
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

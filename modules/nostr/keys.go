@@ -54,8 +54,10 @@ func KeysFromBytes(b []byte) (*Keys, error) {
 		return nil, fmt.Errorf("nostr: secret key is zero or not below the curve order")
 	}
 	sk := btcec.PrivKeyFromScalar(&s)
-	pub := sk.PubKey()
-	return &Keys{sk: sk, pub: pub, pubHex: hex.EncodeToString(schnorr.SerializePubKey(pub)), signer: newSigner(sk)}, nil
+	// One scalar multiplication gives both the public key and the signer's
+	// x-only P: deriving a key used to cost two.
+	sg, pub := newSigner(sk)
+	return &Keys{sk: sk, pub: pub, pubHex: hex.EncodeToString(sg.px[:]), signer: sg}, nil
 }
 
 // GenerateKeys returns fresh random keys.
@@ -166,6 +168,27 @@ const (
 // coordination; anyone holding the run id can recompute them, so these are
 // load-test identities, never real ones.
 func DeriveKeys(runID string, role Role, index int) *Keys {
+	k, _ := KeysFromBytes(deriveSecret(runID, role, index))
+	return k
+}
+
+// DerivePubKey is DeriveKeys(runID, role, index).PubKey() without the
+// signer: what a client needs of the other members it subscribes to
+// (presence peers, co-members), one scalar multiplication each.
+func DerivePubKey(runID string, role Role, index int) string {
+	var s btcec.ModNScalar
+	s.SetByteSlice(deriveSecret(runID, role, index))
+	var p btcec.JacobianPoint
+	btcec.ScalarBaseMultNonConst(&s, &p)
+	p.ToAffine()
+	var x [32]byte
+	p.X.PutBytes(&x)
+	return hex.EncodeToString(x[:])
+}
+
+// deriveSecret is the first SHA-256 of the derivation message (with a retry
+// counter appended from the second try) that is a valid secret scalar.
+func deriveSecret(runID string, role Role, index int) []byte {
 	base := "buzzload/v1\x00" + runID + "\x00" + string(role) + "\x00" + strconv.Itoa(index)
 	for retry := 0; ; retry++ {
 		msg := base
@@ -173,8 +196,9 @@ func DeriveKeys(runID string, role Role, index int) *Keys {
 			msg += "\x00" + strconv.Itoa(retry)
 		}
 		sum := sha256.Sum256([]byte(msg))
-		if k, err := KeysFromBytes(sum[:]); err == nil {
-			return k
+		var s btcec.ModNScalar
+		if overflow := s.SetByteSlice(sum[:]); !overflow && !s.IsZero() {
+			return sum[:]
 		}
 	}
 }

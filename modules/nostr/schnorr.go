@@ -20,19 +20,21 @@ type signer struct {
 	px [32]byte // bytes(P), x-only
 }
 
-// newSigner prepares sk (non-zero, below the curve order).
-func newSigner(sk *secp256k1.PrivateKey) signer {
+// newSigner prepares sk (non-zero, below the curve order) and returns its
+// public key too, from the same scalar multiplication.
+func newSigner(sk *secp256k1.PrivateKey) (signer, *secp256k1.PublicKey) {
 	var s signer
 	s.d.Set(&sk.Key)
 	var p secp256k1.JacobianPoint
 	secp256k1.ScalarBaseMultNonConst(&s.d, &p)
 	p.ToAffine()
+	pub := secp256k1.NewPublicKey(&p.X, &p.Y)
 	if p.Y.IsOdd() {
 		s.d.Negate()
 	}
 	p.X.PutBytes(&s.px)
 	s.d.PutBytes(&s.db)
-	return s
+	return s, pub
 }
 
 // The BIP-340 tags, hashed once: tagged_hash(t, m) = SHA-256(SHA-256(t) || SHA-256(t) || m).

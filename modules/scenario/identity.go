@@ -1,6 +1,10 @@
 package scenario
 
-import "github.com/buzzload/buzzload/modules/nostr"
+import (
+	"sync"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
 
 // Keys is client g's identity: nostr.DeriveKeys(run_id, kind role, g), with
 // desktop humans on human keys. It is nil for an index that is not a client.
@@ -11,6 +15,34 @@ func (s *Scenario) Keys(g int) *nostr.Keys {
 		return nil
 	}
 	return nostr.DeriveKeys(s.RunID, c.Kind.Role(), g)
+}
+
+// PubKey is Keys(g).PubKey() without preparing a signer: what a client
+// needs of the members it subscribes to (presence peers, co-members). It
+// is "" for an index that is not a client.
+func (s *Scenario) PubKey(g int) string {
+	c, ok := s.Client(g)
+	if !ok {
+		return ""
+	}
+	return nostr.DerivePubKey(s.RunID, c.Kind.Role(), g)
+}
+
+// MemoPubKeys returns s.PubKey memoised and safe for concurrent use: one
+// per loaded scenario spares every client re-deriving the same co-members'
+// keys at each session (in a wide channel they are the same few members).
+func MemoPubKeys(s *Scenario) func(g int) string {
+	var cache sync.Map // int → string
+	return func(g int) string {
+		if v, ok := cache.Load(g); ok {
+			return v.(string)
+		}
+		pk := s.PubKey(g)
+		if pk != "" {
+			cache.Store(g, pk)
+		}
+		return pk
+	}
 }
 
 // AgentOwnerKeys is the NIP-OA owner that attests agent g (and receives its

@@ -71,3 +71,22 @@ func TestCoMembers(t *testing.T) {
 		}
 	}
 }
+
+func TestPubKeyIsTheClientsKeyWithoutItsSigner(t *testing.T) {
+	sc := Defaults()
+	sc.RunID = "pk-run"
+	sc.Population.Humans, sc.Population.Agents = 5, 2
+	memo := MemoPubKeys(&sc)
+	for g := range sc.Population.Humans + sc.Population.Agents {
+		want := sc.Keys(g).PubKey()
+		if got := sc.PubKey(g); got != want {
+			t.Fatalf("client %d: PubKey %s, Keys %s", g, got, want)
+		}
+		if memo(g) != want || memo(g) != want {
+			t.Fatalf("client %d: the memo differs", g)
+		}
+	}
+	if sc.PubKey(-1) != "" || memo(-1) != "" {
+		t.Error("a non-client has a pubkey")
+	}
+}

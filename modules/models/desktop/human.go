@@ -87,7 +87,7 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	}
 	pub := hc.PubKey
 	if pub == nil {
-		pub = func(g int) string { return sc.Keys(g).PubKey() }
+		pub = sc.PubKey
 	}
 	for _, m := range sc.CoMembers(hc.Global, users, limit) {
 		cfg.CoMembers = append(cfg.CoMembers, pub(m))
@@ -114,25 +114,6 @@ func ModelParams(sc *scenario.Scenario, g int) (Params, error) {
 	s1, s2 := models.SeedFor(sc.RunID, g)
 	p.Jitter = rand.New(rand.NewPCG(s1^0x6465736b746f70, s2)).Float64 // its own stream: the model runs on its own goroutine
 	return p, nil
-}
-
-// PubKeys returns a memoised, concurrency-safe global index → pubkey map
-// of sc's clients, for HumanConfig.PubKey: one per process (or per loaded
-// scenario) saves every desktop human re-deriving its co-members' keys.
-func PubKeys(sc *scenario.Scenario) func(g int) string {
-	var cache sync.Map // int → string
-	return func(g int) string {
-		if v, ok := cache.Load(g); ok {
-			return v.(string)
-		}
-		k := sc.Keys(g)
-		if k == nil {
-			return ""
-		}
-		pk := k.PubKey()
-		cache.Store(g, pk)
-		return pk
-	}
 }
 
 // RenewalPhase is client g's first-renewal phase in (0, 1]: deterministic
