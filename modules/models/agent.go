@@ -107,7 +107,7 @@ func (c *Client) agentSession(s *session) End {
 			sub, err := conn.Subscribe([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
 				Tags: map[string][]string{"h": {id}, "p": {me}}, LimitZero: true}},
 				relayclient.SubOptions{
-					OnEvent: func(ev *nostr.Event, at time.Time, live bool) {
+					OnEventView: func(ev *nostr.EventView, at time.Time, live bool) {
 						if live {
 							RecordDeliver(c.sink, ev, at)
 						}

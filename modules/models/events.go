@@ -27,11 +27,15 @@ const HTTPTimeout = 60 * time.Second
 // RecordDeliver records the publish→delivery latency (deliver) of a timed
 // event that arrived live at `at`, as every subscriber does (modules/models/desktop
 // too). Events without a send time, or a nil sink, record nothing.
-func RecordDeliver(sink relayclient.Sink, ev *nostr.Event, at time.Time) {
+func RecordDeliver(sink relayclient.Sink, ev *nostr.EventView, at time.Time) {
 	if sink == nil {
 		return
 	}
-	sent, ok := scenario.SentAt(ev)
+	v, ok := ev.TagValue(scenario.SentTag, 2)
+	if !ok {
+		return
+	}
+	sent, ok := scenario.ParseSentAt(v)
 	if !ok {
 		return
 	}

@@ -41,15 +41,17 @@ type Activity struct {
 	mu        sync.Mutex
 	latest    seenMsg   // the latest message seen in any channel
 	latestCh  []seenMsg // per channel
-	reactedTo string    // the target of the last reactions, and how many so far
+	reactedTo [64]byte  // the target (id) of the last reactions, and how many so far
 	reactN    int
 	roots     map[int][]string // per channel index: seeded roots found (nil entry: not looked up)
 	seq       uint64
 	sent      recentIDs // Run's goroutine only
 }
 
+// seenMsg is a message seen: fixed arrays, so noting one on the reader
+// goroutine copies and allocates nothing (it is read from a frame buffer).
 type seenMsg struct {
-	id, author string
+	id, author [64]byte // hex; a zero id: nothing seen
 	createdAt  int64
 }
 
@@ -72,11 +74,12 @@ func (a *Activity) ChannelIDs() []string { return a.chIDs }
 
 // Observe notes a message the member saw (history or live), for reactions.
 // Safe for concurrent use; cheap enough for the reader goroutine.
-func (a *Activity) Observe(ev *nostr.Event) {
+func (a *Activity) Observe(ev *nostr.EventView) {
 	if ev.Kind != nostr.KindStreamMessage {
 		return
 	}
-	i, ok := a.chIdx[ev.TagValue("h")]
+	h, _ := ev.TagValue("h", 1)
+	i, ok := a.chIdx[string(h)]
 	if !ok {
 		return
 	}
@@ -148,7 +151,7 @@ func (a *Activity) do(halt, ops context.Context, conn *relayclient.Conn, ev Even
 			return // nothing seen yet, or every emoji already used on it
 		}
 		kind, content = nostr.KindReaction, content2
-		tags = [][]string{{"e", target.id}, {"p", target.author}}
+		tags = [][]string{{"e", string(target.id[:])}, {"p", string(target.author[:])}}
 	default:
 		return
 	}
@@ -180,7 +183,7 @@ func (a *Activity) reactionTarget(ch int) (seenMsg, string, bool) {
 	if ch >= 0 {
 		t = a.latestCh[ch]
 	}
-	if t.id == "" {
+	if t.id == ([64]byte{}) {
 		return t, "", false
 	}
 	if t.id != a.reactedTo {
@@ -268,11 +271,11 @@ func (c *Client) humanSession(s *session) End {
 	}
 	chIDs := act.ChannelIDs()
 	me := c.keys.PubKey()
-	live := func(filters []relayclient.Filter, onEvent func(*nostr.Event, time.Time, bool)) {
+	live := func(filters []relayclient.Filter, onEvent func(*nostr.EventView, time.Time, bool)) {
 		if s.halt.Err() != nil {
 			return
 		}
-		sub, err := conn.Subscribe(filters, relayclient.SubOptions{OnEvent: onEvent, OnClosed: onClosed})
+		sub, err := conn.Subscribe(filters, relayclient.SubOptions{OnEventView: onEvent, OnClosed: onClosed})
 		subs = append(subs, sub)
 		if err != nil {
 			s.fail(fmt.Errorf("subscribe: %w", err))
@@ -283,7 +286,7 @@ func (c *Client) humanSession(s *session) End {
 		live([]relayclient.Filter{
 			{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
 			{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
-		}, func(ev *nostr.Event, at time.Time, isLive bool) {
+		}, func(ev *nostr.EventView, at time.Time, isLive bool) {
 			if ev.Kind != nostr.KindStreamMessage {
 				return
 			}
@@ -329,7 +332,7 @@ func (c *Client) history(s *session, conn *relayclient.Conn, chIDs []string, n i
 	for _, id := range chIDs {
 		sub, err := conn.Subscribe([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
 			Tags: map[string][]string{"h": {id}}, Limit: n}},
-			relayclient.SubOptions{Op: OpHistory, OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) { act.Observe(ev) }})
+			relayclient.SubOptions{Op: OpHistory, OnEventView: func(ev *nostr.EventView, _ time.Time, _ bool) { act.Observe(ev) }})
 		if err != nil {
 			break // recorded; the connection is gone
 		}

@@ -34,7 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 // runChildServer: AUTH challenge on connect; OK true for AUTH and EVENT
-// (id found by a byte scan); EOSE for REQ; CLOSED "" for CLOSE. It prints
+// (id found by a byte scan); EOSE for REQ; CLOSED "" for CLOSE; for a
+// REQ whose sub id is "flood:N:GAP", EOSE then N EVENTs GAP µs apart
+// (see BenchmarkDeliveryPath). It prints
 // its address and serves until stdin closes.
 func runChildServer() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -63,6 +65,9 @@ func runChildServer() {
 					continue
 				}
 				out = append(append([]byte(`["OK","`), b[i+6:i+6+64]...), `",true,""]`...)
+			case bytes.HasPrefix(b, []byte(`["REQ","flood:`)):
+				flood(ws, b)
+				continue
 			case bytes.HasPrefix(b, []byte(`["REQ",`)), bytes.HasPrefix(b, []byte(`["CLOSE",`)):
 				verb := "EOSE"
 				if b[2] == 'C' {
@@ -248,5 +253,20 @@ func BenchmarkIdleConnMemory(b *testing.B) {
 			go func() { defer wg.Done(); c.Close(); <-c.Done() }()
 		}
 		wg.Wait()
+	}
+}
+
+// BenchmarkScanFrameEvent: the same EVENT frame as the reader goroutine
+// reads it (in place, nothing decoded but the id, pubkey, kind and
+// created_at). Budget: no allocation.
+func BenchmarkScanFrameEvent(b *testing.B) {
+	frame := eventFrame("sub-1", sampleEvent(b))
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	var f inFrame
+	for b.Loop() {
+		if err := scanFrame(frame, &f); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -64,6 +64,11 @@ type Conn struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed when the reader has exited and everything is settled
 
+	// rf is the frame being dispatched (reader goroutine only): a field,
+	// not a local, so that handing its event view to a callback allocates
+	// nothing.
+	rf inFrame
+
 	lastFrame atomic.Int64 // nanoseconds after born
 	stats     struct {
 		framesIn, bytesIn, framesOut, bytesOut, badFrames, notices, late atomic.Int64
@@ -400,12 +405,13 @@ func (c *Conn) badFrame(at time.Time, n int64, err error, b []byte) {
 
 // dispatch routes one parsed frame. It runs on the reader goroutine.
 func (c *Conn) dispatch(b []byte, at time.Time) {
-	f, err := ParseFrame(b)
-	if err != nil {
+	in := &c.rf
+	if err := scanFrame(b, in); err != nil {
 		c.badFrame(at, int64(len(b)), err, b)
 		return
 	}
 	n := int64(len(b))
+	f := &in.Frame
 	switch f.Verb {
 	case VerbAuth:
 		c.mu.Lock()
@@ -416,16 +422,16 @@ func (c *Conn) dispatch(b []byte, at time.Time) {
 			close(c.chal)
 		}
 	case VerbOK:
-		c.onOK(&f, at, n, b)
+		c.onOK(f, at, n, b)
 	case VerbEvent:
-		c.onEvent(&f, at, n, b)
+		c.onEvent(in, at, n, b)
 	case VerbEOSE:
-		c.onEOSE(&f, at, n, b)
+		c.onEOSE(f, at, n, b)
 	case VerbClosed:
-		c.onClosed(&f, at, n, b)
+		c.onClosed(f, at, n, b)
 	case VerbCount:
-		c.onCount(&f, at, n, b)
+		c.onCount(f, at, n, b)
 	case VerbNotice:
-		c.onNotice(&f, at, n)
+		c.onNotice(f, at, n)
 	}
 }

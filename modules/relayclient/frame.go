@@ -54,6 +54,14 @@ type Frame struct {
 	Event   *nostr.Event // EVENT
 }
 
+// inFrame is a frame as the reader goroutine scans it (scanFrame): an
+// EVENT's subscription id and event stay in the frame's buffer.
+type inFrame struct {
+	Frame
+	sub  []byte          // EVENT subscription id
+	view nostr.EventView // EVENT event, in place (SubID and Event stay empty)
+}
+
 // ErrFrame is wrapped by every ParseFrame error.
 var ErrFrame = errors.New("bad frame")
 
@@ -64,15 +72,39 @@ var ErrFrame = errors.New("bad frame")
 // fields and extra trailing array elements, and never panics.
 func ParseFrame(b []byte) (Frame, error) {
 	var f Frame
+	err := parseFrame(b, &f, nil)
+	return f, err
+}
+
+// scanFrame is ParseFrame for the reader goroutine: an EVENT is read in
+// place into f.view and f.sub, so a delivery allocates nothing until a
+// subscriber asks for the whole event. It accepts exactly what ParseFrame
+// accepts, with ParseFrame's errors (a rejected frame is parsed again by
+// ParseFrame to name the fault). f is overwritten; the view refers to b.
+func scanFrame(b []byte, f *inFrame) error {
+	f.Frame, f.sub = Frame{}, nil
+	err := parseFrame(b, &f.Frame, f)
+	if err == nil {
+		return nil
+	}
+	var g Frame
+	if ferr := parseFrame(b, &g, nil); ferr != nil {
+		return ferr
+	}
+	return err // unreachable while the two agree (TestScanFrameMatchesParseFrame)
+}
+
+// parseFrame parses b into f; with in set an EVENT is read in place into it.
+func parseFrame(b []byte, f *Frame, in *inFrame) error {
 	s := wire.New(b)
 	s.WS()
 	if !s.Eat('[') {
-		return f, top(&s, "frame is not a JSON array")
+		return top(&s, "frame is not a JSON array")
 	}
 	s.WS()
 	vb, esc, err := s.RawString()
 	if err != nil {
-		return f, wrap("verb", err)
+		return wrap("verb", err)
 	}
 	if esc {
 		vb = []byte(wire.Unescape(vb))
@@ -93,89 +125,106 @@ func ParseFrame(b []byte) (Frame, error) {
 	case "COUNT":
 		f.Verb = VerbCount
 	default:
-		return f, fmt.Errorf("%w: unknown verb %s", ErrFrame, quote(vb))
+		return fmt.Errorf("%w: unknown verb %s", ErrFrame, quote(vb))
 	}
 	// Every verb has at least one more element.
 	if err := s.Comma(); err != nil {
-		return f, wrap(f.Verb.String(), err)
+		return wrap(f.Verb.String(), err)
 	}
 	switch f.Verb {
 	case VerbEvent:
+		if in != nil {
+			raw, esc, err := s.RawString()
+			if err != nil {
+				return wrap("EVENT subscription id", err)
+			}
+			if esc {
+				raw = []byte(wire.Unescape(raw))
+			}
+			in.sub = raw
+			if err := s.Comma(); err != nil {
+				return wrap("EVENT", err)
+			}
+			if err := nostr.ScanEventView(&s, &in.view); err != nil {
+				return wrap("EVENT event", err)
+			}
+			break
+		}
 		// One string copy of the rest of the frame backs the subscription
 		// id and every field of the event (nostr.ScanEvent keeps the view).
 		s.SetView(s.Pos(), -1)
 		defer s.ClearView()
 		if f.SubID, err = s.Str(); err != nil {
-			return f, wrap("EVENT subscription id", err)
+			return wrap("EVENT subscription id", err)
 		}
 		if err := s.Comma(); err != nil {
-			return f, wrap("EVENT", err)
+			return wrap("EVENT", err)
 		}
 		if f.Event, err = nostr.ScanEvent(&s, true); err != nil {
-			return f, wrap("EVENT event", err)
+			return wrap("EVENT event", err)
 		}
 	case VerbOK:
 		if f.EventID, err = s.Str(); err != nil {
-			return f, wrap("OK event id", err)
+			return wrap("OK event id", err)
 		}
 		if err := s.Comma(); err != nil {
-			return f, wrap("OK", err)
+			return wrap("OK", err)
 		}
 		if f.OK, err = s.Bool(); err != nil {
-			return f, wrap("OK accepted", err)
+			return wrap("OK accepted", err)
 		}
 		if s.More() {
 			if f.Message, err = s.Str(); err != nil {
-				return f, wrap("OK reason", err)
+				return wrap("OK reason", err)
 			}
 		}
 	case VerbEOSE:
 		if f.SubID, err = s.Str(); err != nil {
-			return f, wrap("EOSE subscription id", err)
+			return wrap("EOSE subscription id", err)
 		}
 	case VerbClosed:
 		if f.SubID, err = s.Str(); err != nil {
-			return f, wrap("CLOSED subscription id", err)
+			return wrap("CLOSED subscription id", err)
 		}
 		if s.More() {
 			if f.Message, err = s.Str(); err != nil {
-				return f, wrap("CLOSED reason", err)
+				return wrap("CLOSED reason", err)
 			}
 		}
 	case VerbNotice:
 		if f.Message, err = s.Str(); err != nil {
-			return f, wrap("NOTICE text", err)
+			return wrap("NOTICE text", err)
 		}
 	case VerbAuth:
 		if f.Message, err = s.Str(); err != nil {
-			return f, wrap("AUTH challenge", err)
+			return wrap("AUTH challenge", err)
 		}
 	case VerbCount:
 		if f.SubID, err = s.Str(); err != nil {
-			return f, wrap("COUNT subscription id", err)
+			return wrap("COUNT subscription id", err)
 		}
 		if err := s.Comma(); err != nil {
-			return f, wrap("COUNT", err)
+			return wrap("COUNT", err)
 		}
 		if f.Count, err = countObject(&s); err != nil {
-			return f, wrap("COUNT object", err)
+			return wrap("COUNT object", err)
 		}
 	}
 	// Tolerate (but validate) extra elements: a newer relay may add some.
 	for s.More() {
 		if err := s.Skip(0); err != nil {
-			return f, wrap(f.Verb.String()+" extra element", err)
+			return wrap(f.Verb.String()+" extra element", err)
 		}
 	}
 	s.WS()
 	if !s.Eat(']') {
-		return f, top(&s, "expected ] closing the frame")
+		return top(&s, "expected ] closing the frame")
 	}
 	s.WS()
 	if !s.AtEnd() {
-		return f, top(&s, "data after the frame")
+		return top(&s, "data after the frame")
 	}
-	return f, nil
+	return nil
 }
 
 // ParseEvents parses a JSON array of events (the POST /query reply).

@@ -56,6 +56,7 @@ func TestParseFrameVerbs(t *testing.T) {
 		{`["NOTICE","x",{"future":[1,2.5e3,null,true]}]`, Frame{Verb: VerbNotice, Message: "x"}},
 	} {
 		got, err := ParseFrame([]byte(tc.in))
+		checkScanFrame(t, []byte(tc.in), got, err)
 		if err != nil {
 			t.Errorf("%s: %v", tc.in, err)
 			continue
@@ -65,6 +66,7 @@ func TestParseFrameVerbs(t *testing.T) {
 		}
 	}
 	got, err := ParseFrame(eventFrame("s1", ev))
+	checkScanFrame(t, eventFrame("s1", ev), got, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,8 @@ func TestParseFrameRejects(t *testing.T) {
 		{`["NOTICE","x",1.]`, "fraction"},
 		{`["NOTICE","x",{"a" 1}]`, "expected :"},
 	} {
-		_, err := ParseFrame([]byte(tc.in))
+		fr, err := ParseFrame([]byte(tc.in))
+		checkScanFrame(t, []byte(tc.in), fr, err)
 		if err == nil {
 			t.Errorf("%.60s: accepted", tc.in)
 			continue
@@ -229,12 +232,16 @@ func FuzzParseFrame(f *testing.F) {
 		`["\u0045VENT","s",{}]`,
 		`[1e5,-0.0,"x"]`,
 		`["NOTICE","\ud800\udc00\ud800"]`,
+		`["EVENT","s\u0031",` + string(ev.AppendJSON(nil)) + `,{"extra":1}]`,
+		`["EVENT","s1",` + string(ev.AppendJSON(nil)) + `] x`,
+		`["EVENT","s1",{"id":"x"}]`,
 		"[\"NOTICE\",\"\xff\xfe\"]",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := ParseFrame(b)
+		checkScanFrame(t, b, fr, err)
 		if err != nil {
 			if !errors.Is(err, ErrFrame) {
 				t.Fatalf("error does not wrap ErrFrame: %v", err)
@@ -294,4 +301,32 @@ func FuzzParseEvents(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// checkScanFrame: the reader's in-place scan accepts exactly what
+// ParseFrame accepts, with its error, and yields the same frame.
+func checkScanFrame(t *testing.T, b []byte, fr Frame, err error) {
+	t.Helper()
+	var in inFrame
+	lerr := parseFrame(b, &in.Frame, &in)
+	if (lerr == nil) != (err == nil) {
+		t.Fatalf("%q: in-place scan err %v, ParseFrame err %v", b, lerr, err)
+	}
+	var again inFrame
+	if serr := scanFrame(b, &again); (serr == nil) != (err == nil) || serr != nil && serr.Error() != err.Error() {
+		t.Fatalf("%q: scanFrame err %v, ParseFrame err %v", b, serr, err)
+	}
+	if err != nil {
+		return
+	}
+	if fr.Verb != VerbEvent {
+		if in.Frame != fr {
+			t.Fatalf("%q: scanned %+v, parsed %+v", b, in.Frame, fr)
+		}
+		return
+	}
+	ev, verr := in.view.Event()
+	if verr != nil || string(in.sub) != fr.SubID || !reflect.DeepEqual(ev, fr.Event) {
+		t.Fatalf("%q: scanned sub %q event %+v (%v); parsed sub %q event %+v", b, in.sub, ev, verr, fr.SubID, fr.Event)
+	}
 }

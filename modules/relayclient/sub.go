@@ -21,9 +21,16 @@ type SubOptions struct {
 	// EOSETimeout is the timeout all the same.
 	EOSEGrace time.Duration
 
-	// OnEvent gets every EVENT for this subscription with its arrival time;
-	// live is false for stored events replayed before EOSE.
+	// OnEvent gets every EVENT for this subscription with its arrival time,
+	// decoded into an Event of its own; live is false for stored events
+	// replayed before EOSE.
 	OnEvent func(ev *nostr.Event, at time.Time, live bool)
+	// OnEventView gets the same events read in place (nothing copied but
+	// the id, pubkey, kind and created_at; tags and content on demand),
+	// valid only until it returns: the delivery path of a subscriber that
+	// needs a few fields (issue 16). Without OnEvent an event is validated
+	// but never decoded. Both may be set.
+	OnEventView func(v *nostr.EventView, at time.Time, live bool)
 	// OnEOSE is called once when the EOSE wait settles: EOSE (ok), CLOSED
 	// before EOSE, the timeout (error), our Close before EOSE (pending,
 	// recorded) or the connection's end.
@@ -256,9 +263,9 @@ func (c *Conn) lookupSub(id string) *Sub {
 	return s
 }
 
-func (c *Conn) onEvent(f *Frame, at time.Time, n int64, b []byte) {
+func (c *Conn) onEvent(f *inFrame, at time.Time, n int64, b []byte) {
 	c.mu.Lock()
-	s := c.subs[f.SubID]
+	s := c.subs[string(f.sub)]
 	closing := s != nil && s.closing
 	c.mu.Unlock()
 	if s == nil {
@@ -273,8 +280,16 @@ func (c *Conn) onEvent(f *Frame, at time.Time, n int64, b []byte) {
 		s.recv += n
 		s.replayed.Add(1)
 	}
+	if s.opt.OnEventView != nil {
+		s.opt.OnEventView(&f.view, at, s.eosed)
+	}
 	if s.opt.OnEvent != nil {
-		s.opt.OnEvent(f.Event, at, s.eosed)
+		ev, err := f.view.Event()
+		if err != nil { // cannot happen: scanFrame validated it as ScanEvent does
+			c.badFrame(at, n, wrap("EVENT event", err), b)
+			return
+		}
+		s.opt.OnEvent(ev, at, s.eosed)
 	}
 }
 

@@ -33,14 +33,21 @@ func SentAtTag(t time.Time) []string {
 func SentAt(ev *nostr.Event) (time.Time, bool) {
 	for _, t := range ev.Tags {
 		if len(t) >= 2 && t[0] == SentTag {
-			us, err := strconv.ParseInt(t[1], 10, 64)
-			if err != nil || us <= 0 {
-				return time.Time{}, false
-			}
-			return time.UnixMicro(us), true
+			return ParseSentAt([]byte(t[1]))
 		}
 	}
 	return time.Time{}, false
+}
+
+// ParseSentAt reads the send-time tag's value (the first SentTag tag with a
+// value, as SentAt finds it). It allocates nothing: the delivery path
+// calls it on every timed event (issue 16).
+func ParseSentAt(v []byte) (time.Time, bool) {
+	us, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || us <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us), true
 }
 
 // Seeded threads are found by a word in their root's content, searched with

@@ -40,9 +40,9 @@ type Config struct {
 	Header         http.Header   // extra WebSocket upgrade headers
 
 	// OnEvent sees every event of the channel subscriptions with its
-	// arrival time (for delivery latency); it runs on the reader goroutine
-	// and must not block.
-	OnEvent func(ev *nostr.Event, at time.Time, live bool)
+	// arrival time (for delivery latency), read in place and valid only
+	// until it returns; it runs on the reader goroutine and must not block.
+	OnEvent func(ev *nostr.EventView, at time.Time, live bool)
 	// Drain, when set, is awaited at the stop (with the grace) before the
 	// connection closes: the place for publishes made on it to settle.
 	Drain func(grace context.Context)
@@ -374,7 +374,7 @@ func (c *Client) open(sp SubSpec) {
 	id := sp.ID
 	opt := relayclient.SubOptions{
 		ID: id, Op: sp.Op, EOSETimeout: timeout, EOSEGrace: grace,
-		OnEvent: func(ev *nostr.Event, at time.Time, live bool) {
+		OnEventView: func(ev *nostr.EventView, at time.Time, live bool) {
 			if !live {
 				replayed.Add(1)
 			}

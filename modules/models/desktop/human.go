@@ -209,7 +209,7 @@ func (h *Human) Session(stop, grace context.Context) (end models.End) {
 	act := h.act
 	cfg := h.cfg
 	cfg.Sink = sink
-	cfg.OnEvent = func(ev *nostr.Event, at time.Time, live bool) {
+	cfg.OnEvent = func(ev *nostr.EventView, at time.Time, live bool) {
 		act.Observe(ev)
 		if live {
 			models.RecordDeliver(sink, ev, at)
