@@ -56,29 +56,14 @@ func (r *goModuleRecord) Instantiate(rt *sobek.Runtime) (sobek.CyclicModuleInsta
 	if err != nil {
 		return nil, fmt.Errorf("module %q: %w", r.path, err)
 	}
-	ex := inst.Exports()
-	mi := &goModuleInstance{rt: rt, named: map[string]sobek.Value{}}
-	for k, v := range ex.Named {
-		mi.named[k] = rt.ToValue(v)
-	}
-	if ex.Default != nil {
-		mi.def = rt.ToValue(ex.Default)
-	} else {
-		obj := rt.NewObject()
-		for k, v := range mi.named {
-			_ = obj.Set(k, v)
-		}
-		mi.def = obj
-	}
+	mi := &goModuleInstance{rt: rt, ex: inst.Exports()}
 	r.mu.Lock()
 	if r.names == nil {
 		names := []string{"default"}
-		for k := range mi.named {
-			names = append(names, k)
-		}
-		if o, ok := mi.def.(*sobek.Object); ok && ex.Named == nil {
-			for _, k := range o.Keys() {
-				names = append(names, k)
+		names = append(names, mi.ex.NamedList()...)
+		if mi.ex.Named == nil && mi.ex.Lookup == nil && mi.ex.Default != nil {
+			if o, ok := mi.value("default").(*sobek.Object); ok {
+				names = append(names, o.Keys()...)
 			}
 		}
 		sort.Strings(names)
@@ -88,10 +73,17 @@ func (r *goModuleRecord) Instantiate(rt *sobek.Runtime) (sobek.CyclicModuleInsta
 	return mi, nil
 }
 
+// goModuleInstance is one VU's instance of a Go module. Its exports become
+// JS values one by one, the first time the script reads each (an import
+// binding, a namespace or default-object property): a JS function is
+// ~0.5 KB, and most scripts read a few of a module's exports (all of
+// k6/http's built eagerly were 14 KB of an idle VU; docs/benchmarks.md
+// "Clients per core").
 type goModuleInstance struct {
 	rt    *sobek.Runtime
-	def   sobek.Value
-	named map[string]sobek.Value
+	ex    jsmodule.Exports
+	def   sobek.Value            // the default export, built on first read
+	named map[string]sobek.Value // named exports converted so far
 }
 
 func (m *goModuleInstance) HasTLA() bool { return false }
@@ -99,17 +91,110 @@ func (m *goModuleInstance) ExecuteModule(_ *sobek.Runtime, _, _ func(any) error)
 	return m, nil
 }
 
-func (m *goModuleInstance) GetBindingValue(name string) sobek.Value {
+// value is the JS value of a named export (nil if there is none), converted
+// once.
+func (m *goModuleInstance) value(name string) sobek.Value {
 	if name == "default" {
+		if m.def == nil {
+			if m.ex.Default != nil {
+				m.def = m.rt.ToValue(m.ex.Default)
+			} else {
+				m.def = m.rt.NewDynamicObject(&lazyDefault{m: m})
+			}
+		}
 		return m.def
 	}
 	if v, ok := m.named[name]; ok {
 		return v
 	}
-	if o, ok := m.def.(*sobek.Object); ok {
+	g, ok := m.ex.Get(name)
+	if !ok {
+		return nil
+	}
+	v := m.rt.ToValue(g)
+	if m.named == nil {
+		m.named = make(map[string]sobek.Value, 4)
+	}
+	m.named[name] = v
+	return v
+}
+
+func (m *goModuleInstance) GetBindingValue(name string) sobek.Value {
+	if v := m.value(name); v != nil {
+		return v
+	}
+	if o, ok := m.value("default").(*sobek.Object); ok {
 		return o.Get(name)
 	}
 	return sobek.Undefined()
+}
+
+// lazyDefault is the default export of a module that gives only named
+// exports: an object holding them, each converted when first read (the
+// same value as the named binding). Scripts may add, replace and delete
+// properties as on a plain object.
+type lazyDefault struct {
+	m     *goModuleInstance
+	own   map[string]sobek.Value // set by the script; nil value: deleted
+	names []string               // the Keys order, built on first use
+}
+
+func (d *lazyDefault) Get(key string) sobek.Value {
+	if v, ok := d.own[key]; ok {
+		return v
+	}
+	if key == "default" {
+		return nil // the object's own "default" is not the export itself
+	}
+	return d.m.value(key)
+}
+
+func (d *lazyDefault) Set(key string, val sobek.Value) bool {
+	if d.own == nil {
+		d.own = map[string]sobek.Value{}
+	}
+	if _, ok := d.own[key]; !ok {
+		if !d.m.ex.Has(key) {
+			d.names = append(d.keys(), key)
+		}
+	}
+	d.own[key] = val
+	return true
+}
+
+func (d *lazyDefault) Has(key string) bool {
+	if v, ok := d.own[key]; ok {
+		return v != nil
+	}
+	return key != "default" && d.m.ex.Has(key)
+}
+
+func (d *lazyDefault) Delete(key string) bool {
+	if d.Has(key) {
+		if d.own == nil {
+			d.own = map[string]sobek.Value{}
+		}
+		d.own[key] = nil
+	}
+	return true
+}
+
+func (d *lazyDefault) keys() []string {
+	if d.names == nil {
+		d.names = append([]string(nil), d.m.ex.NamedList()...)
+		sort.Strings(d.names)
+	}
+	return d.names
+}
+
+func (d *lazyDefault) Keys() []string {
+	out := make([]string, 0, len(d.keys()))
+	for _, k := range d.keys() {
+		if d.Has(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // cjsRecord is a script without import/export, run as CommonJS: its body is

@@ -143,7 +143,7 @@ func (v *VU) require(ref any, spec string) sobek.Value {
 	case *cjsInstance:
 		return inst.exports
 	case *goModuleInstance:
-		return inst.def
+		return inst.value("default")
 	default:
 		return v.rt.NamespaceObjectFor(rec)
 	}

@@ -35,10 +35,56 @@ type Instance interface {
 
 // Exports are what `import` sees. Named exports win; a name missing from
 // Named falls back to a property of Default. With only Named, the default
-// export is an object holding them.
+// export is an object holding them. The host turns each Go value into a JS
+// value when the script first reads it, so give Go values (functions,
+// strings, structs) rather than building JS objects here.
 type Exports struct {
 	Default any
 	Named   map[string]any
+	// Names and Lookup, when Lookup is set, stand for Named without a map
+	// per VU: Names lists the named exports (shared by every VU; never
+	// modified) and Lookup(name) returns one's Go value, called once per
+	// name and VU when the script first reads it.
+	Names  []string
+	Lookup func(name string) any
+}
+
+// Has reports whether name is a named export.
+func (e *Exports) Has(name string) bool {
+	if e.Lookup != nil {
+		for _, n := range e.Names {
+			if n == name {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := e.Named[name]
+	return ok
+}
+
+// NamedList lists the named exports (unsorted for Named).
+func (e *Exports) NamedList() []string {
+	if e.Lookup != nil {
+		return e.Names
+	}
+	out := make([]string, 0, len(e.Named))
+	for k := range e.Named {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Get returns the Go value of a named export.
+func (e *Exports) Get(name string) (any, bool) {
+	if e.Lookup != nil {
+		if !e.Has(name) {
+			return nil, false
+		}
+		return e.Lookup(name), true
+	}
+	v, ok := e.Named[name]
+	return v, ok
 }
 
 // ModuleFunc adapts a function to Module.

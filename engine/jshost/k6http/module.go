@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"sort"
 	"strings"
 	"sync"
 
@@ -101,55 +102,77 @@ type client struct {
 
 // Exports implements jsmodule.Instance.
 func (c *client) Exports() jsmodule.Exports {
-	rt := c.rt
-	o := rt.NewObject()
-	set := func(k string, v any) { _ = o.Set(k, v) }
-	for _, mth := range []struct{ name, method string }{
-		{"get", "GET"}, {"head", "HEAD"}, {"options", "OPTIONS"}, {"del", "DELETE"},
-		{"post", "POST"}, {"put", "PUT"}, {"patch", "PATCH"},
-	} {
-		method := mth.method
-		bodyless := method == "GET" || method == "HEAD"
-		set(mth.name, func(call sobek.FunctionCall) sobek.Value {
-			if bodyless {
+	// Built one by one as the script reads them (most read two or three):
+	// no map or JS function per VU for the others.
+	return jsmodule.Exports{Names: exportNames, Lookup: c.export}
+}
+
+// exportNames are k6/http's named exports.
+var exportNames = func() []string {
+	names := []string{"get", "head", "options", "del", "post", "put", "patch", "request", "asyncRequest",
+		"batch", "url", "file", "expectedStatuses", "setResponseCallback", "cookieJar", "CookieJar"}
+	for k := range tlsOCSPConstants {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}()
+
+// export is the Go value of one named export.
+func (c *client) export(name string) any {
+	switch name {
+	case "get", "head", "options", "del", "post", "put", "patch":
+		method := strings.ToUpper(name)
+		if name == "del" {
+			method = "DELETE"
+		}
+		if method == "GET" || method == "HEAD" {
+			return func(call sobek.FunctionCall) sobek.Value {
 				return c.request(method, call.Argument(0), nil, call.Argument(1))
 			}
+		}
+		return func(call sobek.FunctionCall) sobek.Value {
 			return c.request(method, call.Argument(0), call.Argument(1), call.Argument(2))
-		})
+		}
+	case "request":
+		return func(call sobek.FunctionCall) sobek.Value {
+			return c.request(call.Argument(0).String(), call.Argument(1), call.Argument(2), call.Argument(3))
+		}
+	case "asyncRequest":
+		return func(call sobek.FunctionCall) sobek.Value {
+			return c.asyncRequest(call.Argument(0).String(), call.Argument(1), call.Argument(2), call.Argument(3))
+		}
+	case "batch":
+		return c.batch
+	case "url":
+		return c.urlTemplate
+	case "file":
+		return c.file
+	case "expectedStatuses":
+		return c.expectedStatuses
+	case "setResponseCallback":
+		return c.setResponseCallback
+	case "cookieJar":
+		return func() sobek.Value { c.prepare(); return c.rt.ToValue(&cookieJar{c: c, jar: c.jar}) }
+	case "CookieJar":
+		return func(sobek.ConstructorCall) *sobek.Object {
+			j, _ := cookiejar.New(nil)
+			return c.rt.ToValue(&cookieJar{c: c, jar: j}).ToObject(c.rt)
+		}
 	}
-	set("request", func(call sobek.FunctionCall) sobek.Value {
-		return c.request(call.Argument(0).String(), call.Argument(1), call.Argument(2), call.Argument(3))
-	})
-	set("asyncRequest", func(call sobek.FunctionCall) sobek.Value {
-		return c.asyncRequest(call.Argument(0).String(), call.Argument(1), call.Argument(2), call.Argument(3))
-	})
-	set("batch", c.batch)
-	set("url", c.urlTemplate)
-	set("file", c.file)
-	set("expectedStatuses", c.expectedStatuses)
-	set("setResponseCallback", c.setResponseCallback)
-	set("cookieJar", func() sobek.Value { c.prepare(); return c.rt.ToValue(&cookieJar{c: c, jar: c.jar}) })
-	set("CookieJar", func(sobek.ConstructorCall) *sobek.Object {
-		j, _ := cookiejar.New(nil)
-		return c.rt.ToValue(&cookieJar{c: c, jar: j}).ToObject(c.rt)
-	})
-	for k, v := range map[string]string{
-		"TLS_1_0": "tls1.0", "TLS_1_1": "tls1.1", "TLS_1_2": "tls1.2", "TLS_1_3": "tls1.3",
-		"OCSP_STATUS_GOOD": "good", "OCSP_STATUS_REVOKED": "revoked", "OCSP_STATUS_UNKNOWN": "unknown",
-		"OCSP_STATUS_SERVER_FAILED": "server_failed",
-		"OCSP_REASON_UNSPECIFIED":   "unspecified", "OCSP_REASON_KEY_COMPROMISE": "key_compromise",
-		"OCSP_REASON_CA_COMPROMISE": "ca_compromise", "OCSP_REASON_AFFILIATION_CHANGED": "affiliation_changed",
-		"OCSP_REASON_SUPERSEDED": "superseded", "OCSP_REASON_CESSATION_OF_OPERATION": "cessation_of_operation",
-		"OCSP_REASON_CERTIFICATE_HOLD": "certificate_hold", "OCSP_REASON_REMOVE_FROM_CRL": "remove_from_crl",
-		"OCSP_REASON_PRIVILEGE_WITHDRAWN": "privilege_withdrawn", "OCSP_REASON_AA_COMPROMISE": "aa_compromise",
-	} {
-		set(k, v)
-	}
-	named := map[string]any{}
-	for _, k := range o.Keys() {
-		named[k] = o.Get(k)
-	}
-	return jsmodule.Exports{Default: o, Named: named}
+	return tlsOCSPConstants[name]
+}
+
+// tlsOCSPConstants are k6/http's TLS version and OCSP constants.
+var tlsOCSPConstants = map[string]string{
+	"TLS_1_0": "tls1.0", "TLS_1_1": "tls1.1", "TLS_1_2": "tls1.2", "TLS_1_3": "tls1.3",
+	"OCSP_STATUS_GOOD": "good", "OCSP_STATUS_REVOKED": "revoked", "OCSP_STATUS_UNKNOWN": "unknown",
+	"OCSP_STATUS_SERVER_FAILED": "server_failed",
+	"OCSP_REASON_UNSPECIFIED":   "unspecified", "OCSP_REASON_KEY_COMPROMISE": "key_compromise",
+	"OCSP_REASON_CA_COMPROMISE": "ca_compromise", "OCSP_REASON_AFFILIATION_CHANGED": "affiliation_changed",
+	"OCSP_REASON_SUPERSEDED": "superseded", "OCSP_REASON_CESSATION_OF_OPERATION": "cessation_of_operation",
+	"OCSP_REASON_CERTIFICATE_HOLD": "certificate_hold", "OCSP_REASON_REMOVE_FROM_CRL": "remove_from_crl",
+	"OCSP_REASON_PRIVILEGE_WITHDRAWN": "privilege_withdrawn", "OCSP_REASON_AA_COMPROMISE": "aa_compromise",
 }
 
 // throw raises a JS Error with err's message.
