@@ -1,9 +1,11 @@
 package extension
 
 import (
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -109,15 +111,29 @@ const customKind = int(scenario.NumKinds)
 // population (a step merges its two stages and every population), the
 // seed's operations and the clients' exits. Every sink of the loaded
 // scenario feeds it.
+//
+// The operations settled in the stages and the warm-up are counted in a
+// few shards (recShards), each with its own lock, so the connection
+// goroutines of thousands of clients recording at once rarely wait for
+// each other; readers merge the shards (every count adds up and an HDR
+// histogram merge is exact, so the merge is what one aggregation would
+// hold). A shard's cells are indexed by op id and stage, not looked up in
+// a map: the sinks resolve an op's id once.
 type aggregator struct {
 	sc   *scenario.Scenario
 	plan []scenario.StepPlan
 
+	ops      opTable
+	shards   []aggShard
+	nextHome atomic.Uint32 // hands out the sinks' home shards
+	// abortSeen is abortAt once set, for the record path (no lock).
+	abortSeen atomic.Pointer[time.Time]
+
+	// mu guards the fields below; a reader of the shards takes it first
+	// (then each shard's), as does a record that straddles a stage end.
 	mu          sync.Mutex
-	cells       map[cellKey]*opAgg
 	pendingEnd  map[cellKey]int64 // in flight at the end of a stage (kind 0)
 	setup       map[string]*opAgg
-	warmup      map[string]*opAgg // settled in the warm-up, not judged
 	exits       map[exitKey]int64
 	exitsByStep []map[exitKey]int64 // len(plan)+1
 	exitTexts   []string
@@ -134,9 +150,57 @@ type aggregator struct {
 	firstSessions []map[string]int64
 }
 
+// aggShard is one shard of the stage cells and the warm-up.
+type aggShard struct {
+	mu    sync.Mutex
+	cells [][]*opAgg // [op id][stage·(customKind+1) + kind]; nil until used
+	warm  []*opAgg   // [op id]: settled in the warm-up, not judged
+	_     [64]byte   // keep shards' locks on separate cache lines
+}
+
+// recShards is how many shards the aggregator and the windows count in:
+// twice the cores that run goroutines at once (a record holds a shard
+// for a few hundred ns; a busy one is skipped), at most 16.
+func recShards() int {
+	n := 2
+	for n < 2*runtime.GOMAXPROCS(0) && n < 16 {
+		n *= 2
+	}
+	return n
+}
+
+// opTable interns op names as small ids (the index of the shards' slices).
+type opTable struct {
+	mu    sync.Mutex
+	ids   map[string]int
+	names []string
+}
+
+// id is op's id, added when new.
+func (t *opTable) id(op string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i, ok := t.ids[op]; ok {
+		return i
+	}
+	if t.ids == nil {
+		t.ids = map[string]int{}
+	}
+	t.ids[op] = len(t.names)
+	t.names = append(t.names, op)
+	return len(t.names) - 1
+}
+
+// list is the names by id so far (ids only grow: a copy of the prefix).
+func (t *opTable) list() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.names[:len(t.names):len(t.names)]
+}
+
 func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator {
-	a := &aggregator{sc: sc, plan: plan, cells: map[cellKey]*opAgg{}, pendingEnd: map[cellKey]int64{},
-		setup: map[string]*opAgg{}, warmup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1),
+	a := &aggregator{sc: sc, plan: plan, shards: make([]aggShard, recShards()), pendingEnd: map[cellKey]int64{},
+		setup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1),
 		firstSessions: make([]map[string]int64, len(plan)+1)}
 	for i := range a.exitsByStep {
 		a.exitsByStep[i] = map[exitKey]int64{}
@@ -145,11 +209,41 @@ func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator 
 	return a
 }
 
-func (a *aggregator) cell(k cellKey) *opAgg {
-	o := a.cells[k]
+// home hands a new sink the shard it tries first (round robin).
+func (a *aggregator) home() int { return int(a.nextHome.Add(1)) }
+
+// lockShard locks and returns a shard: home's if free, else the first free
+// one after it, else (all busy) home's once it is free.
+func (a *aggregator) lockShard(home int) *aggShard {
+	n := len(a.shards)
+	for i := 0; i < n; i++ {
+		if sh := &a.shards[(home+i)%n]; sh.mu.TryLock() {
+			return sh
+		}
+	}
+	sh := &a.shards[home%n]
+	sh.mu.Lock()
+	return sh
+}
+
+// cellsPerOp is the number of (stage, kind) cells of one op.
+func (a *aggregator) cellsPerOp() int { return (2*len(a.plan) + 1) * (customKind + 1) }
+
+// cell is the shard's cell of op id, stage and kind (sh.mu held).
+func (a *aggregator) cell(sh *aggShard, id, stage, kind int) *opAgg {
+	for id >= len(sh.cells) {
+		sh.cells = append(sh.cells, nil)
+	}
+	row := sh.cells[id]
+	if row == nil {
+		row = make([]*opAgg, a.cellsPerOp())
+		sh.cells[id] = row
+	}
+	i := stage*(customKind+1) + kind
+	o := row[i]
 	if o == nil {
 		o = newOpAgg()
-		a.cells[k] = o
+		row[i] = o
 	}
 	return o
 }
@@ -159,10 +253,21 @@ func (a *aggregator) cell(k cellKey) *opAgg {
 // flight at. It returns the in-flight counts at those ends after the
 // addition (for the pending gauge).
 func (a *aggregator) record(r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.cell(cellKey{stage, kind, r.Op}).add(r, at)
-	a.cell(cellKey{startStage, kind, r.Op}).started++
+	return a.recordID(a.ops.id(r.Op), 0, r, kind, startStage, stage, straddled, at)
+}
+
+// recordID is record for op id (a.ops) from a sink whose home shard is home.
+func (a *aggregator) recordID(id, home int, r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
+	if len(straddled) > 0 {
+		// Rare (in flight at a stage's end): under a.mu, so the cells and
+		// the pending count change together for a reader.
+		a.mu.Lock()
+		defer a.mu.Unlock()
+	}
+	sh := a.lockShard(home)
+	a.cell(sh, id, stage, kind).add(r, at)
+	a.cell(sh, id, startStage, kind).started++
+	sh.mu.Unlock()
 	for _, s := range straddled {
 		k := cellKey{stage: s, op: r.Op}
 		a.pendingEnd[k]++
@@ -175,15 +280,27 @@ func (a *aggregator) record(r relayclient.Result, kind, startStage, stage int, s
 // accepts (nil: all), merged, plus as pending the operations in flight at
 // the end of endStage (−1: none).
 func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int) map[string]*opAgg {
-	in := map[int]bool{}
-	for _, s := range stages {
-		in[s] = true
-	}
 	out := map[string]*opAgg{}
-	for k, c := range a.cells {
-		if in[k.stage] && (keep == nil || keep(k.kind)) {
-			opIn(out, k.op).merge(c)
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		names := a.ops.list() // after the lock: every id of the shard's cells is in it
+		for id, row := range sh.cells {
+			if row == nil {
+				continue
+			}
+			for _, st := range stages {
+				if st < 0 || (st+1)*(customKind+1) > len(row) {
+					continue
+				}
+				for kind, c := range row[st*(customKind+1) : (st+1)*(customKind+1)] {
+					if c != nil && (keep == nil || keep(kind)) {
+						opIn(out, names[id]).merge(c)
+					}
+				}
+			}
 		}
+		sh.mu.Unlock()
 	}
 	for k, n := range a.pendingEnd {
 		if k.stage == endStage {
@@ -205,9 +322,36 @@ func opIn(m map[string]*opAgg, op string) *opAgg {
 
 // recordWarmup adds one Result settled in the warm-up.
 func (a *aggregator) recordWarmup(r relayclient.Result, at time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	opIn(a.warmup, r.Op).add(r, at)
+	a.recordWarmupID(a.ops.id(r.Op), 0, r, at)
+}
+
+func (a *aggregator) recordWarmupID(id, home int, r relayclient.Result, at time.Time) {
+	sh := a.lockShard(home)
+	for id >= len(sh.warm) {
+		sh.warm = append(sh.warm, nil)
+	}
+	if sh.warm[id] == nil {
+		sh.warm[id] = newOpAgg()
+	}
+	sh.warm[id].add(r, at)
+	sh.mu.Unlock()
+}
+
+// warmupOps is the warm-up's operations, merged (a.mu held).
+func (a *aggregator) warmupOps() map[string]*opAgg {
+	out := map[string]*opAgg{}
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		names := a.ops.list() // after the lock: every id of the shard's cells is in it
+		for id, o := range sh.warm {
+			if o != nil {
+				opIn(out, names[id]).merge(o)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
 }
 
 func (a *aggregator) recordSetup(r relayclient.Result, at time.Time) {
@@ -231,15 +375,17 @@ func (a *aggregator) noteAbort(t time.Time) {
 	a.mu.Lock()
 	if a.abortAt.IsZero() {
 		a.abortAt = t
+		a.abortSeen.Store(&t)
 	}
 	a.mu.Unlock()
 }
 
 // abortTime is the abort moment (zero: none so far).
 func (a *aggregator) abortTime() time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.abortAt
+	if t := a.abortSeen.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
 }
 
 // firstSession counts a client's first session, begun in step.

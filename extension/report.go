@@ -245,7 +245,7 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		r.Setup = opsReport(a.setup)
 	}
 	if w := l.warmup(); w > 0 {
-		r.Warmup = &WarmupReport{Secs: w.Seconds(), Ops: opsReport(a.warmup)}
+		r.Warmup = &WarmupReport{Secs: w.Seconds(), Ops: opsReport(a.warmupOps())}
 	}
 	l.seedMu.Lock()
 	r.Seed = l.seedRes

@@ -28,8 +28,19 @@ type opSink struct {
 	// warmup is the warm-up from start: what settles in it is not judged.
 	warmup time.Duration
 
-	mu   sync.Mutex
-	tags map[tagKey]metrics.TagSet
+	// home is the sink's first shard in the aggregator and the windows.
+	home int
+
+	// mu serialises the sink's records (one client's goroutines: rarely
+	// two at once) and guards ops and scratch.
+	mu sync.Mutex
+	// ops caches per op what a record needs: the op's ids and its tags by
+	// step, so a record looks up no map (a client uses a handful of ops).
+	ops []*sinkOp
+	// scratch holds one record's samples: Push copies them (a local array
+	// would escape to the heap through the variadic call, one allocation
+	// per record).
+	scratch [3]metrics.Sample
 
 	// graceEnded turns operations cut short after the grace into
 	// "unfinished at stop" errors, aborted into pending "cut by the abort"
@@ -78,24 +89,37 @@ func (s *opSink) flushData() {
 	}
 }
 
-type tagKey struct {
-	op   string
-	step int
+// sinkOp is what a sink resolved once for one op.
+type sinkOp struct {
+	op           string
+	aggID, winID int
+	steps        []metrics.TagSet // by step index (len(plan)+1); empty until used
 }
 
 func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics.TagSet, start time.Time) *opSink {
 	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: base, start: start,
-		warmup: l.warmup(), tags: map[tagKey]metrics.TagSet{}}
+		warmup: l.warmup(), home: l.agg.home()}
 }
 
-func (s *opSink) tagsFor(op string, step int) metrics.TagSet {
-	k := tagKey{op, step}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.tags[k]
-	if !ok {
-		t = s.base.With("op", op).With("step", s.l.stepLabel(step))
-		s.tags[k] = t
+// opFor is op's cache entry, made on first use (s.mu held).
+func (s *opSink) opFor(op string) *sinkOp {
+	for _, o := range s.ops {
+		if o.op == op {
+			return o
+		}
+	}
+	o := &sinkOp{op: op, aggID: s.l.agg.ops.id(op), winID: s.l.win.ops.id(op), steps: make([]metrics.TagSet, len(s.l.plan)+1)}
+	s.ops = append(s.ops, o)
+	return o
+}
+
+// tags is the tag set of o's samples in step (s.mu held).
+func (s *opSink) tags(o *sinkOp, step int) metrics.TagSet {
+	step = min(max(step, 0), len(o.steps)-1)
+	t := o.steps[step]
+	if t.Len() == 0 {
+		t = s.base.With("op", o.op).With("step", s.l.stepLabel(step))
+		o.steps[step] = t
 	}
 	return t
 }
@@ -117,36 +141,42 @@ func (s *opSink) Record(r relayclient.Result) {
 		end = time.Now()
 		r.Start = end
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.opFor(r.Op)
 	if s.warmup > 0 && end.Sub(s.start) < s.warmup {
 		// Warm-up: reported apart (the report's warmup, the windows) and
 		// not judged, so no buzz_op_* sample for the thresholds.
-		s.l.agg.recordWarmup(r, end)
-		s.l.win.add(r, end, true)
+		s.l.agg.recordWarmupID(o.aggID, s.home, r, end)
+		s.l.win.addID(o.winID, s.home, r, end, true)
 		if r.BytesSent != 0 || r.BytesReceived != 0 {
 			s.data(r.BytesSent, r.BytesReceived)
 		}
 		return
 	}
-	s.l.win.add(r, end, false)
+	s.l.win.addID(o.winID, s.home, r, end, false)
 	stage := s.l.stageIndex(end.Sub(s.start))
 	if at := s.l.agg.abortTime(); !at.IsZero() && !end.Before(at) {
 		// Settled after the abort (what it cut, recorded a moment later):
 		// the timeline ends at the abort, so it counts where the abort fell.
 		stage = min(stage, s.l.stageIndex(at.Sub(s.start)))
 	}
-	startStage := min(s.l.stageIndex(r.Start.Sub(s.start)), stage)
+	startStage := stage
+	if !r.Start.Equal(end) {
+		startStage = min(s.l.stageIndex(r.Start.Sub(s.start)), stage)
+	}
 	var straddled []int
 	for i := startStage; i < stage; i++ {
 		straddled = append(straddled, i)
 	}
-	pend := s.l.agg.record(r, s.kind, startStage, stage, straddled, end)
+	pend := s.l.agg.recordID(o.aggID, s.home, r, s.kind, startStage, stage, straddled, end)
 	if r.BytesSent != 0 || r.BytesReceived != 0 {
 		s.addData(r.BytesSent, r.BytesReceived, end)
 	}
-	tags := s.tagsFor(r.Op, stage/2)
-	// One push per Result (one slice), the lag of a scheduled op in it: the
-	// generator's health is live without a second allocation per op.
-	var buf [3]metrics.Sample
+	tags := s.tags(o, stage/2)
+	// One push per Result, the lag of a scheduled op in it: the generator's
+	// health is live without a second push per op.
+	buf := &s.scratch
 	n := 0
 	switch r.Outcome {
 	case relayclient.OutcomeOK:
@@ -170,7 +200,8 @@ func (s *opSink) Record(r relayclient.Result) {
 	}
 	for i, st := range straddled {
 		if st%2 == 1 { // the end of a hold is the end of a step
-			s.push(metrics.Sample{Metric: s.met.pending, Tags: s.tagsFor(r.Op, st/2), Time: end, Value: float64(pend[i])})
+			buf[0] = metrics.Sample{Metric: s.met.pending, Tags: s.tags(o, st/2), Time: end, Value: float64(pend[i])}
+			s.push(buf[:1]...)
 		}
 	}
 }

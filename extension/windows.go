@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -55,12 +56,16 @@ type WindowReport struct {
 }
 
 // windows is the current window and the closed ones of a loaded scenario.
+// The current window is counted in shards as the aggregator's stages are
+// (aggregate.go), merged when it closes.
 type windows struct {
+	ops    opTable
+	shards []winShard
+	warm   atomic.Bool // the current window holds warm-up samples
+
 	mu     sync.Mutex
 	start  time.Time // the population scenarios' start ("" until then)
 	from   time.Time // the current window's start
-	cur    map[string]*opAgg
-	warm   bool // the current window holds warm-up samples
 	closed []WindowReport
 
 	stopOnce sync.Once
@@ -70,14 +75,86 @@ type windows struct {
 	genDone chan struct{}
 }
 
-func newWindows() *windows { return &windows{cur: map[string]*opAgg{}, stop: make(chan struct{})} }
+// winShard is one shard of the current window.
+type winShard struct {
+	mu  sync.Mutex
+	cur []*opAgg // [op id]; nil: none settled in this shard
+	_   [64]byte
+}
+
+func newWindows() *windows {
+	return &windows{shards: make([]winShard, recShards()), stop: make(chan struct{})}
+}
 
 // add counts one settled operation in the current window.
 func (w *windows) add(r relayclient.Result, at time.Time, warmup bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	opIn(w.cur, r.Op).add(r, at)
-	w.warm = w.warm || warmup
+	w.addID(w.ops.id(r.Op), 0, r, at, warmup)
+}
+
+// addID is add for op id (w.ops) from a sink whose home shard is home.
+func (w *windows) addID(id, home int, r relayclient.Result, at time.Time, warmup bool) {
+	if warmup && !w.warm.Load() {
+		w.warm.Store(true)
+	}
+	n := len(w.shards)
+	var sh *winShard
+	for i := 0; i < n && sh == nil; i++ {
+		if c := &w.shards[(home+i)%n]; c.mu.TryLock() {
+			sh = c
+		}
+	}
+	if sh == nil {
+		sh = &w.shards[home%n]
+		sh.mu.Lock()
+	}
+	for id >= len(sh.cur) {
+		sh.cur = append(sh.cur, nil)
+	}
+	o := sh.cur[id]
+	if o == nil {
+		o = newOpAgg()
+		sh.cur[id] = o
+	}
+	o.add(r, at)
+	sh.mu.Unlock()
+}
+
+// take empties the current window and returns what it held by op (w.mu held).
+func (w *windows) take() map[string]*opAgg {
+	out := map[string]*opAgg{}
+	for i := range w.shards {
+		sh := &w.shards[i]
+		sh.mu.Lock()
+		cur := sh.cur
+		sh.cur = nil
+		names := w.ops.list() // after the lock: it names every id in cur
+		sh.mu.Unlock()
+		for id, o := range cur {
+			if o == nil {
+				continue
+			}
+			if m := out[names[id]]; m != nil {
+				m.merge(o)
+			} else {
+				out[names[id]] = o
+			}
+		}
+	}
+	return out
+}
+
+// empty reports whether nothing settled in the current window.
+func (w *windows) empty() bool {
+	for i := range w.shards {
+		sh := &w.shards[i]
+		sh.mu.Lock()
+		n := len(sh.cur)
+		sh.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // close ends the current window at now with the clients live then; an
@@ -85,14 +162,15 @@ func (w *windows) add(r relayclient.Result, at time.Time, warmup bool) {
 func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	cur := w.take()
 	wr := WindowReport{StartS: round3(w.from.Sub(w.start).Seconds()), EndS: round3(now.Sub(w.start).Seconds()),
-		Warmup: w.warm, Clients: live, Ops: map[string]*WindowOp{}}
-	for op, a := range w.cur {
+		Warmup: w.warm.Swap(false), Clients: live, Ops: map[string]*WindowOp{}}
+	for op, a := range cur {
 		r := a.report()
 		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P95Ms: r.P95Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled,
 			DueP99Ms: r.DueP99Ms, LagP99Ms: r.LagP99Ms}
 	}
-	w.cur, w.from, w.warm = map[string]*opAgg{}, now, false
+	w.from = now
 	w.closed = append(w.closed, wr)
 	if len(w.closed) >= MaxWindows {
 		w.closed = downsample(w.closed)
@@ -208,8 +286,9 @@ func (l *loaded) stopWindows() {
 func (l *loaded) finalWindow(now time.Time) {
 	w := l.win
 	w.mu.Lock()
-	started, empty := !w.start.IsZero(), len(w.cur) == 0
+	started := !w.start.IsZero()
 	w.mu.Unlock()
+	empty := w.empty()
 	if started && !empty {
 		w.close(now, l.agg.liveClients())
 	}

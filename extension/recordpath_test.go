@@ -1,0 +1,135 @@
+package extension
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
+)
+
+// recordPathResult is the j-th Result of the test's fixed set: ops over
+// every stage of optsTOML (step 0 to 30 s, step 1 to 35 s, the shutdown
+// after), some in flight over a stage's end, every outcome.
+func recordPathResult(start time.Time, j int) relayclient.Result {
+	ops := []string{"publish", "deliver", "subscribe_eose"}
+	r := relayclient.Result{Op: ops[j%len(ops)], Start: start.Add(time.Duration(j*7919%40000) * time.Millisecond),
+		Duration: time.Duration(j%700)*time.Millisecond + time.Duration(j%13)*time.Microsecond}
+	switch j % 10 {
+	case 7:
+		r.Outcome, r.Error = relayclient.OutcomeError, "timeout"
+	case 8:
+		r.Outcome = relayclient.OutcomeThrottled
+	case 9:
+		r.Outcome, r.Error = relayclient.OutcomePending, "closed"
+	default:
+		r.Outcome = relayclient.OutcomeOK
+	}
+	return r
+}
+
+// Records from many sinks and goroutines at once land in several shards;
+// the report and the windows merge them into exactly what one sink
+// recording the same Results in sequence makes (counts, pending, and the
+// percentiles: the histograms' merge is exact), with every operation
+// started accounted for once.
+func TestConcurrentRecordsAddUpToOneSequentialRecord(t *testing.T) {
+	sc := parse(t, optsTOML)
+	start := time.Unix(1_800_000_000, 0)
+	base := metrics.TagsFromMap(map[string]string{"scenario": "humans"})
+	reg := metrics.NewRegistry()
+	met, err := New(Options{}).metrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, sinks, workers = 12000, 40, 8
+	vu := fakeVU{met: nopMetrics{reg}}
+
+	seq := newLoaded(New(Options{}), sc, scenario.Shard{})
+	one := newOpSink(seq, int(scenario.KindHuman), met, vu, base, start)
+	for j := 0; j < n; j++ {
+		one.Record(recordPathResult(start, j))
+	}
+
+	par := newLoaded(New(Options{}), sc, scenario.Shard{})
+	ss := make([]*opSink, sinks)
+	for i := range ss {
+		ss[i] = newOpSink(par, int(scenario.KindHuman), met, vu, base, start)
+	}
+	var wg sync.WaitGroup
+	closed := make(chan WindowReport, 16)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for j := w; j < n; j += workers {
+				ss[j%sinks].Record(recordPathResult(start, j))
+				if w == 0 && j%(n/4) == 0 {
+					closed <- par.win.close(start.Add(time.Duration(j)*time.Millisecond), nil)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	closed <- par.win.close(start.Add(time.Hour), nil)
+	close(closed)
+
+	used := 0
+	for i := range par.agg.shards {
+		if len(par.agg.shards[i].cells) > 0 {
+			used++
+		}
+	}
+	if len(par.agg.shards) > 1 && used < 2 {
+		t.Fatalf("the records used %d of %d shards: the test exercises no merge", used, len(par.agg.shards))
+	}
+
+	want, got := seq.BuildReport(nil), par.BuildReport(nil)
+	for i := range want.Steps {
+		w, _ := json.Marshal(want.Steps[i].Ops)
+		g, _ := json.Marshal(got.Steps[i].Ops)
+		if string(w) != string(g) {
+			t.Errorf("step %d:\n got %s\nwant %s", i, g, w)
+		}
+	}
+	w, _ := json.Marshal(want.Shutdown.Ops)
+	g, _ := json.Marshal(got.Shutdown.Ops)
+	if string(w) != string(g) {
+		t.Errorf("shutdown:\n got %s\nwant %s", g, w)
+	}
+
+	// Every Result settled once and started once, over the steps and the
+	// shutdown; the pending at a step's end are the started not settled.
+	var started, settled int64
+	for _, st := range got.Steps {
+		for _, o := range st.Ops {
+			started += o.Started
+			settled += o.Count + o.Abandoned + o.Cut
+		}
+	}
+	for _, o := range got.Shutdown.Ops {
+		started += o.Started
+		settled += o.Count + o.Abandoned + o.Cut
+	}
+	if started != n || settled != n {
+		t.Errorf("started %d, settled %d of %d Results", started, settled, n)
+	}
+
+	// The windows hold every settled operation once, however the closes
+	// fell among the records.
+	counts := map[string]int64{}
+	for wr := range closed {
+		for op, o := range wr.Ops {
+			counts[op] += o.Count
+		}
+	}
+	ref := seq.win.close(start.Add(time.Hour), nil)
+	for op, o := range ref.Ops {
+		if counts[op] != o.Count {
+			t.Errorf("windows counted %d %s, want %d", counts[op], op, o.Count)
+		}
+	}
+}
