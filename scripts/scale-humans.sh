@@ -13,7 +13,8 @@
 #   deliveries a second.
 # A `buzzload relay` runs in its own process on 127.0.0.1. The run has two
 # steps: the ramp (connect_rate_per_sec 500) and a steady hold; figures are
-# of the hold: the runner's CPU in cores (from /proc, user + system), its
+# of the hold: the runner's CPU in cores (from /proc, user + system; the
+# relay's beside it: both share this machine's cores), its
 # RSS (median sample), the deliveries a second it recorded, the p99 of
 # deliver, connected humans and the error rate of the hold's operations.
 # The run never aborts on its limits: those figures say how it went.
@@ -109,13 +110,13 @@ TOML
 	until [ "$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)" -ge $((n / 2)) ] || ! kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 	sleep $((ramp / 2 + 6))
 	kill -0 "$pid" 2>/dev/null || { echo "scale-humans: the run ended before its hold" >&2; }
-	c0=$(cpu_ticks "$pid") t0=$(date +%s.%N) samples=()
+	c0=$(cpu_ticks "$pid") r0=$(cpu_ticks "$relay_pid") t0=$(date +%s.%N) samples=()
 	for _ in $(seq $(((hold - 10) * 2))); do
 		s=$(rss_kb "$pid")
 		[ -n "$s" ] && samples+=("$s")
 		sleep 0.5
 	done
-	c1=$(cpu_ticks "$pid") t1=$(date +%s.%N)
+	c1=$(cpu_ticks "$pid") r1=$(cpu_ticks "$relay_pid") t1=$(date +%s.%N)
 	st=0
 	wait "$pid" || st=$?
 	if [ "$st" != 0 ]; then
@@ -124,9 +125,9 @@ TOML
 	fi
 	[ -s "$work/$name.json" ] || { echo "scale-humans: no report" >&2; tail -30 "$work/$name.log" >&2; exit 1; }
 	rss=$(printf '%s\n' "${samples[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)] + 0}')
-	python3 - "$work/$name.json" "$mode" "$n" "$c0" "$c1" "$t0" "$t1" "$hz" "$rss" <<'PY'
+	python3 - "$work/$name.json" "$mode" "$n" "$c0" "$c1" "$t0" "$t1" "$hz" "$rss" "$r0" "$r1" <<'PY'
 import json, sys
-path, mode, n, c0, c1, t0, t1, hz, rss = sys.argv[1:]
+path, mode, n, c0, c1, t0, t1, hz, rss, r0, r1 = sys.argv[1:]
 d = json.load(open(path))
 hold = d["steps"][-1]
 secs = hold["end_s"] - hold["start_s"]
@@ -138,10 +139,20 @@ first = d["steps"][0]["ops"].get("connect", {})
 connected = first.get("ok", 0) + ops.get("connect", {}).get("ok", 0)
 # A run that ended before the last sample has no CPU figure (nan).
 cores = (int(c1) - int(c0)) / int(hz) / (float(t1) - float(t0)) if int(c1) > int(c0) > 0 else float("nan")
+relay = (int(r1) - int(r0)) / int(hz) / (float(t1) - float(t0)) if int(r1) > int(r0) > 0 else float("nan")
 name = "BenchmarkScaleHumans/humans=%s" % n if mode == "humans" else "BenchmarkWideChannel/members=%s" % n
-print("%s 1 %d connected %.2f cpu-cores %.0f rss-MB %.0f deliveries/s %.1f deliver-p99-ms %.3f %%errors %.0f publishes/s" % (
-    name, connected, cores, int(rss) / 1024, deliv.get("count", 0) / secs, deliv.get("p99_ms", 0),
+print("%s 1 %d connected %.2f cpu-cores %.2f relay-cpu-cores %.0f rss-MB %.0f deliveries/s %.1f deliver-p99-ms %.3f %%errors %.0f publishes/s" % (
+    name, connected, cores, relay, int(rss) / 1024, deliv.get("count", 0) / secs, deliv.get("p99_ms", 0),
     100 * errors / max(total, 1), ops.get("publish", {}).get("count", 0) / secs))
 print("scale-humans: hold %.0fs, result ok=%s, errors %d of %d operations" % (secs, d.get("ok"), errors, total), file=sys.stderr)
+# A run that did not hold says why: the failing operations' commonest error
+# texts, and the clients that exited.
+if errors > total / 100:
+    for name, o in sorted(ops.items(), key=lambda kv: -kv[1]["errors"]):
+        if o["errors"]:
+            texts = "; ".join("%s ×%d" % (e.get("text", "?"), e.get("count", 0)) for e in o.get("error_texts", [])[:3])
+            print("scale-humans:   %s: %d errors of %d: %s" % (name, o["errors"], o["count"], texts), file=sys.stderr)
+    for e in d.get("client_exits") or []:
+        print("scale-humans:   client exits: %s %s ×%d" % (e["kind"], e["reason"], e["count"]), file=sys.stderr)
 PY
 done
