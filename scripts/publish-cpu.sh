@@ -17,7 +17,11 @@
 #   ΔCPU = P·x + D·y for each shape; the two shapes give x (per publish) and
 # y (per delivery). P and D are the run's own counts (its report).
 # Then BenchmarkSignEventCPU (modules/nostr) runs, so each round's publish
-# cost stands beside a signature measured minutes apart, not days.
+# cost stands beside a signature measured minutes apart, not days; and the
+# active narrow run writes a CPU profile, whose nostr.(*Keys).Sign samples
+# over its signatures (publishes + AUTHs) give the signature's CPU inside
+# the run (sign-inrun-us): the same code with the relay busy on the other
+# core and colder caches. publish/sign-inrun is the ratio to that one.
 # Output is in go test -bench format, so scripts/benchreport reads it.
 # Needs bin/buzzload (make build) and go. Loopback only; about 3 minutes a
 # round at the defaults.
@@ -76,7 +80,7 @@ TOML
 	# other failure, or a missing report, ends the script.
 	t=$( (
 		st=0
-		BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" \
+		BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q ${PROFILE:+--cpuprofile "$work/$name.pprof"} -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" \
 			>"$work/$name.log" 2>&1 || st=$?
 		if [ "$st" != 0 ]; then
 			echo "publish-cpu: $name exited $st:" >&2
@@ -94,8 +98,23 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 p = sum(s["ops"].get("publish", {}).get("count", 0) for s in d["steps"])
 q = sum(s["ops"].get("deliver", {}).get("count", 0) for s in d["steps"])
-print(p, q)' "$work/$name.json")
+a = sum(s["ops"].get("auth", {}).get("count", 0) for s in d["steps"])
+print(p, q, a)' "$work/$name.json")
 	echo "$cpu $counts"
+}
+
+# sign_inrun_us NAME SIGNATURES: the CPU a signature took inside that run
+# (PROFILE=1 run): nostr.(*Keys).Sign's cumulative samples in its CPU
+# profile over the signatures it made. The benchmark's signature runs with
+# hot caches on an otherwise idle core; in a run the relay works on the
+# other core and the caches hold everything else, so the same code costs
+# more there, and "its signature" in the issue's sense is this one.
+sign_inrun_us() {
+	"$go" tool pprof -top -cum "$work/$1.pprof" 2>/dev/null |
+		awk -v n="$2" '$NF == "github.com/buzzload/buzzload/modules/nostr.(*Keys).Sign" {
+			v = $4; u = 1
+			if (v ~ /ms$/) { u = 1e-3 } else if (v ~ /us$/ || v ~ /µs$/) { u = 1e-6 } else if (v ~ /min$/) { u = 60 }
+			gsub(/[a-zµ]+$/, "", v); printf "%.1f", v * u * 1e6 / n; exit }'
 }
 
 # The signature in CPU time, as the runs are measured (BenchmarkSignEventCPU:
@@ -110,16 +129,17 @@ echo "publish-cpu: $humans humans publishing 1/s for ${hold}s, $runs rounds, rel
 run wide 0 warm-wide >/dev/null
 run narrow 0 warm-narrow >/dev/null
 for i in $(seq "$runs"); do
-	read -r ciw _ _ <<<"$(run wide 0 idle-wide-$i)"
-	read -r caw pw dw <<<"$(run wide 3600 active-wide-$i)"
-	read -r cin _ _ <<<"$(run narrow 0 idle-narrow-$i)"
-	read -r can pn dn <<<"$(run narrow 3600 active-narrow-$i)"
+	read -r ciw _ <<<"$(run wide 0 idle-wide-$i)"
+	read -r caw pw dw _ <<<"$(run wide 3600 active-wide-$i)"
+	read -r cin _ <<<"$(run narrow 0 idle-narrow-$i)"
+	read -r can pn dn an <<<"$(PROFILE=1 run narrow 3600 active-narrow-$i)"
+	r=$(sign_inrun_us active-narrow-$i $((pn + an)))
 	s=$(sign_us)
-	awk -v ciw="$ciw" -v caw="$caw" -v pw="$pw" -v dw="$dw" -v cin="$cin" -v can="$can" -v pn="$pn" -v dn="$dn" -v s="$s" 'BEGIN {
+	awk -v ciw="$ciw" -v caw="$caw" -v pw="$pw" -v dw="$dw" -v cin="$cin" -v can="$can" -v pn="$pn" -v dn="$dn" -v s="$s" -v r="$r" 'BEGIN {
 		a = (caw - ciw) * 1e6; b = (can - cin) * 1e6   # µs
 		det = pw * dn - pn * dw
 		x = (a * dn - b * dw) / det; y = (pw * b - pn * a) / det
-		printf "BenchmarkRealRunCPU/publish 1 %.1f us/publish %.1f sign-cpu-us %.2f publish/sign %d publishes\n", x, s, x / s, pw + pn
+		printf "BenchmarkRealRunCPU/publish 1 %.1f us/publish %.1f sign-cpu-us %.2f publish/sign %.1f sign-inrun-us %.2f publish/sign-inrun %d publishes\n", x, s, x / s, r, (r > 0 ? x / r : 0), pw + pn
 		printf "BenchmarkRealRunCPU/delivery 1 %.2f us/delivery %d deliveries %.1f deliveries/publish-wide\n", y, dw + dn, dw / pw
 		printf "BenchmarkRealRunCPU/wide-all-in 1 %.1f us/publish-incl-deliveries\n", a / pw
 		printf "BenchmarkRealRunCPU/narrow-all-in 1 %.1f us/publish-incl-deliveries %.2f deliveries/publish-narrow\n", b / pn, dn / pn
