@@ -20,7 +20,8 @@ trap cleanup EXIT
 
 start_relay() {
 	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-	BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false "$bin" relay --listen 127.0.0.1:0 \
+	# relay_cpus (optional, e.g. "1") pins the relay to those CPUs.
+	BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false ${relay_cpus:+taskset -c "$relay_cpus"} "$bin" relay --listen 127.0.0.1:0 \
 		--max-connections "$1" >"$work/relay.log" 2>&1 &
 	relay_pid=$!
 	addr=""

@@ -20,6 +20,10 @@
 # The run never aborts on its limits: those figures say how it went.
 # The soft descriptor limit is raised to the hard one (the runner holds one
 # socket per human, the relay one per connection).
+# With PIN=1 (the default on 2 or more CPUs; PIN=0 turns it off) the relay
+# runs on the last CPU and the runner on the others (taskset), as if the
+# relay had a machine of its own: neither takes the other's cores, and the
+# runner's cpu-cores says what it has to spare of its own.
 # Output is in go test -bench format (scripts/benchreport reads it).
 # Needs bin/buzzload (make build). Loopback only.
 set -euo pipefail
@@ -43,6 +47,11 @@ name=scale-humans
 # shellcheck source=scripts/relay-process.sh
 source "$(dirname "$0")/relay-process.sh"
 
+ncpu=$(nproc)
+runner_cpus=""
+if [ "${PIN:-$([ "$ncpu" -ge 2 ] && echo 1 || echo 0)}" = 1 ] && [ "$ncpu" -ge 2 ]; then
+	relay_cpus=$((ncpu - 1)) runner_cpus=0-$((ncpu - 2))
+fi
 start_relay $((n + 1000))
 
 if [ "$mode" = humans ]; then
@@ -70,7 +79,7 @@ rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 hz=$(getconf CLK_TCK)
 
 echo "pkg: scripts/scale-humans.sh"
-echo "scale-humans: $mode, $n humans, hold ${hold}s, relay at $addr, ulimit -n $(ulimit -n)"
+echo "scale-humans: $mode, $n humans, hold ${hold}s, relay at $addr, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
 for i in $(seq "$runs"); do
 	name=$mode-$i
 	cat >"$work/$name.toml" <<TOML
@@ -102,7 +111,7 @@ ramp_secs = 1
 hold_secs = $hold
 TOML
 	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
-	BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" >"$work/$name.log" 2>&1 &
+	BUZZLOAD_OPERATOR_KEY=$key ${runner_cpus:+taskset -c "$runner_cpus"} "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" >"$work/$name.log" 2>&1 &
 	pid=$!
 	# Setup (the seed) comes first and takes its own time: the ramp starts
 	# when the runner opens its sockets, the hold ramp + 6 s after it began
