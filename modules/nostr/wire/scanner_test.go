@@ -96,3 +96,30 @@ func TestElementsAllocatesNothingIntoRoom(t *testing.T) {
 		t.Fatalf("Elements allocates %v times per call", n)
 	}
 }
+
+// plainRun stops at exactly the first '"', '\\' or control byte, wherever
+// it falls in or across its eight-byte words, and at no other byte value
+// (UTF-8 bytes ≥ 0x80 included).
+func TestPlainRunStopsAtEverySpecialByte(t *testing.T) {
+	naive := func(b []byte, i int) int {
+		for ; i < len(b); i++ {
+			if c := b[i]; c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return i
+	}
+	for n := 0; n <= 20; n++ {
+		for p := 0; p < n; p++ {
+			for c := 0; c < 256; c++ {
+				b := bytes.Repeat([]byte{0xc3}, n)
+				b[p] = byte(c)
+				for from := 0; from <= min(p+1, n); from++ {
+					if got, want := plainRun(b, from), naive(b, from); got != want {
+						t.Fatalf("len %d, byte %#x at %d, from %d: %d, want %d", n, c, p, from, got, want)
+					}
+				}
+			}
+		}
+	}
+}
