@@ -75,7 +75,9 @@ func (r *runner) loadConsolidated(ctx context.Context) (Consolidated, error) {
 		}
 	}
 	merged := c.Merged
-	b.SetMergedOptions(merged)
+	if err := b.SetMergedOptions(merged); err != nil {
+		return c, err
+	}
 	r.merged = merged
 	b.SetThrow(r.opts.Throw)
 	b.SetSystemTags(jshost.NewSystemTags(r.opts.SystemTags))

@@ -9,20 +9,42 @@ import (
 	"github.com/grafana/sobek"
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
 
-// scenarioObject is what buzz.load() returns to a VU.
+// scenarioObject is what buzz.load() returns to a VU. Its members become
+// JS values as the script reads them (most VUs call one or two of its ~20
+// methods; all of them built were ~7 KB of every VU).
 func (in *instance) scenarioObject(l *loaded) *sobek.Object {
-	rt := in.rt()
-	o := rt.NewObject()
-	set := func(name string, fn func(sobek.FunctionCall) sobek.Value) { _ = o.Set(name, fn) }
-	_ = o.Set("runId", l.base.RunID)
-	_ = o.Set("file", l.base.File)
-	_ = o.Set("desktopMode", l.base.Desktop.Mode) // after buzz.load's desktopMode override
-	set("options", func(c sobek.FunctionCall) sobek.Value { return in.jsOptions(l, c.Argument(0)) })
-	set("thresholds", func(c sobek.FunctionCall) sobek.Value {
+	return jsmodule.NewLazyObject(in.rt(), scenarioNames, func(i int) sobek.Value {
+		return scenarioMembers[i].build(in, l)
+	})
+}
+
+// scenarioMember is one property of the scenario object.
+type scenarioMember struct {
+	name  string
+	build func(in *instance, l *loaded) sobek.Value
+}
+
+// method makes a member that is a function.
+func method(name string, fn func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value) scenarioMember {
+	return scenarioMember{name: name, build: func(in *instance, l *loaded) sobek.Value {
+		return in.rt().ToValue(func(c sobek.FunctionCall) sobek.Value { return fn(in, l, c) })
+	}}
+}
+
+// scenarioMembers are the scenario object's properties, in their order
+// (the low-level API's are in lowlevel.go).
+var scenarioMembers = append([]scenarioMember{
+	{"runId", func(in *instance, l *loaded) sobek.Value { return in.rt().ToValue(l.base.RunID) }},
+	{"file", func(in *instance, l *loaded) sobek.Value { return in.rt().ToValue(l.base.File) }},
+	// after buzz.load's desktopMode override
+	{"desktopMode", func(in *instance, l *loaded) sobek.Value { return in.rt().ToValue(l.base.Desktop.Mode) }},
+	method("options", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value { return in.jsOptions(l, c.Argument(0)) }),
+	method("thresholds", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value {
 		ops, err := in.fromJS(c.Argument(0))
 		list, ok := strs(ops)
 		if err != nil || !ok {
@@ -33,34 +55,28 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 			delay = d.String()
 		}
 		return in.toJS(OpThresholds(l.base, list, delay))
-	})
-	set("peak", func(sobek.FunctionCall) sobek.Value {
+	}),
+	method("peak", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
 		c := l.base.CountsAt(l.base.PeakUsers(), l.shard)
 		out := map[string]int{}
 		for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
 			out[k.String()] = c[k]
 		}
 		return in.toJS(out)
-	})
-	set("limits", func(sobek.FunctionCall) sobek.Value { return in.toJS(limitsOf(l.base.Abort)) })
-	set("steps", func(sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) })
-	set("setup", func(c sobek.FunctionCall) sobek.Value { return in.jsSetup(l, c.Argument(0)) })
-	set("teardown", func(sobek.FunctionCall) sobek.Value {
+	}),
+	method("limits", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
+		return in.toJS(limitsOf(l.base.Abort))
+	}),
+	method("steps", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) }),
+	method("setup", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value { return in.jsSetup(l, c.Argument(0)) }),
+	method("teardown", func(in *instance, _ *loaded, _ sobek.FunctionCall) sobek.Value {
 		if err := in.m.Close(); err != nil {
 			in.throw(err)
 		}
 		return sobek.Undefined()
-	})
-	for _, p := range Populations {
-		p := p
-		set(p.Exec, func(sobek.FunctionCall) sobek.Value {
-			if err := in.runPopulation(l, p); err != nil {
-				in.throw(err)
-			}
-			return sobek.Undefined()
-		})
-	}
-	set("run", func(sobek.FunctionCall) sobek.Value {
+	}),
+	population(Populations[0]), population(Populations[1]), population(Populations[2]), population(Populations[3]),
+	method("run", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
 		st := in.vu.State()
 		if st == nil || st.Phase != jsmodule.PhaseIteration {
 			in.throw(errors.New("run() runs clients only in VU code"))
@@ -73,10 +89,29 @@ func (in *instance) scenarioObject(l *loaded) *sobek.Object {
 			in.throw(err)
 		}
 		return sobek.Undefined()
+	}),
+	method("report", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value {
+		return in.jsReport(l, c.Argument(0), c.Argument(1))
+	}),
+}, lowLevelMembers...)
+
+// scenarioNames are scenarioMembers' names.
+var scenarioNames = func() []string {
+	names := make([]string, len(scenarioMembers))
+	for i, m := range scenarioMembers {
+		names[i] = m.name
+	}
+	return names
+}()
+
+// population is the method that runs one population's clients (sc.human()).
+func population(p Population) scenarioMember {
+	return method(p.Exec, func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
+		if err := in.runPopulation(l, p); err != nil {
+			in.throw(err)
+		}
+		return sobek.Undefined()
 	})
-	set("report", func(c sobek.FunctionCall) sobek.Value { return in.jsReport(l, c.Argument(0), c.Argument(1)) })
-	in.lowLevel(l, o)
-	return o
 }
 
 // toJS turns a Go value into plain JS objects (through JSON), so scripts
@@ -97,17 +132,12 @@ func (in *instance) toJS(v any) sobek.Value {
 
 // fromJS exports a JS value to plain Go data (through JSON).
 func (in *instance) fromJS(v sobek.Value) (any, error) {
-	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
-		return nil, nil
-	}
-	rt := in.rt()
-	str, _ := sobek.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
-	s, err := str(sobek.Undefined(), v)
-	if err != nil {
+	s, err := in.jsonOf(v)
+	if err != nil || s == "" {
 		return nil, err
 	}
 	var out any
-	if err := json.Unmarshal([]byte(s.String()), &out); err != nil {
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -121,19 +151,96 @@ func (in *instance) jsOptions(l *loaded, overrides sobek.Value) sobek.Value {
 		// Once per run (the first init), through the script's console.
 		l.warnOnce.Do(func() { in.warn(warnings) })
 	}
-	ov, err := in.fromJS(overrides)
+	ovJSON, err := in.jsonOf(overrides)
 	if err != nil {
 		in.throw(fmt.Errorf("options(): %w", err))
 	}
-	m, _ := ov.(map[string]any)
-	if ov != nil && m == nil {
-		in.throw(errors.New("options(overrides): overrides must be an object"))
+	if in.vu.TestOptions() != nil {
+		// A VU after the first init: the host replaces each consolidated
+		// key of its options export, so what this returns is mostly never
+		// read. It is the merged options' JSON, made once per run (and
+		// overrides), as a lazily built object: building it whole was
+		// ~0.8 ms of CPU and all of its ~150 thresholds in every VU.
+		doc, err := l.optionsDoc(ovJSON, func() ([]byte, error) {
+			out, err := mergeOverrides(built, ovJSON)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(out)
+		})
+		if err != nil {
+			in.throw(err)
+		}
+		return doc.Value(in.rt())
 	}
-	out, err := MergeOptions(built, m)
+	out, err := mergeOverrides(built, ovJSON)
 	if err != nil {
 		in.throw(err)
 	}
 	return in.toJS(out)
+}
+
+// mergeOverrides merges options(overrides)' JSON ("" for none) into the
+// built options.
+func mergeOverrides(built *K6Options, ovJSON string) (map[string]any, error) {
+	var ov any
+	if ovJSON != "" {
+		if err := json.Unmarshal([]byte(ovJSON), &ov); err != nil {
+			return nil, fmt.Errorf("options(): %w", err)
+		}
+	}
+	m, _ := ov.(map[string]any)
+	if ov != nil && m == nil {
+		return nil, errors.New("options(overrides): overrides must be an object")
+	}
+	return MergeOptions(built, m)
+}
+
+// maxOptionDocs bounds the per-run cache of options() results (scripts
+// call it with one set of overrides, or none).
+const maxOptionDocs = 8
+
+// optionsDoc is options()'s result for these overrides, parsed once.
+func (l *loaded) optionsDoc(ovJSON string, build func() ([]byte, error)) (*lazyjson.Doc, error) {
+	l.optsDocMu.Lock()
+	doc := l.optsDocs[ovJSON]
+	l.optsDocMu.Unlock()
+	if doc != nil {
+		return doc, nil
+	}
+	raw, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if doc, err = lazyjson.Parse(raw); err != nil {
+		return nil, err
+	}
+	l.optsDocMu.Lock()
+	if l.optsDocs == nil {
+		l.optsDocs = map[string]*lazyjson.Doc{}
+	}
+	if len(l.optsDocs) < maxOptionDocs {
+		l.optsDocs[ovJSON] = doc
+	}
+	l.optsDocMu.Unlock()
+	return doc, nil
+}
+
+// jsonOf is a JS value's JSON ("" for undefined and null).
+func (in *instance) jsonOf(v sobek.Value) (string, error) {
+	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+		return "", nil
+	}
+	rt := in.rt()
+	str, _ := sobek.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	s, err := str(sobek.Undefined(), v)
+	if err != nil {
+		return "", err
+	}
+	if sobek.IsUndefined(s) {
+		return "", fmt.Errorf("%s has no JSON form", v.String())
+	}
+	return s.String(), nil
 }
 
 // SetupResult is what sc.setup() returns (setup data: small and JSON-able).

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -75,9 +76,11 @@ type loaded struct {
 
 	warnOnce sync.Once
 
-	optsOnce sync.Once
-	opts     *K6Options
-	optsWarn []string
+	optsOnce  sync.Once
+	opts      *K6Options
+	optsWarn  []string
+	optsDocMu sync.Mutex
+	optsDocs  map[string]*lazyjson.Doc // options() of later VUs, by overrides JSON
 
 	hotMu   sync.Mutex
 	hotRoot string

@@ -17,12 +17,11 @@ import (
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// lowLevel adds the low-level API to a scenario object: identities, a
+// lowLevelMembers are the low-level API of a scenario object: identities, a
 // socket session (publish, subscribeUntilEose, close) and HTTP calls
 // (query, events, count), each recorded as the op name the script gives.
-func (in *instance) lowLevel(l *loaded, o *sobek.Object) {
-	set := func(name string, fn func(sobek.FunctionCall) sobek.Value) { _ = o.Set(name, fn) }
-	set("client", func(c sobek.FunctionCall) sobek.Value {
+var lowLevelMembers = []scenarioMember{
+	method("client", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value {
 		g, err := in.globalArg(l, c.Argument(0), c.Argument(1))
 		if err != nil {
 			in.throw(err)
@@ -38,23 +37,23 @@ func (in *instance) lowLevel(l *loaded, o *sobek.Object) {
 			in.addHTTPInfo(l, g, o)
 		}
 		return v
-	})
-	set("channelId", func(c sobek.FunctionCall) sobek.Value {
+	}),
+	method("channelId", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value {
 		ch := scenario.Channel{Community: int(c.Argument(0).ToInteger()), Index: int(c.Argument(1).ToInteger())}
 		if !l.base.ValidChannel(ch) {
 			in.throw(fmt.Errorf("channelId(%d, %d): no such channel in %s", ch.Community, ch.Index, l.base.File))
 		}
 		return in.rt().ToValue(l.base.ChannelID(ch))
-	})
-	set("hotRoot", func(sobek.FunctionCall) sobek.Value {
+	}),
+	method("hotRoot", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
 		id, err := in.hotRoot(l)
 		if err != nil {
 			in.throw(err)
 		}
 		return in.rt().ToValue(id)
-	})
-	set("connect", func(c sobek.FunctionCall) sobek.Value { return in.jsConnect(l, c) })
-	set("http", func(c sobek.FunctionCall) sobek.Value { return in.jsHTTP(l, c) })
+	}),
+	method("connect", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value { return in.jsConnect(l, c) }),
+	method("http", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value { return in.jsHTTP(l, c) }),
 }
 
 // globalArg reads (global) or (kind, index) into a global index.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
@@ -69,6 +70,7 @@ type Bundle struct {
 	Exports []string
 
 	mergedOptions atomic.Pointer[json.RawMessage]
+	mergedDoc     atomic.Pointer[lazyjson.Doc] // mergedOptions parsed once for every VU
 	throw         atomic.Bool
 	envKeys       []string // sorted keys of cfg.Env, shared by every __ENV
 	shared        sharedArrays
@@ -215,9 +217,18 @@ func (b *Bundle) InitCount() int64 { return b.inits.Load() }
 
 // SetMergedOptions stores the consolidated options: every VU initialised
 // afterwards sees them in its `options` export, and k6/execution's
-// test.options returns them.
-func (b *Bundle) SetMergedOptions(raw json.RawMessage) {
+// test.options returns them. They are parsed once here; each VU's members
+// become JS values as its script reads them (lazyjson).
+func (b *Bundle) SetMergedOptions(raw json.RawMessage) error {
+	doc, err := lazyjson.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("consolidated options: %w", err)
+	}
 	b.mergedOptions.Store(&raw)
+	if doc.IsObject() {
+		b.mergedDoc.Store(doc)
+	}
+	return nil
 }
 
 func (b *Bundle) vuFor(rt *sobek.Runtime) *VU {

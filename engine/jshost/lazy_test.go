@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/grafana/sobek"
 
@@ -80,6 +81,42 @@ export default function () {
 	for name, n := range map[string]int{"a": 1, "b": 1, "K": 1, "c": 0} {
 		if l.n[name] != n {
 			t.Errorf("%s looked up %d times in the iteration's VU, want %d (all: %v)", name, l.n[name], n, l.n)
+		}
+	}
+}
+
+// Every VU after the consolidation sees the consolidated options in its
+// `options` export (nested values, arrays, keys the script did not set),
+// setup too, and its writes stay its own.
+func TestConsolidatedOptionsInEveryVU(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": `
+export const options = { vus: 1, tags: { run: "script" }, custom: { keep: [1, 2] } };
+export function setup() { return { tags: options.tags, stats: options.summaryTrendStats, vus: options.vus }; }
+export default function (data) {
+  const seen = [options.vus, options.tags.run, options.scenarios.s.executor, options.scenarios.s.vus,
+    Array.isArray(options.summaryTrendStats), options.summaryTrendStats.join("+"), options.custom.keep[1],
+    JSON.stringify(options.tags), Object.keys(options).join("+"), JSON.stringify(data)].join(",");
+  options.tags.run = "mine";
+  globalThis.out = seen + "," + options.tags.run;
+}`})
+	b := h.bundle(t, "main.js")
+	if err := b.SetMergedOptions([]byte(`{"vus":2,"tags":{"run":"ci"},"scenarios":{"s":{"executor":"shared-iterations","vus":2}},"summaryTrendStats":["avg","p(95)"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.RunSetup(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `2,ci,shared-iterations,2,true,avg+p(95),2,{"run":"ci"},vus+tags+custom+scenarios+summaryTrendStats,{"stats":["avg","p(95)"],"tags":{"run":"ci"},"vus":2},mine`
+	for id := uint64(1); id <= 2; id++ {
+		vu := h.vu(t, b, id)
+		vu.Activate(&Scenario{Name: "s"}, "default", nil, nil)
+		vu.SetSetupData(data)
+		if res := vu.RunIteration(context.Background(), Iteration{Stage: -1}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		if got := vu.rt.Get("out").String(); got != want {
+			t.Fatalf("VU %d: out =\n %s\nwant\n %s", id, got, want)
 		}
 	}
 }

@@ -19,8 +19,9 @@ type goModuleRecord struct {
 	mod  jsmodule.Module
 	host *Bundle
 
-	mu    sync.Mutex
-	names []string // export names, learned from the first instance
+	mu       sync.Mutex
+	names    []string // export names, learned from the first instance
+	defNames []string // the named exports, sorted: the lazy default object's keys
 }
 
 var (
@@ -58,9 +59,12 @@ func (r *goModuleRecord) Instantiate(rt *sobek.Runtime) (sobek.CyclicModuleInsta
 	}
 	mi := &goModuleInstance{rt: rt, ex: inst.Exports()}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.names == nil {
+		r.defNames = append([]string(nil), mi.ex.NamedList()...)
+		sort.Strings(r.defNames)
 		names := []string{"default"}
-		names = append(names, mi.ex.NamedList()...)
+		names = append(names, r.defNames...)
 		if mi.ex.Named == nil && mi.ex.Lookup == nil && mi.ex.Default != nil {
 			if o, ok := mi.value("default").(*sobek.Object); ok {
 				names = append(names, o.Keys()...)
@@ -69,7 +73,7 @@ func (r *goModuleRecord) Instantiate(rt *sobek.Runtime) (sobek.CyclicModuleInsta
 		sort.Strings(names)
 		r.names = names
 	}
-	r.mu.Unlock()
+	mi.defNames = r.defNames
 	return mi, nil
 }
 
@@ -80,10 +84,11 @@ func (r *goModuleRecord) Instantiate(rt *sobek.Runtime) (sobek.CyclicModuleInsta
 // k6/http's built eagerly were 14 KB of an idle VU; docs/benchmarks.md
 // "Clients per core").
 type goModuleInstance struct {
-	rt    *sobek.Runtime
-	ex    jsmodule.Exports
-	def   sobek.Value            // the default export, built on first read
-	named map[string]sobek.Value // named exports converted so far
+	rt       *sobek.Runtime
+	ex       jsmodule.Exports
+	defNames []string               // the record's (shared)
+	def      sobek.Value            // the default export, built on first read
+	named    map[string]sobek.Value // named exports converted so far
 }
 
 func (m *goModuleInstance) HasTLA() bool { return false }
@@ -99,7 +104,10 @@ func (m *goModuleInstance) value(name string) sobek.Value {
 			if m.ex.Default != nil {
 				m.def = m.rt.ToValue(m.ex.Default)
 			} else {
-				m.def = m.rt.NewDynamicObject(&lazyDefault{m: m})
+				// An object holding the named exports, each converted
+				// when first read (the same value as the named binding).
+				names := m.defNames
+				m.def = jsmodule.NewLazyObject(m.rt, names, func(i int) sobek.Value { return m.value(names[i]) })
 			}
 		}
 		return m.def
@@ -127,74 +135,6 @@ func (m *goModuleInstance) GetBindingValue(name string) sobek.Value {
 		return o.Get(name)
 	}
 	return sobek.Undefined()
-}
-
-// lazyDefault is the default export of a module that gives only named
-// exports: an object holding them, each converted when first read (the
-// same value as the named binding). Scripts may add, replace and delete
-// properties as on a plain object.
-type lazyDefault struct {
-	m     *goModuleInstance
-	own   map[string]sobek.Value // set by the script; nil value: deleted
-	names []string               // the Keys order, built on first use
-}
-
-func (d *lazyDefault) Get(key string) sobek.Value {
-	if v, ok := d.own[key]; ok {
-		return v
-	}
-	if key == "default" {
-		return nil // the object's own "default" is not the export itself
-	}
-	return d.m.value(key)
-}
-
-func (d *lazyDefault) Set(key string, val sobek.Value) bool {
-	if d.own == nil {
-		d.own = map[string]sobek.Value{}
-	}
-	if _, ok := d.own[key]; !ok {
-		if !d.m.ex.Has(key) {
-			d.names = append(d.keys(), key)
-		}
-	}
-	d.own[key] = val
-	return true
-}
-
-func (d *lazyDefault) Has(key string) bool {
-	if v, ok := d.own[key]; ok {
-		return v != nil
-	}
-	return key != "default" && d.m.ex.Has(key)
-}
-
-func (d *lazyDefault) Delete(key string) bool {
-	if d.Has(key) {
-		if d.own == nil {
-			d.own = map[string]sobek.Value{}
-		}
-		d.own[key] = nil
-	}
-	return true
-}
-
-func (d *lazyDefault) keys() []string {
-	if d.names == nil {
-		d.names = append([]string(nil), d.m.ex.NamedList()...)
-		sort.Strings(d.names)
-	}
-	return d.names
-}
-
-func (d *lazyDefault) Keys() []string {
-	out := make([]string, 0, len(d.keys()))
-	for _, k := range d.keys() {
-		if d.Has(k) {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // cjsRecord is a script without import/export, run as CommonJS: its body is

@@ -3,13 +3,14 @@
 package jshost
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
 
 	"github.com/grafana/sobek"
+
+	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
 )
 
 // exportNames lists the main module's exports.
@@ -49,17 +50,17 @@ func (v *VU) exportValue(name string) sobek.Value {
 	return inst.GetBindingValue(bind.BindingName)
 }
 
-func (v *VU) overwriteOptions(raw json.RawMessage) {
+// overwriteOptions sets each consolidated option on the script's `options`
+// object, as k6 does for every VU but the first. Objects and arrays among
+// them are lazy views of the shared document: decoded whole, they were
+// ~22 KB of every VU of a Buzz scenario script.
+func (v *VU) overwriteOptions(doc *lazyjson.Doc) {
 	opt, ok := v.exportValue("options").(*sobek.Object)
 	if !ok {
 		return
 	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return
-	}
-	for k, val := range m {
-		_ = opt.Set(k, val)
+	for i, k := range doc.Keys() {
+		_ = opt.Set(k, doc.Member(v.rt, i))
 	}
 }
 

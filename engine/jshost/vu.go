@@ -147,8 +147,11 @@ func (b *Bundle) newVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
 		v.Close()
 		return nil, err
 	}
-	if raw := b.mergedOptions.Load(); raw != nil && id != 0 {
-		v.overwriteOptions(*raw)
+	// Every init after the consolidation (the first init, which read the
+	// script's own options, came before it): VUs, and setup, teardown and
+	// handleSummary, as in k6.
+	if doc := b.mergedDoc.Load(); doc != nil {
+		v.overwriteOptions(doc)
 	}
 	return v, nil
 }
