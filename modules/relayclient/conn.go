@@ -59,7 +59,13 @@ type Conn struct {
 	pubs      map[string]*pending // by event id (publishes and the AUTH event)
 	counts    map[string]*pending // by COUNT sub id
 	subs      map[string]*Sub
-	late      []string // recently timed-out event ids (bounded ring)
+	// lastSub is the subscription the latest EVENT went to (nil, or still
+	// in subs: every delete from subs clears it). Events of one socket
+	// mostly go to one subscription, and with thousands of connections
+	// each map lookup missed the cache (a wide run's profile: the lookup
+	// cost as much as parsing the event).
+	lastSub *Sub
+	late    []string // recently timed-out event ids (bounded ring)
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the reader has exited and everything is settled
@@ -356,7 +362,7 @@ func (c *Conn) finish(readErr error) {
 	}
 	lost := c.lostErr
 	pubs, counts, subs := c.pubs, c.counts, c.subs
-	c.pubs, c.counts, c.subs = nil, nil, nil
+	c.pubs, c.counts, c.subs, c.lastSub = nil, nil, nil, nil
 	c.mu.Unlock()
 	_ = c.ws.Close()
 

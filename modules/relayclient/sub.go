@@ -122,7 +122,7 @@ func (c *Conn) Subscribe(filters []Filter, opt SubOptions) (*Sub, error) {
 	if err := c.write(*bp, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
 		c.mu.Lock()
 		if c.subs[s.id] == s {
-			delete(c.subs, s.id)
+			c.dropSubLocked(s.id)
 		}
 		first := s.trySettleLocked()
 		c.mu.Unlock()
@@ -263,9 +263,20 @@ func (c *Conn) lookupSub(id string) *Sub {
 	return s
 }
 
+// dropSubLocked removes subscription id (c.mu held).
+func (c *Conn) dropSubLocked(id string) {
+	delete(c.subs, id)
+	c.lastSub = nil
+}
+
 func (c *Conn) onEvent(f *inFrame, at time.Time, n int64, b []byte) {
 	c.mu.Lock()
-	s := c.subs[string(f.sub)]
+	s := c.lastSub
+	if s == nil || s.id != string(f.sub) {
+		if s = c.subs[string(f.sub)]; s != nil {
+			c.lastSub = s
+		}
+	}
 	closing := s != nil && s.closing
 	c.mu.Unlock()
 	if s == nil {
@@ -342,7 +353,7 @@ func (c *Conn) onClosed(f *Frame, at time.Time, n int64, b []byte) {
 		c.badFrame(at, n, errors.New("CLOSED for a subscription id that is not open"), b)
 		return
 	}
-	delete(c.subs, f.SubID)
+	c.dropSubLocked(f.SubID)
 	closing := s.closing
 	first := s.trySettleLocked()
 	c.mu.Unlock()

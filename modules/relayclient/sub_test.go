@@ -6,6 +6,7 @@ package relayclient
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -221,5 +222,68 @@ func TestCountOverWebSocket(t *testing.T) {
 	_, r = c.Count(context.Background(), []Filter{{Kinds: []int{30300}}}, CountOptions{Op: "turn_context"})
 	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "narrower constraints") || r.Op != "turn_context" {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// Events go to the subscription their id names, interleaved on one
+// socket, and never to one the relay CLOSED, even the one the previous
+// event went to (the reader caches it); a new subscription reusing the id
+// gets the events from then on. Mutant "keep the cached subscription
+// after CLOSED" delivers to the closed one.
+func TestEventsFollowTheirSubscriptionAcrossCloseAndReuse(t *testing.T) {
+	k := testKeys(t, 2)
+	ev := signed(t, k, "x")
+	reqs := make(chan *fakeConn, 4)
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.onFrame = func(c *fakeConn, verb string, raw []json.RawMessage) {
+			if verb == "REQ" {
+				c.sendf(`["EOSE",%q]`, subID(raw))
+				reqs <- c
+			}
+		}
+	})
+	c := connect(t, fr, &CollectSink{}, nil)
+	var mu sync.Mutex
+	got := map[string]int{}
+	count := func(name string) func(*nostr.EventView, time.Time, bool) {
+		return func(v *nostr.EventView, _ time.Time, _ bool) {
+			if v.IDString() != ev.ID {
+				t.Errorf("%s got event %s", name, v.IDString())
+			}
+			mu.Lock()
+			got[name]++
+			mu.Unlock()
+		}
+	}
+	seen := func(name string) int { mu.Lock(); defer mu.Unlock(); return got[name] }
+	closed := make(chan struct{})
+	if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}},
+		SubOptions{ID: "a", OnEventView: count("a1"), OnClosed: func(string, time.Time) { close(closed) }}); err != nil {
+		t.Fatal(err)
+	}
+	fc := <-reqs
+	if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{ID: "b", OnEventView: count("b")}); err != nil {
+		t.Fatal(err)
+	}
+	<-reqs
+	frame := func(sub string) string { return fmt.Sprintf(`["EVENT",%q,%s]`, sub, ev.AppendJSON(nil)) }
+	for _, sub := range []string{"a", "a", "b", "a", "b", "b"} {
+		fc.send(frame(sub))
+	}
+	waitFor(t, "six events", func() bool { return seen("a1") == 3 && seen("b") == 3 })
+	fc.send(frame("a"))
+	fc.send(`["CLOSED","a","error: shutting down"]`)
+	<-closed
+	fc.send(frame("a")) // no subscription "a" now: a bad frame
+	waitFor(t, "the bad frame", func() bool { return c.Stats().BadFrames == 1 })
+	if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{ID: "a", OnEventView: count("a2")}); err != nil {
+		t.Fatal(err)
+	}
+	<-reqs
+	fc.send(frame("a"))
+	fc.send(frame("b"))
+	waitFor(t, "the reused id's event", func() bool { return seen("a2") == 1 && seen("b") == 4 })
+	if seen("a1") != 4 || c.Stats().BadFrames != 1 {
+		t.Fatalf("closed subscription got %d events (want 4), %d bad frames", seen("a1"), c.Stats().BadFrames)
 	}
 }
