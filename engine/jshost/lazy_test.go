@@ -120,3 +120,23 @@ export default function (data) {
 		}
 	}
 }
+
+// The globals built on first use behave as globals: found by name, with
+// typeof and `in`, callable, and replaceable by the script.
+func TestLazyGlobals(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": `
+const txt = open("data.txt");
+export default async function () {
+  const seen = [typeof setTimeout, typeof clearInterval, "setInterval" in globalThis, typeof console.log, txt];
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  const id = setInterval(() => {}, 1000);
+  clearInterval(id);
+  globalThis.setTimeout = function () { return "mine"; };
+  seen.push(setTimeout(), typeof globalThis.nope);
+  globalThis.out = seen.join(",");
+}`, "data.txt": "hello"})
+	vu := run1(t, h, h.bundle(t, "main.js"))
+	if got, want := vu.rt.Get("out").String(), "function,function,true,function,hello,mine,undefined"; got != want {
+		t.Fatalf("out = %q, want %q", got, want)
+	}
+}

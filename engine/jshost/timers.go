@@ -27,13 +27,6 @@ type timer struct {
 
 func newTimers(vu *VU) *timers { return &timers{vu: vu} }
 
-func (t *timers) install(g *sobek.Object) {
-	_ = g.Set("setTimeout", t.setTimeout)
-	_ = g.Set("setInterval", t.setInterval)
-	_ = g.Set("clearTimeout", t.clear)
-	_ = g.Set("clearInterval", t.clear)
-}
-
 func delayOf(v sobek.Value) time.Duration {
 	if v == nil || sobek.IsUndefined(v) {
 		return 0

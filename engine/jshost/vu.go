@@ -175,13 +175,35 @@ func (v *VU) setGlobals() error {
 		return rt.ToValue(v.state.Iteration)
 	}), nil, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
 	set("__ENV", v.envObject(v.env, v.b.envKeys))
-	set("open", v.open)
-	set("require", func(call sobek.FunctionCall) sobek.Value {
-		return v.require(v.activeModule(), call.Argument(0).String())
-	})
-	set("console", newConsole(v))
-	v.timers.install(g)
-	return nil
+	// The functions scripts call now and then (open and require in init,
+	// the timers, console) sit on a lazy object behind the global object,
+	// its prototype: each is built on first use. As own properties of the
+	// global they were ~5 KB of every VU (the global object's property map
+	// grows with them).
+	return g.SetPrototype(jsmodule.NewLazyObject(rt, lazyGlobals, v.lazyGlobal))
+}
+
+// lazyGlobals are the globals built on first use (lazyGlobal).
+var lazyGlobals = []string{"open", "require", "console", "setTimeout", "setInterval", "clearTimeout", "clearInterval"}
+
+func (v *VU) lazyGlobal(i int) sobek.Value {
+	rt := v.rt
+	switch lazyGlobals[i] {
+	case "open":
+		return rt.ToValue(v.open)
+	case "require":
+		return rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
+			return v.require(v.activeModule(), call.Argument(0).String())
+		})
+	case "console":
+		return newConsole(v)
+	case "setTimeout":
+		return rt.ToValue(v.timers.setTimeout)
+	case "setInterval":
+		return rt.ToValue(v.timers.setInterval)
+	default: // clearTimeout, clearInterval
+		return rt.ToValue(v.timers.clear)
+	}
 }
 
 // importMeta fills import.meta: url, and resolve(specifier) relative to the

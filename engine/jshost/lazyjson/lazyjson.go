@@ -52,8 +52,14 @@ type node struct {
 	index map[string]int
 }
 
-// indexFrom is the member count above which an object gets a key index.
-const indexFrom = 8
+// indexFrom is the member count above which a shared object node gets a
+// key index; ownIndexFrom the same for a runtime's own copy (a map per VU
+// costs more than scanning a few dozen keys: the options export, once the
+// consolidated keys are set on it, has ~20).
+const (
+	indexFrom    = 8
+	ownIndexFrom = 48
+)
 
 // Parse parses a JSON document.
 func Parse(raw []byte) (*Doc, error) {
@@ -264,7 +270,7 @@ func (o *object) own() {
 
 func (o *object) reindex() {
 	o.index = nil
-	if len(o.keys) > indexFrom {
+	if len(o.keys) > ownIndexFrom {
 		o.index = make(map[string]int, len(o.keys))
 		for i, k := range o.keys {
 			o.index[k] = i
@@ -290,7 +296,7 @@ func (o *object) Set(key string, val sobek.Value) bool {
 	o.own()
 	o.keys = append(o.keys, key)
 	o.vals = append(o.vals, val)
-	if o.index != nil || len(o.keys) > indexFrom {
+	if o.index != nil || len(o.keys) > ownIndexFrom {
 		o.reindex()
 	}
 	return true

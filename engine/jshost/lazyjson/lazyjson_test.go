@@ -118,3 +118,28 @@ func TestTopLevelMembers(t *testing.T) {
 		t.Error("bad JSON parsed")
 	}
 }
+
+// A large object keeps finding its keys after writes (its own key index).
+func TestLargeObjectWrites(t *testing.T) {
+	src := "{"
+	for i := range 60 {
+		if i > 0 {
+			src += ","
+		}
+		src += `"k` + itoa(i) + `":` + itoa(i)
+	}
+	src += "}"
+	d, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := sobek.New()
+	_ = rt.Set("o", d.Value(rt))
+	got := mustRun(t, rt, `o.extra = -1; delete o.k0; delete o.k30; o.k59 = "x";
+[o.k1, o.k29, o.k31, o.k59, o.extra, o.k0, o.k30, Object.keys(o).length, Object.keys(o)[58]].map(String).join()`).String()
+	if want := "1,29,31,x,-1,undefined,undefined,59,extra"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
