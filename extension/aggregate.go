@@ -123,9 +123,10 @@ type aggregator struct {
 	sc   *scenario.Scenario
 	plan []scenario.StepPlan
 
-	ops      opTable
-	shards   []aggShard
-	nextHome atomic.Uint32 // hands out the sinks' home shards
+	ops    opTable
+	recs   recIndexes // the sinks' shared (op, step) lookups (sink.go)
+	shards []aggShard
+	homes  homes // the shard a record tries first
 	// abortSeen is abortAt once set, for the record path (no lock).
 	abortSeen atomic.Pointer[time.Time]
 
@@ -209,8 +210,25 @@ func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator 
 	return a
 }
 
-// home hands a new sink the shard it tries first (round robin).
-func (a *aggregator) home() int { return int(a.nextHome.Add(1)) }
+// homes hands a record the shard it tries first, the same one to the
+// records of one core (P) as far as sync.Pool keeps each P's last token:
+// a core then mostly writes the shards' histograms in its own cache, where
+// a shard per sink had both cores write every shard.
+type homes struct {
+	pool sync.Pool
+	next atomic.Uint32
+}
+
+type homeTok struct{ i int }
+
+func (h *homes) get() *homeTok {
+	if t, ok := h.pool.Get().(*homeTok); ok {
+		return t
+	}
+	return &homeTok{i: int(h.next.Add(1) - 1)}
+}
+
+func (h *homes) put(t *homeTok) { h.pool.Put(t) }
 
 // lockShard locks and returns a shard: home's if free, else the first free
 // one after it, else (all busy) home's once it is free.
@@ -256,7 +274,7 @@ func (a *aggregator) record(r relayclient.Result, kind, startStage, stage int, s
 	return a.recordID(a.ops.id(r.Op), 0, r, kind, startStage, stage, straddled, at)
 }
 
-// recordID is record for op id (a.ops) from a sink whose home shard is home.
+// recordID is record for op id (a.ops) trying shard home first.
 func (a *aggregator) recordID(id, home int, r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
 	if len(straddled) > 0 {
 		// Rare (in flight at a stage's end): under a.mu, so the cells and

@@ -28,19 +28,12 @@ type opSink struct {
 	// warmup is the warm-up from start: what settles in it is not judged.
 	warmup time.Duration
 
-	// home is the sink's first shard in the aggregator and the windows.
-	home int
-
-	// mu serialises the sink's records (one client's goroutines: rarely
-	// two at once) and guards ops and scratch.
-	mu sync.Mutex
-	// ops caches per op what a record needs: the op's ids and its tags by
-	// step, so a record looks up no map (a client uses a handful of ops).
-	ops []*sinkOp
-	// scratch holds one record's samples: Push copies them (a local array
-	// would escape to the heap through the variadic call, one allocation
-	// per record).
-	scratch [3]metrics.Sample
+	// idx is what the sinks with this sink's base tags resolved per op and
+	// step (shared: a record reads memory every sink uses, not its own).
+	idx *recIndex
+	// last is the sink's last record's entry (a connection's reader records
+	// one op in one step, its deliveries, over and over).
+	last atomic.Pointer[recInfo]
 
 	// graceEnded turns operations cut short after the grace into
 	// "unfinished at stop" errors, aborted into pending "cut by the abort"
@@ -89,40 +82,92 @@ func (s *opSink) flushData() {
 	}
 }
 
-// sinkOp is what a sink resolved once for one op.
-type sinkOp struct {
-	op           string
-	aggID, winID int
-	steps        []metrics.TagSet // by step index (len(plan)+1); empty until used
-}
-
 func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics.TagSet, start time.Time) *opSink {
-	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: base, start: start,
-		warmup: l.warmup(), home: l.agg.home()}
+	idx := l.agg.recs.index(base)
+	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: idx.base, start: start,
+		warmup: l.warmup(), idx: idx}
 }
 
-// opFor is op's cache entry, made on first use (s.mu held).
-func (s *opSink) opFor(op string) *sinkOp {
-	for _, o := range s.ops {
-		if o.op == op {
-			return o
+// recIndexes holds a loaded scenario's recIndex per distinct base tag set
+// (the VUs of one k6 scenario usually share theirs, so there are few).
+type recIndexes struct {
+	mu     sync.Mutex
+	byHash map[uint64][]*recIndex
+}
+
+// index is base's recIndex, made on first use.
+func (x *recIndexes) index(base metrics.TagSet) *recIndex {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	h := base.Hash()
+	for _, ri := range x.byHash[h] {
+		if ri.base.Equal(base) {
+			return ri
 		}
 	}
-	o := &sinkOp{op: op, aggID: s.l.agg.ops.id(op), winID: s.l.win.ops.id(op), steps: make([]metrics.TagSet, len(s.l.plan)+1)}
-	s.ops = append(s.ops, o)
-	return o
+	if x.byHash == nil {
+		x.byHash = map[uint64][]*recIndex{}
+	}
+	ri := &recIndex{base: base}
+	ri.m.Store(&map[opStep]*recInfo{})
+	x.byHash[h] = append(x.byHash[h], ri)
+	return ri
 }
 
-// tags is the tag set of o's samples in step (s.mu held).
-func (s *opSink) tags(o *sinkOp, step int) metrics.TagSet {
-	step = min(max(step, 0), len(o.steps)-1)
-	t := o.steps[step]
-	if t.Len() == 0 {
-		t = s.base.With("op", o.op).With("step", s.l.stepLabel(step))
-		o.steps[step] = t
-	}
-	return t
+// recIndex maps (op, step) to what a record of it needs, for the sinks of
+// one base tag set: one tag set per (op, step) shared by every such sink
+// (equal pointers hit the collector's routing cache at once), and the op's
+// ids in the aggregator and the windows. Read without a lock: the map is
+// replaced, never changed (a miss copies it: ops × steps entries).
+type recIndex struct {
+	base metrics.TagSet
+	m    atomic.Pointer[map[opStep]*recInfo]
+	mu   sync.Mutex // serialises the misses
 }
+
+type opStep struct {
+	op   string
+	step int
+}
+
+type recInfo struct {
+	opStep
+	aggID, winID int
+	tags         metrics.TagSet
+}
+
+// info is what a record of op in step needs.
+func (s *opSink) info(op string, step int) *recInfo {
+	if ri := s.last.Load(); ri != nil && ri.step == step && ri.op == op {
+		return ri
+	}
+	k := opStep{op, step}
+	if ri := (*s.idx.m.Load())[k]; ri != nil {
+		s.last.Store(ri)
+		return ri
+	}
+	x := s.idx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	old := *x.m.Load()
+	if ri := old[k]; ri != nil {
+		return ri
+	}
+	ri := &recInfo{opStep: k, aggID: s.l.agg.ops.id(op), winID: s.l.win.ops.id(op),
+		tags: x.base.With("op", op).With("step", s.l.stepLabel(step))}
+	m := make(map[opStep]*recInfo, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[k] = ri
+	x.m.Store(&m)
+	return ri
+}
+
+// samplePool holds the arrays a record's samples are pushed from: Push
+// copies them, and an array of Record's own would escape to the heap
+// through the variadic call (one allocation per record).
+var samplePool = sync.Pool{New: func() any { return new([3]metrics.Sample) }}
 
 // Record implements relayclient.Sink.
 func (s *opSink) Record(r relayclient.Result) {
@@ -141,20 +186,19 @@ func (s *opSink) Record(r relayclient.Result) {
 		end = time.Now()
 		r.Start = end
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.opFor(r.Op)
 	if s.warmup > 0 && end.Sub(s.start) < s.warmup {
 		// Warm-up: reported apart (the report's warmup, the windows) and
 		// not judged, so no buzz_op_* sample for the thresholds.
-		s.l.agg.recordWarmupID(o.aggID, s.home, r, end)
-		s.l.win.addID(o.winID, s.home, r, end, true)
+		o := s.info(r.Op, 0)
+		home := s.l.agg.homes.get()
+		s.l.agg.recordWarmupID(o.aggID, home.i, r, end)
+		s.l.win.addID(o.winID, home.i, r, end, true)
+		s.l.agg.homes.put(home)
 		if r.BytesSent != 0 || r.BytesReceived != 0 {
 			s.data(r.BytesSent, r.BytesReceived)
 		}
 		return
 	}
-	s.l.win.addID(o.winID, s.home, r, end, false)
 	stage := s.l.stageIndex(end.Sub(s.start))
 	if at := s.l.agg.abortTime(); !at.IsZero() && !end.Before(at) {
 		// Settled after the abort (what it cut, recorded a moment later):
@@ -165,18 +209,23 @@ func (s *opSink) Record(r relayclient.Result) {
 	if !r.Start.Equal(end) {
 		startStage = min(s.l.stageIndex(r.Start.Sub(s.start)), stage)
 	}
+	o := s.info(r.Op, stage/2)
+	home := s.l.agg.homes.get()
+	s.l.win.addID(o.winID, home.i, r, end, false)
 	var straddled []int
 	for i := startStage; i < stage; i++ {
 		straddled = append(straddled, i)
 	}
-	pend := s.l.agg.recordID(o.aggID, s.home, r, s.kind, startStage, stage, straddled, end)
+	pend := s.l.agg.recordID(o.aggID, home.i, r, s.kind, startStage, stage, straddled, end)
+	s.l.agg.homes.put(home)
 	if r.BytesSent != 0 || r.BytesReceived != 0 {
 		s.addData(r.BytesSent, r.BytesReceived, end)
 	}
-	tags := s.tags(o, stage/2)
+	tags := o.tags
 	// One push per Result, the lag of a scheduled op in it: the generator's
 	// health is live without a second push per op.
-	buf := &s.scratch
+	buf := samplePool.Get().(*[3]metrics.Sample)
+	defer samplePool.Put(buf)
 	n := 0
 	switch r.Outcome {
 	case relayclient.OutcomeOK:
@@ -200,7 +249,7 @@ func (s *opSink) Record(r relayclient.Result) {
 	}
 	for i, st := range straddled {
 		if st%2 == 1 { // the end of a hold is the end of a step
-			buf[0] = metrics.Sample{Metric: s.met.pending, Tags: s.tags(o, st/2), Time: end, Value: float64(pend[i])}
+			buf[0] = metrics.Sample{Metric: s.met.pending, Tags: s.info(r.Op, st/2).tags, Time: end, Value: float64(pend[i])}
 			s.push(buf[:1]...)
 		}
 	}

@@ -91,7 +91,7 @@ func (w *windows) add(r relayclient.Result, at time.Time, warmup bool) {
 	w.addID(w.ops.id(r.Op), 0, r, at, warmup)
 }
 
-// addID is add for op id (w.ops) from a sink whose home shard is home.
+// addID is add for op id (w.ops) trying shard home first.
 func (w *windows) addID(id, home int, r relayclient.Result, at time.Time, warmup bool) {
 	if warmup && !w.warm.Load() {
 		w.warm.Store(true)
