@@ -34,7 +34,10 @@ func (v *VU) Activate(sc *Scenario, exec string, env map[string]string, tags map
 		keys = sortedKeys(merged)
 	}
 	v.env = merged
-	_ = v.rt.GlobalObject().Set("__ENV", v.envObject(merged, keys))
+	v.envVal = v.envObject(merged, keys)
+	// A script that assigned __ENV made it an own global; the fresh one
+	// replaces it.
+	_ = v.rt.GlobalObject().Delete("__ENV")
 	t := jsmodule.NewTagMap(tags)
 	sys := v.b.systemTags()
 	if sc != nil && sys.Scenario {

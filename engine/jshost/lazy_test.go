@@ -121,8 +121,8 @@ export default function (data) {
 	}
 }
 
-// The globals built on first use behave as globals: found by name, with
-// typeof and `in`, callable, and replaceable by the script.
+// The globals on the global object's prototype behave as globals: found by
+// name, with typeof and `in`, callable, and replaceable by the script.
 func TestLazyGlobals(t *testing.T) {
 	h := newHarness(t, map[string]string{"main.js": `
 const txt = open("data.txt");
@@ -132,11 +132,18 @@ export default async function () {
   const id = setInterval(() => {}, 1000);
   clearInterval(id);
   globalThis.setTimeout = function () { return "mine"; };
-  seen.push(setTimeout(), typeof globalThis.nope);
+  seen.push(setTimeout(), typeof globalThis.nope, __VU, __ITER, global === globalThis, __ENV.FROM_ENV, "__ENV" in globalThis);
+  globalThis.__ENV = { replaced: true };
+  seen.push(__ENV.replaced);
   globalThis.out = seen.join(",");
 }`, "data.txt": "hello"})
 	vu := run1(t, h, h.bundle(t, "main.js"))
-	if got, want := vu.rt.Get("out").String(), "function,function,true,function,hello,mine,undefined"; got != want {
+	if got, want := vu.rt.Get("out").String(), "function,function,true,function,hello,mine,undefined,1,0,true,yes,true,true"; got != want {
 		t.Fatalf("out = %q, want %q", got, want)
+	}
+	// A new scenario's __ENV replaces the one the script assigned.
+	vu.Activate(&Scenario{Name: "next"}, "default", map[string]string{"S": "2"}, nil)
+	if got, err := vu.rt.RunString(`[__ENV.S, __ENV.FROM_ENV, __ENV.replaced].join()`); err != nil || got.String() != "2,yes," {
+		t.Fatalf("__ENV after Activate = %v (%v)", got, err)
 	}
 }

@@ -58,6 +58,7 @@ type VU struct {
 	iterInScenario int64
 	iter           Iteration
 	env            map[string]string
+	envVal         *sobek.Object // __ENV
 
 	// BytesSent and BytesReceived are added to by modules that do network
 	// I/O; the VU emits data_sent/data_received deltas after each call.
@@ -157,53 +158,8 @@ func (b *Bundle) newVU(ctx context.Context, id, idInTest uint64) (*VU, error) {
 }
 
 func (v *VU) setGlobals() error {
-	rt := v.rt
-	g := rt.GlobalObject()
-	set := func(k string, val any) {
-		if err := g.Set(k, val); err != nil {
-			panic(err) // only a broken runtime fails here
-		}
-	}
-	set("global", g) // k6's "extended" compatibility mode alias
-	set("__VU", v.id)
-	// __ITER is a getter: setting a global property on every iteration
-	// was a fifth of an empty iteration's cost.
-	_ = g.DefineAccessorProperty("__ITER", rt.ToValue(func(sobek.FunctionCall) sobek.Value {
-		if v.state == nil || v.state.Iteration < 0 {
-			return rt.ToValue(0)
-		}
-		return rt.ToValue(v.state.Iteration)
-	}), nil, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
-	set("__ENV", v.envObject(v.env, v.b.envKeys))
-	// The functions scripts call now and then (open and require in init,
-	// the timers, console) sit on a lazy object behind the global object,
-	// its prototype: each is built on first use. As own properties of the
-	// global they were ~5 KB of every VU (the global object's property map
-	// grows with them).
-	return g.SetPrototype(jsmodule.NewLazyObject(rt, lazyGlobals, v.lazyGlobal))
-}
-
-// lazyGlobals are the globals built on first use (lazyGlobal).
-var lazyGlobals = []string{"open", "require", "console", "setTimeout", "setInterval", "clearTimeout", "clearInterval"}
-
-func (v *VU) lazyGlobal(i int) sobek.Value {
-	rt := v.rt
-	switch lazyGlobals[i] {
-	case "open":
-		return rt.ToValue(v.open)
-	case "require":
-		return rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
-			return v.require(v.activeModule(), call.Argument(0).String())
-		})
-	case "console":
-		return newConsole(v)
-	case "setTimeout":
-		return rt.ToValue(v.timers.setTimeout)
-	case "setInterval":
-		return rt.ToValue(v.timers.setInterval)
-	default: // clearTimeout, clearInterval
-		return rt.ToValue(v.timers.clear)
-	}
+	v.envVal = v.envObject(v.env, v.b.envKeys)
+	return v.rt.GlobalObject().SetPrototype(v.rt.NewDynamicObject(&globals{v: v}))
 }
 
 // importMeta fills import.meta: url, and resolve(specifier) relative to the
