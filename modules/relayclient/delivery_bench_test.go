@@ -59,13 +59,20 @@ func cpuTime(b *testing.B) (all, sys time.Duration) {
 // BenchmarkDeliveryPath: the whole read → parse → subscription match →
 // callback path of delivered EVENTs on real loopback sockets, the relay in
 // another process (its CPU not counted). 100 connections each get their
-// share of b.N events, 2 ms apart, so frames arrive one at a time per
-// socket as a wide channel's do (each a wake-up and a read). The callback
+// share of b.N events; spaced: 2 ms apart, so frames arrive one at a time
+// per socket as a wide channel's do (each a wake-up and a read). The callback
 // does what a human's does: kind, the h tag, the send time. Reports this
 // process's CPU per delivery (issue 16: ≤ 8 µs all-in in a real run), its
 // kernel part (the wake-up and reads of each frame), and heap allocations
 // per delivery.
 func BenchmarkDeliveryPath(b *testing.B) {
+	b.Run("spaced", func(b *testing.B) { deliveryPath(b, 2000) })
+	// queued: frames sent back to back, as when the reader falls behind;
+	// what a frame costs without a wake-up of its own.
+	b.Run("queued", func(b *testing.B) { deliveryPath(b, 0) })
+}
+
+func deliveryPath(b *testing.B, gapMicros int) {
 	const conns = 100
 	url := startChildServer(b)
 	keys := testKeys(b, 1)
@@ -103,7 +110,7 @@ func BenchmarkDeliveryPath(b *testing.B) {
 	b.ResetTimer()
 	cpu0, sys0 := cpuTime(b)
 	for _, c := range cs {
-		if _, err := c.Subscribe([]Filter{{Kinds: []int{9}}}, SubOptions{ID: "flood:" + strconv.Itoa(per) + ":2000", OnEventView: onEvent}); err != nil {
+		if _, err := c.Subscribe([]Filter{{Kinds: []int{9}}}, SubOptions{ID: "flood:" + strconv.Itoa(per) + ":" + strconv.Itoa(gapMicros), OnEventView: onEvent}); err != nil {
 			b.Fatal(err)
 		}
 	}
