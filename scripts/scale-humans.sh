@@ -130,7 +130,7 @@ TOML
 	wait "$pid" || st=$?
 	if [ "$st" != 0 ]; then
 		echo "scale-humans: run $i exited $st:" >&2
-		grep -E 'result:|threshold|error' "$work/$name.log" | tail -8 >&2
+		grep -E 'result:|crossed|abort' "$work/$name.log" | tail -8 >&2
 	fi
 	[ -s "$work/$name.json" ] || { echo "scale-humans: no report" >&2; tail -30 "$work/$name.log" >&2; exit 1; }
 	rss=$(printf '%s\n' "${samples[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)] + 0}')
@@ -156,6 +156,8 @@ print("%s 1 %d connected %.2f cpu-cores %.2f relay-cpu-cores %.0f rss-MB %.0f de
 print("scale-humans: hold %.0fs, result ok=%s, errors %d of %d operations" % (secs, d.get("ok"), errors, total), file=sys.stderr)
 # A run that did not hold says why: the failing operations' commonest error
 # texts, and the clients that exited.
+if d.get("abort_reason"):
+    print("scale-humans:   aborted: %s" % d["abort_reason"], file=sys.stderr)
 if errors > total / 100:
     for name, o in sorted(ops.items(), key=lambda kv: -kv[1]["errors"]):
         if o["errors"]:
