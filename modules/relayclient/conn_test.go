@@ -398,3 +398,31 @@ func TestUpgradeNeverOffersCompression(t *testing.T) {
 		t.Fatalf("the upgrade offered extensions %q; compression must never be negotiated", offered)
 	}
 }
+
+// An AUTH whose OK comes after the client stopped waiting is one error (no
+// OK for AUTH), and the OK when it comes is late, not a bad frame: under a
+// 19,000-client ramp every timed-out AUTH also counted a bad_frame.
+func TestAuthDeadlineIsAnErrorAndALateOKIsNotABadFrame(t *testing.T) {
+	release := make(chan struct{})
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.authReply = func(*nostr.Event, error) (bool, string) { <-release; return true, "" }
+	})
+	sink := &CollectSink{}
+	c, err := Dial(context.Background(), Config{Target: Target{WSURL: fr.wsURL()}, Keys: testKeys(t, 1), Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = c.Auth(ctx)
+	var oe *OpError
+	if !errors.As(err, &oe) || !strings.Contains(oe.Result.Error, "no OK for AUTH") {
+		t.Fatalf("err = %v", err)
+	}
+	close(release)
+	waitFor(t, "late OK", func() bool { return c.Stats().LateFrames == 1 })
+	if c.Stats().BadFrames != 0 || sink.Count(OpAuth, OutcomeError) != 1 || len(sink.Op(OpBadFrame)) != 0 {
+		t.Fatalf("late AUTH OK counted: %+v %+v", c.Stats(), sink.Results())
+	}
+}

@@ -94,7 +94,8 @@ func (c *Conn) takeIf(m *map[string]*pending, key string, want *pending) *pendin
 	return p
 }
 
-// rememberLate notes a timed-out event id so its late OK is not a bad frame.
+// rememberLate notes a timed-out event id (a publish, an AUTH) so its late
+// OK is not a bad frame.
 func (c *Conn) rememberLate(id string) {
 	const ring = 64
 	c.mu.Lock()
