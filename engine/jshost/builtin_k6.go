@@ -80,9 +80,23 @@ func newK6Module(mvu jsmodule.VU) (jsmodule.Instance, error) {
 		return nil, err
 	}
 	k := &k6Module{vu: v}
-	return jsmodule.StaticExports{Named: map[string]any{
-		"check": k.check, "group": k.group, "sleep": k.sleep, "fail": k.fail, "randomSeed": k.randomSeed,
-	}}, nil
+	return jsmodule.StaticExports{Names: k6Names, Lookup: k.export}, nil
+}
+
+var k6Names = []string{"check", "fail", "group", "randomSeed", "sleep"}
+
+func (k *k6Module) export(name string) any {
+	switch name {
+	case "check":
+		return k.check
+	case "group":
+		return k.group
+	case "sleep":
+		return k.sleep
+	case "fail":
+		return k.fail
+	}
+	return k.randomSeed
 }
 
 type k6Module struct{ vu *VU }

@@ -86,9 +86,14 @@ func (r *goModuleRecord) Instantiate(rt *sobek.Runtime) (sobek.CyclicModuleInsta
 type goModuleInstance struct {
 	rt       *sobek.Runtime
 	ex       jsmodule.Exports
-	defNames []string               // the record's (shared)
-	def      sobek.Value            // the default export, built on first read
-	named    map[string]sobek.Value // named exports converted so far
+	defNames []string     // the record's (shared)
+	def      sobek.Value  // the default export, built on first read
+	named    []namedValue // named exports converted so far (a few)
+}
+
+type namedValue struct {
+	name string
+	v    sobek.Value
 }
 
 func (m *goModuleInstance) HasTLA() bool { return false }
@@ -112,18 +117,17 @@ func (m *goModuleInstance) value(name string) sobek.Value {
 		}
 		return m.def
 	}
-	if v, ok := m.named[name]; ok {
-		return v
+	for _, n := range m.named {
+		if n.name == name {
+			return n.v
+		}
 	}
 	g, ok := m.ex.Get(name)
 	if !ok {
 		return nil
 	}
 	v := m.rt.ToValue(g)
-	if m.named == nil {
-		m.named = make(map[string]sobek.Value, 4)
-	}
-	m.named[name] = v
+	m.named = append(m.named, namedValue{name, v})
 	return v
 }
 

@@ -18,9 +18,14 @@ func NewLazyObject(rt *sobek.Runtime, names []string, build func(i int) sobek.Va
 type lazyObject struct {
 	names []string
 	build func(int) sobek.Value
-	vals  []sobek.Value          // built so far, by name index
+	built []builtMember          // few: a slice for every name was most of an unread object
 	own   map[string]sobek.Value // set by the script; a nil value is deleted
 	added []string               // keys the script added, in order
+}
+
+type builtMember struct {
+	i int
+	v sobek.Value
 }
 
 func (o *lazyObject) index(key string) int {
@@ -40,13 +45,14 @@ func (o *lazyObject) Get(key string) sobek.Value {
 	if i < 0 {
 		return nil
 	}
-	if o.vals == nil {
-		o.vals = make([]sobek.Value, len(o.names))
+	for _, b := range o.built {
+		if b.i == i {
+			return b.v
+		}
 	}
-	if o.vals[i] == nil {
-		o.vals[i] = o.build(i)
-	}
-	return o.vals[i]
+	v := o.build(i)
+	o.built = append(o.built, builtMember{i, v})
+	return v
 }
 
 func (o *lazyObject) Set(key string, val sobek.Value) bool {
