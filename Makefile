@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test test-go node-deps bench bench-scale lint run clean image
+.PHONY: all build test test-go node-deps bench bench-scale bench-clients lint run clean image
 
 all: build
 
@@ -63,6 +63,19 @@ bench-scale: build
 		BENCH_PKGS='./modules/relay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \
 		BENCH_PKG_TIMEOUT=8m BENCH_TOTAL_TIMEOUT=10m BENCH_EXTRA="scripts/allin-human.sh $(BENCH_COUNT) 100 1000; scripts/scale-humans.sh humans 3 19000 60; scripts/scale-humans.sh wide 3 5000 60 14; scripts/idle-vu.sh $(BENCH_COUNT) 1000 4000 20; scripts/plan-scale.sh 3 10 100 current" \
 		BENCH_EXTRA_TIMEOUT=10m scripts/bench.sh out/bench-scale.txt out/bench-scale-report.md
+
+# Clients per core (issue 16, docs/benchmarks.md "Clients per core"): the
+# signing ratio, then in real runs against `buzzload relay` in its own
+# process the CPU per publish and per delivery beside a signature, the
+# all-in human and the idle VU, and the two scale runs (relay and runner
+# pinned to their own CPUs); about 40 minutes. RUNS runs of each.
+# Raw output in out/bench-clients.txt, medians in out/bench-clients-report.md.
+RUNS ?= 3
+bench-clients: build
+	ulimit -n $$(ulimit -Hn) && GO='$(GO)' BENCH='^BenchmarkSignRatio$$' BENCH_PKGS='./modules/nostr/' BENCH_COUNT='$(RUNS)' \
+		BENCH_TIME=2000x BENCH_TOTAL_TIMEOUT=5m \
+		BENCH_EXTRA="scripts/publish-cpu.sh $(RUNS) 500 30; scripts/allin-human.sh $(RUNS) 100 1000; scripts/idle-vu.sh $(RUNS) 1000 4000 20; scripts/scale-humans.sh wide $(RUNS) 5000 60 14; scripts/scale-humans.sh humans $(RUNS) 19000 60" \
+		BENCH_EXTRA_TIMEOUT=20m scripts/bench.sh out/bench-clients.txt out/bench-clients-report.md
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
