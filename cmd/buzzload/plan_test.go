@@ -28,7 +28,7 @@ func planFor(t *testing.T, args ...string) *plan.Result {
 
 // TestPlanMatchesARealRun is the plan's honesty check (issue 17): the counts
 // it predicts for a scenario match, op by op within ±10 % (and at least
-// one, for rounding), what a real run of the same scenario against the
+// two, for the stop's boundary), what a real run of the same scenario against the
 // embedded relay records. The seed's ops happen before the run and are not
 // predicted.
 func TestPlanMatchesARealRun(t *testing.T) {
@@ -87,8 +87,12 @@ func TestPlanMatchesARealRun(t *testing.T) {
 					got = float64(s.Count)
 				}
 				want := p.Op(op).Count
-				if tol := math.Max(0.1*got, 1); math.Abs(want-got) > tol {
-					t.Errorf("%s: plan predicts %.0f, the run recorded %.0f (more than ±10%%)", op, want, got)
+				// ±10 %, and at least 2: a periodic op of the two agents
+				// at step 2 (a poll every 5 s) may each gain or lose one at
+				// the stop's boundary, as the run's own start moves (12–14
+				// http_query over runs of the same local-smoke).
+				if tol := math.Max(0.1*got, 2); math.Abs(want-got) > tol {
+					t.Errorf("%s: plan predicts %.0f, the run recorded %.0f (more than ±10%%, at least 2)", op, want, got)
 				}
 			}
 		})
