@@ -171,7 +171,7 @@ func TestDerivedPublicKeysMatchBtcec(t *testing.T) {
 	for _, role := range []Role{RoleHuman, RoleAgent, RoleOwner} {
 		for i := range 64 {
 			k := DeriveKeys("run-pk", role, i)
-			sk, _ := btcec.PrivKeyFromBytes(mustHex(t, k.SecretHex()))
+			sk, _ := btcec.PrivKeyFromBytes(unhex(t, k.SecretHex()))
 			want := hex.EncodeToString(schnorr.SerializePubKey(sk.PubKey()))
 			if k.PubKey() != want {
 				t.Fatalf("%s %d: PubKey %s, btcec %s", role, i, k.PubKey(), want)
@@ -184,13 +184,4 @@ func TestDerivedPublicKeysMatchBtcec(t *testing.T) {
 			}
 		}
 	}
-}
-
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

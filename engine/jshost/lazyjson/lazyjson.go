@@ -165,14 +165,18 @@ func parse(raw json.RawMessage) (*node, error) {
 }
 
 // find is the index of an object's member, or -1.
-func (n *node) find(key string) int {
-	if n.index != nil {
-		if i, ok := n.index[key]; ok {
+func (n *node) find(key string) int { return indexOf(n.index, n.keys, key) }
+
+// indexOf is key's position in keys, through index when there is one
+// (large objects), else by a scan; -1 when absent.
+func indexOf(index map[string]int, keys []string, key string) int {
+	if index != nil {
+		if i, ok := index[key]; ok {
 			return i
 		}
 		return -1
 	}
-	for i, k := range n.keys {
+	for i, k := range keys {
 		if k == key {
 			return i
 		}
@@ -231,18 +235,7 @@ func (o *object) find(key string) int {
 	if !o.owned {
 		return o.n.find(key)
 	}
-	if o.index != nil {
-		if i, ok := o.index[key]; ok {
-			return i
-		}
-		return -1
-	}
-	for i, k := range o.keys {
-		if k == key {
-			return i
-		}
-	}
-	return -1
+	return indexOf(o.index, o.keys, key)
 }
 
 func (o *object) at(i int) sobek.Value {
