@@ -29,7 +29,8 @@ func TestOptionsAndScenarioObjectInLaterVUs(t *testing.T) {
 const sc = buzz.load("./tiny.toml");
 const mine = sc.options({ setupTimeout: "3s" });
 const plain = sc.options();
-export const options = { iterations: 2, vus: 2 };
+// per-vu-iterations: with shared iterations VU 1 may take both and VU 2 none.
+export const options = { scenarios: { s: { executor: "per-vu-iterations", vus: 2, iterations: 1 } } };
 export default function () {
   if (__VU !== 2) return;
   console.log("opts=" + JSON.stringify(mine) + ".");
