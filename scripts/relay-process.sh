@@ -35,6 +35,15 @@ start_relay() {
 	exit 1
 }
 
+# stop_relay stops the relay start_relay started and waits for it.
+stop_relay() {
+	if [ -n "$relay_pid" ]; then
+		kill "$relay_pid" 2>/dev/null || true
+		wait "$relay_pid" 2>/dev/null || true
+		relay_pid=""
+	fi
+}
+
 # relay_target prints the [target] table of a scenario TOML for that relay.
 relay_target() {
 	cat <<TOML

@@ -52,7 +52,6 @@ runner_cpus=""
 if [ "${PIN:-$([ "$ncpu" -ge 2 ] && echo 1 || echo 0)}" = 1 ] && [ "$ncpu" -ge 2 ]; then
 	relay_cpus=$((ncpu - 1)) runner_cpus=0-$((ncpu - 2))
 fi
-start_relay $((n + 1000))
 
 if [ "$mode" = humans ]; then
 	shape="channels_per_community = $((n / 10))
@@ -79,9 +78,13 @@ rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 hz=$(getconf CLK_TCK)
 
 echo "pkg: scripts/scale-humans.sh"
-echo "scale-humans: $mode, $n humans, hold ${hold}s, relay at $addr, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
+echo "scale-humans: $mode, $n humans, hold ${hold}s, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
 for i in $(seq "$runs"); do
 	name=$mode-$i
+	# A fresh relay per run: a run that ended saturated leaves the relay
+	# busy with its backlog, which the next run would otherwise inherit.
+	start_relay $((n + 1000))
+	echo "scale-humans: run $i, relay at $addr" >&2
 	cat >"$work/$name.toml" <<TOML
 run_id = "scale-$mode-$n-$i"
 $(relay_target)
@@ -166,4 +169,5 @@ if errors > total / 100:
     for e in d.get("client_exits") or []:
         print("scale-humans:   client exits: %s %s ×%d" % (e["kind"], e["reason"], e["count"]), file=sys.stderr)
 PY
+	stop_relay
 done
