@@ -230,18 +230,35 @@ func (h *homes) get() *homeTok {
 
 func (h *homes) put(t *homeTok) { h.pool.Put(t) }
 
-// lockShard locks and returns a shard: home's if free, else the first free
-// one after it, else (all busy) home's once it is free.
+// lockShard locks and returns a shard (lockFree).
 func (a *aggregator) lockShard(home int) *aggShard {
-	n := len(a.shards)
+	return &a.shards[lockFree(len(a.shards), home, func(i int) *sync.Mutex { return &a.shards[i].mu })]
+}
+
+// lockFree locks one of n shards, whose locks mu gives, and returns its
+// index: home's if free, else the first free one after it, else (all busy)
+// home's once it is free. The aggregator and the windows share it.
+func lockFree(n, home int, mu func(i int) *sync.Mutex) int {
 	for i := 0; i < n; i++ {
-		if sh := &a.shards[(home+i)%n]; sh.mu.TryLock() {
-			return sh
+		if j := (home + i) % n; mu(j).TryLock() {
+			return j
 		}
 	}
-	sh := &a.shards[home%n]
-	sh.mu.Lock()
-	return sh
+	mu(home % n).Lock()
+	return home % n
+}
+
+// opAt is (*s)[id], grown and created when missing.
+func opAt(s *[]*opAgg, id int) *opAgg {
+	for id >= len(*s) {
+		*s = append(*s, nil)
+	}
+	o := (*s)[id]
+	if o == nil {
+		o = newOpAgg()
+		(*s)[id] = o
+	}
+	return o
 }
 
 // cellsPerOp is the number of (stage, kind) cells of one op.
@@ -345,13 +362,7 @@ func (a *aggregator) recordWarmup(r relayclient.Result, at time.Time) {
 
 func (a *aggregator) recordWarmupID(id, home int, r relayclient.Result, at time.Time) {
 	sh := a.lockShard(home)
-	for id >= len(sh.warm) {
-		sh.warm = append(sh.warm, nil)
-	}
-	if sh.warm[id] == nil {
-		sh.warm[id] = newOpAgg()
-	}
-	sh.warm[id].add(r, at)
+	opAt(&sh.warm, id).add(r, at)
 	sh.mu.Unlock()
 }
 

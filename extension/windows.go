@@ -96,26 +96,8 @@ func (w *windows) addID(id, home int, r relayclient.Result, at time.Time, warmup
 	if warmup && !w.warm.Load() {
 		w.warm.Store(true)
 	}
-	n := len(w.shards)
-	var sh *winShard
-	for i := 0; i < n && sh == nil; i++ {
-		if c := &w.shards[(home+i)%n]; c.mu.TryLock() {
-			sh = c
-		}
-	}
-	if sh == nil {
-		sh = &w.shards[home%n]
-		sh.mu.Lock()
-	}
-	for id >= len(sh.cur) {
-		sh.cur = append(sh.cur, nil)
-	}
-	o := sh.cur[id]
-	if o == nil {
-		o = newOpAgg()
-		sh.cur[id] = o
-	}
-	o.add(r, at)
+	sh := &w.shards[lockFree(len(w.shards), home, func(i int) *sync.Mutex { return &w.shards[i].mu })]
+	opAt(&sh.cur, id).add(r, at)
 	sh.mu.Unlock()
 }
 
