@@ -116,11 +116,10 @@ func New(cfg Config) (*Client, error) {
 // operations on the socket (connect, auth, the activity's publishes) are
 // the caller's to judge.
 type stopSink struct {
-	inner    relayclient.Sink
-	stopping atomic.Bool
-	// stop is Run's stop context, set before anything starts: a request cut
-	// by the stop can record itself before the stopping mark goes up (the
-	// mark is set by a callback of its own), but never before stop ends.
+	inner relayclient.Sink
+	// stop is Run's stop context, set before anything starts. Its Err is
+	// the stopping mark itself: a flag set by a callback of its own could
+	// go up after a request cut by the stop had recorded itself.
 	stop context.Context
 }
 
@@ -128,7 +127,7 @@ func (s *stopSink) Record(r relayclient.Result) {
 	if s.inner == nil {
 		return
 	}
-	stopped := s.stopping.Load() || (s.stop != nil && s.stop.Err() != nil)
+	stopped := s.stop != nil && s.stop.Err() != nil
 	if stopped && r.Outcome == relayclient.OutcomePending && strings.HasPrefix(r.Op, "desktop_") {
 		return
 	}
@@ -187,11 +186,9 @@ func (c *Client) Run(stop, grace context.Context) error {
 	if grace == nil {
 		grace = context.WithoutCancel(stop)
 	}
-	// The stop mark goes up the moment stop ends, before any operation can
-	// record itself as cut short.
+	// The sink reads the stop mark from stop itself, so it is up the moment
+	// stop ends, before any operation can record itself as cut short.
 	c.sink.stop = stop
-	stopWatch := context.AfterFunc(stop, func() { c.sink.stopping.Store(true) })
-	defer stopWatch()
 	runCtx, cancel := context.WithCancel(stop)
 	connCtx, cancelConn := context.WithCancel(context.WithoutCancel(grace))
 	unhook := context.AfterFunc(grace, cancelConn)
@@ -220,7 +217,6 @@ func (c *Client) Run(stop, grace context.Context) error {
 		timer.Reset(d)
 		select {
 		case <-stop.Done():
-			c.sink.stopping.Store(true)
 			c.model.Step(Stop{At: time.Now()})
 			c.shutdown(grace)
 			return nil

@@ -239,12 +239,13 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 func TestStopAndGraceSinks(t *testing.T) {
 	inner := &relayclient.CollectSink{}
 	grace := &graceSink{inner: inner}
-	stop := &stopSink{inner: grace}
+	stopped, stopNow := context.WithCancel(context.Background())
+	stop := &stopSink{inner: grace, stop: stopped}
 	rec := func(op string, o relayclient.Outcome) {
 		stop.Record(relayclient.Result{Op: op, Outcome: o, Error: "cut"})
 	}
 
-	stop.stopping.Store(true)
+	stopNow()
 	rec(OpLiveEOSE, relayclient.OutcomePending) // an abandoned EOSE wait: dropped
 	rec(OpWindow, relayclient.OutcomePending)   // an abandoned read: dropped
 	rec(OpWindow, relayclient.OutcomeOK)        // a read that finished: kept
