@@ -1,17 +1,12 @@
 package extension_test
 
 import (
-	"bytes"
-	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/buzzload/buzzload/engine"
-	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/extension"
-	"github.com/buzzload/buzzload/js"
 )
 
 // modeScript is the call scenarios/local-desktop.js makes, printing the mode
@@ -29,26 +24,12 @@ func loadMode(t *testing.T, fileMode string, env map[string]string) (int, string
 	t.Helper()
 	dir := t.TempDir()
 	toml := strings.Replace(tinySmoke, "[[ramp]]", "[desktop]\nfraction = 0.5\nmode = \""+fileMode+"\"\n\n[[ramp]]", 1)
-	if err := os.WriteFile(filepath.Join(dir, "local-desktop.toml"), []byte(toml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "script.js")
-	if err := os.WriteFile(script, []byte(modeScript), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	reg := jshost.NewRegistry()
-	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	if err := reg.Register(extension.ImportPath, mod); err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close()
-	var out, errb bytes.Buffer
-	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
-		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: env})
-	if mod.EmbeddedRelay() != nil {
+	writeFiles(t, dir, map[string]string{"local-desktop.toml": toml, "script.js": modeScript})
+	r := runWithModule(t, extension.Options{}, engine.RunConfig{Script: filepath.Join(dir, "script.js"), ScriptEnv: env})
+	if r.mod.EmbeddedRelay() != nil {
 		t.Error("loading started the embedded relay")
 	}
-	return res.ExitCode, errb.String()
+	return r.res.ExitCode, r.stderr
 }
 
 func TestLoadDesktopModeOverridesTheFile(t *testing.T) {

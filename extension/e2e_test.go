@@ -75,6 +75,42 @@ type run struct {
 	mod    *extension.Module
 }
 
+// runWithModule runs cfg.Script in-process through the runner (at most 90
+// s) with a fresh k6/x/buzz made from opts registered, closed at cleanup.
+// opts.LookupEnv defaults to an empty environment and cfg.SummaryMode to
+// compact; the runner's registry, helpers and output are set here.
+func runWithModule(t *testing.T, opts extension.Options, cfg engine.RunConfig) *run {
+	t.Helper()
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = func(string) (string, bool) { return "", false }
+	}
+	reg := jshost.NewRegistry()
+	mod := extension.New(opts)
+	if err := reg.Register(extension.ImportPath, mod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Close() })
+	var out, errb bytes.Buffer
+	cfg.Registry, cfg.Helpers, cfg.Quiet, cfg.Stdout, cfg.Stderr = reg, js.FS, true, &out, &errb
+	if cfg.SummaryMode == "" {
+		cfg.SummaryMode = "compact"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res := engine.Run(ctx, cfg)
+	return &run{res: res, stdout: out.String(), stderr: errb.String(), mod: mod}
+}
+
+// writeFiles writes each file (name → body) into dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // runScenario runs the shipped script scriptName (from scenarios/) against
 // toml saved under tomlName next to it, in-process through the runner, on
 // the embedded relay.
@@ -91,30 +127,13 @@ func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*r
 // the runner in-process, with a fresh k6/x/buzz on the embedded relay.
 func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*relay.Config), onRelay func(*relay.Relay), env map[string]string) *run {
 	t.Helper()
-	script := filepath.Join(dir, "script.js")
-	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, tomlName), []byte(toml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFiles(t, dir, map[string]string{"script.js": src, tomlName: toml})
 	reportPath := filepath.Join(dir, "report.json")
-	reg := jshost.NewRegistry()
-	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false },
-		Relay: mutate, OnRelay: onRelay})
-	if err := reg.Register(extension.ImportPath, mod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mod.Close() })
-	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
-		SummaryMode: "compact", Stdout: &out, Stderr: &errb, ScriptEnv: scriptEnv(reportPath, env)})
-	r := &run{res: res, stdout: out.String(), stderr: errb.String(), mod: mod}
+	r := runWithModule(t, extension.Options{Relay: mutate, OnRelay: onRelay},
+		engine.RunConfig{Script: filepath.Join(dir, "script.js"), ScriptEnv: scriptEnv(reportPath, env)})
 	raw, err := os.ReadFile(reportPath)
 	if err != nil {
-		t.Fatalf("no report (exit %d): %v\nstdout:\n%s\nstderr:\n%s", res.ExitCode, err, r.stdout, r.stderr)
+		t.Fatalf("no report (exit %d): %v\nstdout:\n%s\nstderr:\n%s", r.res.ExitCode, err, r.stdout, r.stderr)
 	}
 	r.report = &extension.Report{}
 	if err := json.Unmarshal(raw, r.report); err != nil {
@@ -123,7 +142,7 @@ func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*relay
 	if err := json.Unmarshal(raw, &r.raw); err != nil {
 		t.Fatal(err)
 	}
-	if mod.EmbeddedRelay() != nil {
+	if r.mod.EmbeddedRelay() != nil {
 		t.Error("the embedded relay still runs after the report")
 	}
 	return r

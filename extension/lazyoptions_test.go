@@ -1,18 +1,13 @@
 package extension_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/buzzload/buzzload/engine"
-	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/extension"
-	"github.com/buzzload/buzzload/js"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -21,10 +16,6 @@ import (
 // init got: every key, nested values and arrays, the overrides merged in.
 func TestOptionsAndScenarioObjectInLaterVUs(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tiny.toml"), []byte(tinySmoke), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "script.js")
 	src := `import buzz from "k6/x/buzz";
 const sc = buzz.load("./tiny.toml");
 const mine = sc.options({ setupTimeout: "3s" });
@@ -41,20 +32,10 @@ export default function () {
   console.log("again=" + (sc.options({ setupTimeout: "3s" }).thresholds !== null) + ".");
 }
 `
-	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	reg := jshost.NewRegistry()
-	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	if err := reg.Register(extension.ImportPath, mod); err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close()
-	var out, errb bytes.Buffer
-	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
-		SummaryMode: "compact", Stdout: &out, Stderr: &errb})
-	if res.ExitCode != 0 {
-		t.Fatalf("exit %d\n%s", res.ExitCode, errb.String())
+	writeFiles(t, dir, map[string]string{"tiny.toml": tinySmoke, "script.js": src})
+	r := runWithModule(t, extension.Options{}, engine.RunConfig{Script: filepath.Join(dir, "script.js")})
+	if r.res.ExitCode != 0 {
+		t.Fatalf("exit %d\n%s", r.res.ExitCode, r.stderr)
 	}
 
 	sc, err := scenario.Parse(filepath.Join(dir, "tiny.toml"), []byte(tinySmoke))
@@ -69,7 +50,7 @@ export default function () {
 	want, _ := json.Marshal(merged)
 	var wantVal, gotVal any
 	_ = json.Unmarshal(want, &wantVal)
-	log := errb.String()
+	log := r.stderr
 	got := between(log, "opts=", ".\"")
 	if err := json.Unmarshal([]byte(strings.ReplaceAll(got, `\"`, `"`)), &gotVal); err != nil {
 		t.Fatalf("VU 2's sc.options() %q: %v\n%s", got, err, log)

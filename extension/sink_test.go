@@ -2,19 +2,14 @@ package extension_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/buzzload/buzzload/engine"
-	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/extension"
-	"github.com/buzzload/buzzload/js"
 )
 
 // Every client operation becomes samples of the metrics in
@@ -59,28 +54,12 @@ func TestOperationSamplesCarryOpScenarioAndStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	script := filepath.Join(dir, "script.js")
-	if err := os.WriteFile(script, src, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "local-smoke.toml"), []byte(opTagsTOML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFiles(t, dir, map[string]string{"script.js": string(src), "local-smoke.toml": opTagsTOML})
 	points := filepath.Join(dir, "points.json")
-	reg := jshost.NewRegistry()
-	mod := extension.New(extension.Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	if err := reg.Register(extension.ImportPath, mod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mod.Close() })
-	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res := engine.Run(ctx, engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
-		SummaryMode: "compact", Stdout: &out, Stderr: &errb, Outputs: []string{"json=" + points},
-		ScriptEnv: map[string]string{"BUZZ_REPORT": filepath.Join(dir, "report.json")}})
-	if res.ExitCode != 0 {
-		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Err, out.String(), errb.String())
+	r := runWithModule(t, extension.Options{}, engine.RunConfig{Script: filepath.Join(dir, "script.js"),
+		Outputs: []string{"json=" + points}, ScriptEnv: map[string]string{"BUZZ_REPORT": filepath.Join(dir, "report.json")}})
+	if r.res.ExitCode != 0 {
+		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", r.res.ExitCode, r.res.Err, r.stdout, r.stderr)
 	}
 	f, err := os.Open(points)
 	if err != nil {
