@@ -320,25 +320,37 @@ func (o *object) MarshalJSON() ([]byte, error) {
 	if o.vals == nil && !o.owned {
 		return o.n.raw, nil
 	}
+	return encode('{', '}', o.keys, o.vals, o.n.elems)
+}
+
+// encode writes an object (keys parallel to vals) or an array (keys nil)
+// as it is now: member i from vals[i] once this runtime made it, else from
+// the document's text. elems[i] is read only for unset slots: an owned
+// array's appended elements have no node.
+func encode(open, close byte, keys []string, vals []sobek.Value, elems []*node) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, k := range o.keys {
+	buf.WriteByte(open)
+	for i, v := range vals {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		var raw []byte
-		var err error
-		if o.vals[i] == nil {
-			raw = o.n.elems[i].raw
-		} else if raw, err = marshal(o.vals[i]); err != nil {
-			return nil, err
+		if keys != nil {
+			kb, _ := json.Marshal(keys[i])
+			buf.Write(kb)
+			buf.WriteByte(':')
+		}
+		raw := []byte(nil)
+		if v == nil {
+			raw = elems[i].raw
+		} else {
+			var err error
+			if raw, err = marshal(v); err != nil {
+				return nil, err
+			}
 		}
 		buf.Write(raw)
 	}
-	buf.WriteByte('}')
+	buf.WriteByte(close)
 	return buf.Bytes(), nil
 }
 
@@ -426,21 +438,5 @@ func (a *array) MarshalJSON() ([]byte, error) {
 	if a.vals == nil {
 		return a.n.raw, nil
 	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i := range a.Len() {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		var raw []byte
-		var err error
-		if a.vals[i] == nil {
-			raw = a.n.elems[i].raw
-		} else if raw, err = marshal(a.vals[i]); err != nil {
-			return nil, err
-		}
-		buf.Write(raw)
-	}
-	buf.WriteByte(']')
-	return buf.Bytes(), nil
+	return encode('[', ']', nil, a.vals, a.n.elems)
 }
