@@ -4,7 +4,6 @@ import (
 	"crypto/md5" //nolint:gosec // k6's group and check ids are MD5 hex, not a security use
 	"encoding/hex"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -58,7 +57,7 @@ func md5Hex(s string) string {
 // group_duration samples and the checks' group tags.
 func groupTree(snap *metrics.Snapshot) []*groupResource {
 	byPath := map[string]*groupResource{}
-	var order []string
+	children := map[string][]string{} // parent path -> child paths, first seen first
 	var add func(path string) *groupResource
 	add = func(path string) *groupResource {
 		if g, ok := byPath[path]; ok {
@@ -68,8 +67,10 @@ func groupTree(snap *metrics.Snapshot) []*groupResource {
 		var parent *groupResource
 		if path != "" {
 			i := strings.LastIndex(path, groupSeparator)
-			parent = add(path[:max(i, 0)])
+			parentPath := path[:max(i, 0)]
+			parent = add(parentPath)
 			name = path[i+len(groupSeparator):]
+			children[parentPath] = append(children[parentPath], path)
 		}
 		g := &groupResource{Type: "groups", ID: md5Hex(path), Attributes: groupAttributes{Path: path, Name: name}}
 		g.Relationships.Groups.Data = []ref{}
@@ -78,7 +79,6 @@ func groupTree(snap *metrics.Snapshot) []*groupResource {
 			parent.Relationships.Groups.Data = append(parent.Relationships.Groups.Data, ref{Type: "groups", ID: g.ID})
 		}
 		byPath[path] = g
-		order = append(order, path)
 		return g
 	}
 	add("")
@@ -105,15 +105,6 @@ func groupTree(snap *metrics.Snapshot) []*groupResource {
 		}
 	}
 	// Depth-first from the root, children in the order they were seen.
-	children := map[string][]string{}
-	for _, p := range order {
-		if p == "" {
-			continue
-		}
-		i := strings.LastIndex(p, groupSeparator)
-		parent := p[:max(i, 0)]
-		children[parent] = append(children[parent], p)
-	}
 	var out []*groupResource
 	var walk func(string)
 	walk = func(p string) {
@@ -141,9 +132,4 @@ func getGroups(run Run, w http.ResponseWriter, id string, one bool) {
 		}
 	}
 	writeError(w, http.StatusNotFound, "Not Found", "No group with that ID was found")
-}
-
-func sortStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

@@ -14,7 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,11 +89,7 @@ func methods(byMethod map[string]http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		h, ok := byMethod[r.Method]
 		if !ok {
-			allowed := make([]string, 0, len(byMethod))
-			for m := range byMethod {
-				allowed = append(allowed, m)
-			}
-			w.Header().Set("Allow", strings.Join(sortStrings(allowed), ", "))
+			w.Header().Set("Allow", strings.Join(slices.Sorted(maps.Keys(byMethod)), ", "))
 			writeError(w, http.StatusMethodNotAllowed, "Method Not Allowed", r.Method+" is not allowed on "+r.URL.Path)
 			return
 		}
