@@ -87,9 +87,6 @@ func crossFanOut(s *sim, sims []*sim, ch, community int) {
 	var evs []ev
 	for i, x := range sims {
 		c := &x.channels[ch]
-		if len(c.msgs) == 0 && len(c.deltas) == 0 {
-			continue
-		}
 		for _, d := range c.deltas {
 			evs = append(evs, ev{at: d.at, shard: i, d: d.d})
 		}
@@ -99,11 +96,17 @@ func crossFanOut(s *sim, sims []*sim, ch, community int) {
 	}
 	// At one instant audience changes go first, as a single simulation
 	// wakes a client that connects before the message that follows.
+	isMsg := func(e ev) int {
+		if e.d == 0 {
+			return 1
+		}
+		return 0
+	}
 	slices.SortStableFunc(evs, func(a, b ev) int {
 		if a.at != b.at {
 			return cmp.Compare(a.at, b.at)
 		}
-		return cmp.Compare(b.d&1, a.d&1)
+		return cmp.Compare(isMsg(a), isMsg(b))
 	})
 	subs := make([]int32, len(sims))
 	var total int32
