@@ -115,7 +115,7 @@ func (l *loaded) pacer() *pacer {
 func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l := &loaded{m: m, base: sc, shard: shard, plan: sc.Steps(), claims: map[string]*atomic.Int64{}}
 	l.agg = newAggregator(sc, l.plan)
-	l.win = newWindows()
+	l.win = newWindows(&l.agg.ops)
 	l.gen = newGeneratorMeter(len(l.plan))
 	return l
 }

@@ -117,8 +117,9 @@ func (x *recIndexes) index(base metrics.TagSet) *recIndex {
 // recIndex maps (op, step) to what a record of it needs, for the sinks of
 // one base tag set: one tag set per (op, step) shared by every such sink
 // (equal pointers hit the collector's routing cache at once), and the op's
-// ids in the aggregator and the windows. Read without a lock: the map is
-// replaced, never changed (a miss copies it: ops × steps entries).
+// id (one opTable serves the aggregator and the windows). Read without a
+// lock: the map is replaced, never changed (a miss copies it: ops × steps
+// entries).
 type recIndex struct {
 	base metrics.TagSet
 	m    atomic.Pointer[map[opStep]*recInfo]
@@ -132,8 +133,8 @@ type opStep struct {
 
 type recInfo struct {
 	opStep
-	aggID, winID int
-	tags         metrics.TagSet
+	id   int // the op's id in the aggregator's and the windows' opTable
+	tags metrics.TagSet
 }
 
 // info is what a record of op in step needs.
@@ -153,7 +154,7 @@ func (s *opSink) info(op string, step int) *recInfo {
 	if ri := old[k]; ri != nil {
 		return ri
 	}
-	ri := &recInfo{opStep: k, aggID: s.l.agg.ops.id(op), winID: s.l.win.ops.id(op),
+	ri := &recInfo{opStep: k, id: s.l.agg.ops.id(op),
 		tags: x.base.With("op", op).With("step", s.l.stepLabel(step))}
 	m := make(map[opStep]*recInfo, len(old)+1)
 	for k, v := range old {
@@ -191,8 +192,8 @@ func (s *opSink) Record(r relayclient.Result) {
 		// not judged, so no buzz_op_* sample for the thresholds.
 		o := s.info(r.Op, 0)
 		home := s.l.agg.homes.get()
-		s.l.agg.recordWarmupID(o.aggID, home.i, r, end)
-		s.l.win.addID(o.winID, home.i, r, end, true)
+		s.l.agg.recordWarmupID(o.id, home.i, r, end)
+		s.l.win.addID(o.id, home.i, r, end, true)
 		s.l.agg.homes.put(home)
 		if r.BytesSent != 0 || r.BytesReceived != 0 {
 			s.data(r.BytesSent, r.BytesReceived)
@@ -211,12 +212,12 @@ func (s *opSink) Record(r relayclient.Result) {
 	}
 	o := s.info(r.Op, stage/2)
 	home := s.l.agg.homes.get()
-	s.l.win.addID(o.winID, home.i, r, end, false)
+	s.l.win.addID(o.id, home.i, r, end, false)
 	var straddled []int
 	for i := startStage; i < stage; i++ {
 		straddled = append(straddled, i)
 	}
-	pend := s.l.agg.recordID(o.aggID, home.i, r, s.kind, startStage, stage, straddled, end)
+	pend := s.l.agg.recordID(o.id, home.i, r, s.kind, startStage, stage, straddled, end)
 	s.l.agg.homes.put(home)
 	if r.BytesSent != 0 || r.BytesReceived != 0 {
 		s.addData(r.BytesSent, r.BytesReceived, end)

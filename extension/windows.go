@@ -59,7 +59,7 @@ type WindowReport struct {
 // The current window is counted in shards as the aggregator's stages are
 // (aggregate.go), merged when it closes.
 type windows struct {
-	ops    opTable
+	ops    *opTable // the aggregator's: a record resolves one id for both
 	shards []winShard
 	warm   atomic.Bool // the current window holds warm-up samples
 
@@ -82,8 +82,8 @@ type winShard struct {
 	_   [64]byte
 }
 
-func newWindows() *windows {
-	return &windows{shards: make([]winShard, recShards()), stop: make(chan struct{})}
+func newWindows(ops *opTable) *windows {
+	return &windows{ops: ops, shards: make([]winShard, recShards()), stop: make(chan struct{})}
 }
 
 // add counts one settled operation in the current window.

@@ -37,7 +37,7 @@ func fill(w *windows, at time.Time, step time.Duration, n, per int) time.Time {
 // its start to its end without gaps, and lose no operation.
 func TestWindowsStayBoundedAndCoverTheRun(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
-	w := newWindows()
+	w := newWindows(&opTable{})
 	w.start, w.from = start, start
 	const n, per = 5 * MaxWindows, 3
 	end := fill(w, start, time.Second, n, per)
@@ -102,7 +102,7 @@ func rssKB() float64 {
 func BenchmarkWindowsTwelveHours(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		start := time.Unix(1_700_000_000, 0)
-		w := newWindows()
+		w := newWindows(&opTable{})
 		w.start, w.from = start, start
 		at := fill(w, start, 10*time.Second, 360, 4)
 		runtime.GC()
