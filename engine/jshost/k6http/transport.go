@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -34,7 +33,7 @@ func newTransport(s settings, count func(sent, recv int64)) *http.Transport {
 			if err != nil {
 				return nil, err
 			}
-			return &countingConn{Conn: c, count: count}, nil
+			return CountingConn(c, count), nil
 		},
 		TLSClientConfig:       tlsCfg,
 		ForceAttemptHTTP2:     true,
@@ -81,11 +80,16 @@ func mapHost(hosts map[string]string, addr string) string {
 	return net.JoinHostPort(h, port)
 }
 
-// countingConn reports the bytes it moves.
+// CountingConn wraps c so that it reports the bytes it moves to count
+// (data_sent, data_received); k6/experimental/websockets counts its
+// connections with it too.
+func CountingConn(c net.Conn, count func(sent, recv int64)) net.Conn {
+	return &countingConn{Conn: c, count: count}
+}
+
 type countingConn struct {
 	net.Conn
-	count  func(sent, recv int64)
-	closed atomic.Bool
+	count func(sent, recv int64)
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {

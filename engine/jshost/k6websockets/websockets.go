@@ -184,7 +184,7 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 			if err != nil {
 				return nil, err
 			}
-			return &counted{Conn: c, add: vu.AddDataTransfer}, nil
+			return k6http.CountingConn(c, vu.AddDataTransfer), nil
 		},
 	}
 	enq := vu.RegisterCallback()
@@ -258,7 +258,6 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 		// The pump keeps exactly one reservation outstanding while the
 		// socket is open, so the iteration waits for it (k6's TaskQueue).
 		for ev := range s.events {
-			ev := ev
 			if ev.kind == "close" {
 				stop()
 				next(func() error {
@@ -388,26 +387,4 @@ func (s *socket) close(codeV, reasonV sobek.Value) {
 		time.Sleep(5 * time.Second)
 		_ = c.Close()
 	}(s.conn)
-}
-
-// counted reports the bytes a connection moves (data_sent/data_received).
-type counted struct {
-	net.Conn
-	add func(sent, recv int64)
-}
-
-func (c *counted) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.add(0, int64(n))
-	}
-	return n, err
-}
-
-func (c *counted) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if n > 0 {
-		c.add(int64(n), 0)
-	}
-	return n, err
 }
