@@ -67,6 +67,18 @@ func newInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 type module struct {
 	vu jsmodule.VU
 	m  *wsMetrics
+	// opts are the HTTP options the dialer honours, read at the VU's first
+	// socket (after init, when they are final), as k6/http reads them once.
+	opts   k6http.Options
+	parsed bool
+}
+
+func (m *module) options() k6http.Options {
+	if !m.parsed {
+		m.opts, _ = k6http.ParseOptions(m.vu.TestOptions())
+		m.parsed = true
+	}
+	return m.opts
 }
 
 // socket is one WebSocket.
@@ -170,7 +182,7 @@ type event struct {
 func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 	vu := m.vu
 	ctx := vu.Context()
-	opts, _ := k6http.ParseOptions(vu.TestOptions())
+	opts := m.options()
 	insecure := opts.InsecureSkipTLSVerify != nil && *opts.InsecureSkipTLSVerify
 	if opts.UserAgent != nil && hdr.Get("User-Agent") == "" && *opts.UserAgent != "" {
 		hdr.Set("User-Agent", *opts.UserAgent)
