@@ -72,8 +72,10 @@ function scaled(seconds, scale) {
   return Math.max(1, Math.round(seconds * scale));
 }
 
-function stagesOf(list, scale) {
-  return list.map(([s, target]) => ({ duration: scaled(s, scale) + "s", target: target }));
+// stagesOf is k6 stages from [seconds, target] pairs, durations scaled and
+// non-zero targets loaded by n.
+function stagesOf(list, scale, n) {
+  return list.map(([s, target]) => ({ duration: scaled(s, scale) + "s", target: target && n(target) }));
 }
 
 // profile(name, opts) returns { name, paced, scenario, thresholds,
@@ -110,7 +112,7 @@ export function profile(name, opts) {
   let seconds = 0;
   if (c) {
     if (c.stages) {
-      scenario = { executor: "ramping-vus", startVUs: n(c.startVUs), stages: stagesOf(c.stages, o.scale).map((s) => ({ duration: s.duration, target: s.target && n(s.target) })), exec: o.exec };
+      scenario = { executor: "ramping-vus", startVUs: n(c.startVUs), stages: stagesOf(c.stages, o.scale, n), exec: o.exec };
       seconds = c.stages.reduce((t, [s]) => t + scaled(s, o.scale), 0);
     } else {
       seconds = scaled(c.seconds, o.scale);
@@ -119,7 +121,7 @@ export function profile(name, opts) {
   } else {
     const pool = { preAllocatedVUs: n(p.pre), maxVUs: n(p.max) };
     if (p.stages) {
-      const st = stagesOf(p.stages, o.scale).map((s) => ({ duration: s.duration, target: s.target && n(s.target) }));
+      const st = stagesOf(p.stages, o.scale, n);
       scenario = Object.assign({ executor: "ramping-arrival-rate", startRate: n(p.startRate), timeUnit: "1s", stages: st, exec: o.exec }, pool);
       let from = n(p.startRate);
       for (const s of st) {
