@@ -497,11 +497,8 @@ func (t *tracker) wait(ctx context.Context) {
 	}
 }
 
-// stopSink passes Results through; once the grace has ended it records
-// every operation cut short (pending, or failed by the cancellation) as an
-// "unfinished at stop" error, which is what a cancelled client's in-flight
-// operations are; once an abort cancelled it, as pending "cut by the
-// abort". Throttles are the relay's own answer and stay throttles.
+// stopSink passes Results through, as CutShort reads them once the grace
+// has ended (stopped) or an abort cancelled it (aborted).
 type stopSink struct {
 	inner   relayclient.Sink
 	stopped atomic.Bool
@@ -509,18 +506,28 @@ type stopSink struct {
 }
 
 func (s *stopSink) Record(r relayclient.Result) {
+	s.inner.Record(CutShort(r, s.aborted.Load(), s.stopped.Load()))
+}
+
+// CutShort is how a Result reads after its session's grace: an operation
+// cut short (pending, or failed by the cancellation) is pending "cut by
+// the abort" when the run was aborted, else, once the grace ran out
+// (ended), an "unfinished at stop" error, which is what a cancelled
+// client's in-flight operations are. Throttles are the relay's own answer
+// and stay throttles; an EOSE wait the session closed stays abandoned
+// (buzz-LOADGEN "Abort" abandons EOSE waits at the stop). Every model's
+// session sink (modules/models/desktop too) reads Results through it.
+func CutShort(r relayclient.Result, aborted, ended bool) relayclient.Result {
 	cutShort := r.Outcome == relayclient.OutcomePending || r.Outcome == relayclient.OutcomeError
 	switch {
-	case s.aborted.Load() && cutShort && !strings.HasPrefix(r.Error, CutByAbort):
+	case aborted && cutShort && !strings.HasPrefix(r.Error, CutByAbort):
 		r.Outcome = relayclient.OutcomePending
 		r.Error = CutByAbort + r.Error
-	case s.stopped.Load() && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop") && r.Error != relayclient.ClosedBeforeEOSE:
-		// An EOSE wait the session closed is abandoned, not unfinished:
-		// buzz-LOADGEN "Abort" abandons EOSE waits at the stop.
+	case ended && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop") && r.Error != relayclient.ClosedBeforeEOSE:
 		r.Outcome = relayclient.OutcomeError
 		r.Error = "unfinished at stop: " + r.Error
 	}
-	s.inner.Record(r)
+	return r
 }
 
 // Backoff paces reconnects after failed sessions: full jitter over an

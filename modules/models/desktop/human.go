@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -255,10 +254,9 @@ func (h *Human) Session(stop, grace context.Context) (end models.End) {
 	return models.End{Reason: models.EndStopped}
 }
 
-// graceSink marks what the end of the grace cut short (pending, or failed
-// by the cancellation) as an "unfinished at stop" error, as modules/models
-// does; desktop EOSE waits and reads are dropped at the stop before they
-// get here.
+// graceSink reads Results as models.CutShort does once the grace has
+// ended or the run was aborted; desktop EOSE waits and reads are dropped at
+// the stop before they get here.
 type graceSink struct {
 	inner   relayclient.Sink
 	ended   atomic.Bool
@@ -269,13 +267,5 @@ func (s *graceSink) Record(r relayclient.Result) {
 	if s.inner == nil {
 		return
 	}
-	cutShort := r.Outcome == relayclient.OutcomePending || r.Outcome == relayclient.OutcomeError
-	if s.aborted.Load() && cutShort && !strings.HasPrefix(r.Error, models.CutByAbort) {
-		r.Outcome = relayclient.OutcomePending
-		r.Error = models.CutByAbort + r.Error
-	} else if s.ended.Load() && cutShort && !strings.HasPrefix(r.Error, "unfinished at stop") {
-		r.Outcome = relayclient.OutcomeError
-		r.Error = "unfinished at stop: " + r.Error
-	}
-	s.inner.Record(r)
+	s.inner.Record(models.CutShort(r, s.aborted.Load(), s.ended.Load()))
 }

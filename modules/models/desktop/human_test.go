@@ -268,4 +268,10 @@ func TestStopAndGraceSinks(t *testing.T) {
 	if inner.Count("publish", relayclient.OutcomeThrottled) != 1 {
 		t.Error("a throttle after the grace is still a throttle")
 	}
+	// The activity's root search the session closed is abandoned, as in
+	// modules/models, not unfinished.
+	stop.Record(relayclient.Result{Op: "history", Outcome: relayclient.OutcomePending, Error: relayclient.ClosedBeforeEOSE})
+	if r := inner.Results()[len(inner.Results())-1]; r.Outcome != relayclient.OutcomePending || r.Error != relayclient.ClosedBeforeEOSE {
+		t.Errorf("a root search closed before EOSE after the grace: %s %q", r.Outcome, r.Error)
+	}
 }
