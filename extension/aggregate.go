@@ -453,7 +453,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // sortedOps lists op names in a stable order: the connection ops first as
 // buzz-loadgen prints them, then alphabetical.
-func sortedOps(m map[string]*opAgg) []string {
+func sortedOps[V any](m map[string]V) []string {
 	order := map[string]int{"connect": 0, "auth": 1, "subscribe_eose": 2, "history": 3, "publish": 4, "deliver": 5,
 		"http_query": 6, "http_events": 7, "hot_reply": 8, "thread_fetch": 9, "turn_context": 10}
 	out := make([]string, 0, len(m))

@@ -204,7 +204,7 @@ func opsReport(m map[string]*opAgg) map[string]*OpReport {
 // Pending operations are not judged.
 func judge(lim scenario.Abort, ops map[string]*OpReport) string {
 	var reasons []string
-	for _, name := range sortedOpNames(ops) {
+	for _, name := range sortedOps(ops) {
 		o := ops[name]
 		if o.OK > 0 && o.P99Ms > lim.MaxP99Ms {
 			reasons = append(reasons, fmt.Sprintf("%s p99 %.1f ms above max_p99_ms %g", name, o.P99Ms, lim.MaxP99Ms))
@@ -215,14 +215,6 @@ func judge(lim scenario.Abort, ops map[string]*OpReport) string {
 		}
 	}
 	return strings.Join(reasons, "; ")
-}
-
-func sortedOpNames(m map[string]*OpReport) []string {
-	tmp := make(map[string]*opAgg, len(m))
-	for k := range m {
-		tmp[k] = nil
-	}
-	return sortedOps(tmp)
 }
 
 // BuildReport assembles the report from the aggregation and the names of
@@ -402,12 +394,8 @@ func throttleWarnings(steps []StepReport, sd ShutdownReport) []string {
 		add(s.Ops)
 	}
 	add(sd.Ops)
-	tmp := map[string]*opAgg{}
-	for op := range sum {
-		tmp[op] = nil
-	}
 	var out []string
-	for _, op := range sortedOps(tmp) {
+	for _, op := range sortedOps(sum) {
 		if t := sum[op]; t.thr > t.ok {
 			out = append(out, fmt.Sprintf("%s: %d throttled, %d ok — the relay's rate limits refused more than they let through", op, t.thr, t.ok))
 		}

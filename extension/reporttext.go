@@ -108,11 +108,7 @@ func (r *Report) Text() string {
 		if len(r.Abort.Cut) == 0 {
 			b.WriteString(" nothing was in flight")
 		}
-		tmp := map[string]*opAgg{}
-		for op := range r.Abort.Cut {
-			tmp[op] = nil
-		}
-		for _, op := range sortedOps(tmp) {
+		for _, op := range sortedOps(r.Abort.Cut) {
 			fmt.Fprintf(&b, " %s %d", op, r.Abort.Cut[op])
 		}
 		b.WriteString("\n")
@@ -136,7 +132,7 @@ func secs(s float64) string { return (time.Duration(s * float64(time.Second))).S
 func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend", "cut")
 	var errs []string
-	for _, name := range sortedOpNames(ops) {
+	for _, name := range sortedOps(ops) {
 		o := ops[name]
 		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
 			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending, o.Cut+o.Abandoned)
@@ -148,7 +144,7 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 		fmt.Fprintf(b, "      ! %s\n", e)
 	}
 	// Scheduled operations: latency from the due time beside the send's.
-	for _, name := range sortedOpNames(ops) {
+	for _, name := range sortedOps(ops) {
 		if o := ops[name]; o.Scheduled > 0 {
 			fmt.Fprintf(b, "      ~ %s: %d scheduled, p99 %.1f ms from the due time (%.1f from the send), lag due→send p50 %.1f p99 %.1f ms\n",
 				name, o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)

@@ -331,11 +331,7 @@ func (w WindowReport) Text(runID string) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "    %-22s %8s %9s %9s %7s %6s\n", "op", "count", "p50 ms", "p99 ms", "errors", "thr")
-	tmp := make(map[string]*opAgg, len(w.Ops))
-	for k := range w.Ops {
-		tmp[k] = nil
-	}
-	for _, op := range sortedOps(tmp) {
+	for _, op := range sortedOps(w.Ops) {
 		o := w.Ops[op]
 		fmt.Fprintf(&b, "    %-22s %8d %9.1f %9.1f %7d %6d\n", op, o.Count, o.P50Ms, o.P99Ms, o.Errors, o.Throttled)
 	}
