@@ -307,13 +307,17 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	}
 	r.Shutdown = sd
 	if r.Abort != nil {
-		for _, w := range append(append([]StepReport(nil), r.Steps...), StepReport{Ops: sd.Ops}) {
-			for op, o := range w.Ops {
+		addCut := func(ops map[string]*OpReport) {
+			for op, o := range ops {
 				if o.Cut > 0 {
 					r.Abort.Cut[op] += o.Cut
 				}
 			}
 		}
+		for _, s := range r.Steps {
+			addCut(s.Ops)
+		}
+		addCut(sd.Ops)
 	}
 	r.Warnings = throttleWarnings(r.Steps, sd)
 	for k, n := range a.exits {
