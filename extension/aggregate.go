@@ -316,10 +316,7 @@ func (a *aggregator) recordID(id, home int, r relayclient.Result, kind, startSta
 // the end of endStage (−1: none).
 func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int) map[string]*opAgg {
 	out := map[string]*opAgg{}
-	for i := range a.shards {
-		sh := &a.shards[i]
-		sh.mu.Lock()
-		names := a.ops.list() // after the lock: every id of the shard's cells is in it
+	a.eachShard(func(sh *aggShard, names []string) {
 		for id, row := range sh.cells {
 			if row == nil {
 				continue
@@ -335,8 +332,7 @@ func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int
 				}
 			}
 		}
-		sh.mu.Unlock()
-	}
+	})
 	for k, n := range a.pendingEnd {
 		if k.stage == endStage {
 			opIn(out, k.op).pending += n
@@ -369,18 +365,25 @@ func (a *aggregator) recordWarmupID(id, home int, r relayclient.Result, at time.
 // warmupOps is the warm-up's operations, merged (a.mu held).
 func (a *aggregator) warmupOps() map[string]*opAgg {
 	out := map[string]*opAgg{}
-	for i := range a.shards {
-		sh := &a.shards[i]
-		sh.mu.Lock()
-		names := a.ops.list() // after the lock: every id of the shard's cells is in it
+	a.eachShard(func(sh *aggShard, names []string) {
 		for id, o := range sh.warm {
 			if o != nil {
 				opIn(out, names[id]).merge(o)
 			}
 		}
+	})
+	return out
+}
+
+// eachShard calls f with each shard locked in turn and the op names by id,
+// listed after the lock so that every id of the shard's cells is in it.
+func (a *aggregator) eachShard(f func(sh *aggShard, names []string)) {
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		f(sh, a.ops.list())
 		sh.mu.Unlock()
 	}
-	return out
 }
 
 func (a *aggregator) recordSetup(r relayclient.Result, at time.Time) {
