@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -196,16 +195,6 @@ func TestBrokenScriptIsOneErrorLine(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // runner is a `k6 run` started with a runner pod's command line.
 type runner struct {
 	t    *testing.T
@@ -217,7 +206,7 @@ type runner struct {
 
 func startRunner(t *testing.T, bin, dir, script string, extra ...string) *runner {
 	t.Helper()
-	addr := freePort(t)
+	addr := freeAddr(t)
 	// k6-operator's runner: flags after the positional script.
 	args := append([]string{"run", "--quiet", script}, extra...)
 	args = append(args, "--address="+addr, "--paused", "--tag", "instance_id=1", "--tag", "testrun_name=contract")
