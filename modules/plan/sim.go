@@ -406,9 +406,10 @@ func (s *sim) storedSince(ch int, since time.Duration) float64 {
 	c := &s.channels[ch]
 	n := c.stored
 	for m, v := range c.perMinute {
-		if time.Duration(m+1)*time.Minute <= since {
-			n -= v
+		if time.Duration(m+1)*time.Minute > since {
+			break // the minutes are in order: none later is before since
 		}
+		n -= v
 	}
 	n = max(n, 0) * float64(s.shards)
 	if since <= 0 {
