@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -32,17 +31,15 @@ func registerProfileFlags(fs *pflag.FlagSet) {
 
 // profilePaths are the flag values, or the environment's when a flag is unset.
 func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem, memAt string) {
+	lookup := lookupFrom(environ)
 	get := func(flag, env string) string {
-		if v, _ := fs.GetString(flag); flag != "" && v != "" {
-			return v
-		}
-		prefix := env + "="
-		for i := len(environ) - 1; i >= 0; i-- {
-			if strings.HasPrefix(environ[i], prefix) {
-				return environ[i][len(prefix):]
+		if flag != "" {
+			if v, _ := fs.GetString(flag); v != "" {
+				return v
 			}
 		}
-		return ""
+		v, _ := lookup(env)
+		return v
 	}
 	return get("cpuprofile", envCPUProfile), get("memprofile", envMemProfile), get("", envMemProfileAt)
 }
