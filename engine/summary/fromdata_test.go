@@ -2,6 +2,7 @@ package summary
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -27,19 +28,7 @@ func TestTextFromDataMatchesText(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got != want {
-			gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-			for i := 0; i < max(len(gl), len(wl)); i++ {
-				var g, w string
-				if i < len(gl) {
-					g = gl[i]
-				}
-				if i < len(wl) {
-					w = wl[i]
-				}
-				if g != w {
-					t.Errorf("color=%v line %d\n got %q\nwant %q", color, i+1, g, w)
-				}
-			}
+			diffLines(t, fmt.Sprintf("color=%v ", color), got, want)
 		}
 		if !strings.Contains(got, "✗ 'count>5' count=3") {
 			t.Errorf("failed threshold not shown:\n%s", got)

@@ -117,20 +117,26 @@ func TestCompactSummaryGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < max(len(gl), len(wl)); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Errorf("line %d\n got %q\nwant %q", i+1, g, w)
-			}
-		}
+		diffLines(t, "", got, string(want))
 		t.Fatalf("summary differs from testdata/compact.golden")
+	}
+}
+
+// diffLines reports each line where got and want differ, prefixed.
+func diffLines(t *testing.T, prefix, got, want string) {
+	t.Helper()
+	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(gl), len(wl)); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Errorf("%sline %d\n got %q\nwant %q", prefix, i+1, g, w)
+		}
 	}
 }
 
