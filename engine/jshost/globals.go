@@ -1,6 +1,10 @@
 package jshost
 
-import "github.com/grafana/sobek"
+import (
+	"slices"
+
+	"github.com/grafana/sobek"
+)
 
 // globals is the prototype of a VU's global object: k6's globals (__VU,
 // __ITER, __ENV, global, open, require, console, the timers), computed when
@@ -40,15 +44,14 @@ func (g *globals) Get(key string) sobek.Value {
 	case "__ENV":
 		return v.envVal
 	}
-	for i, n := range globalFns {
-		if n == key {
-			if g.fns[i] == nil {
-				g.fns[i] = g.build(i)
-			}
-			return g.fns[i]
-		}
+	i := slices.Index(globalFns[:], key)
+	if i < 0 {
+		return nil
 	}
-	return nil
+	if g.fns[i] == nil {
+		g.fns[i] = g.build(i)
+	}
+	return g.fns[i]
 }
 
 func (g *globals) build(i int) sobek.Value {
@@ -74,14 +77,7 @@ func (g *globals) build(i int) sobek.Value {
 // Set is only reached by writing to the prototype itself: refused.
 func (g *globals) Set(string, sobek.Value) bool { return false }
 
-func (g *globals) Has(key string) bool {
-	for _, n := range globalNames {
-		if n == key {
-			return true
-		}
-	}
-	return false
-}
+func (g *globals) Has(key string) bool { return slices.Contains(globalNames, key) }
 
 func (g *globals) Delete(key string) bool { return !g.Has(key) }
 

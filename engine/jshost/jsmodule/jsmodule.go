@@ -11,6 +11,8 @@ package jsmodule
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,12 +54,7 @@ type Exports struct {
 // Has reports whether name is a named export.
 func (e *Exports) Has(name string) bool {
 	if e.Lookup != nil {
-		for _, n := range e.Names {
-			if n == name {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(e.Names, name)
 	}
 	_, ok := e.Named[name]
 	return ok
@@ -68,11 +65,7 @@ func (e *Exports) NamedList() []string {
 	if e.Lookup != nil {
 		return e.Names
 	}
-	out := make([]string, 0, len(e.Named))
-	for k := range e.Named {
-		out = append(out, k)
-	}
-	return out
+	return slices.Collect(maps.Keys(e.Named))
 }
 
 // Get returns the Go value of a named export.

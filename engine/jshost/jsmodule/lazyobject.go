@@ -1,6 +1,10 @@
 package jsmodule
 
-import "github.com/grafana/sobek"
+import (
+	"slices"
+
+	"github.com/grafana/sobek"
+)
 
 // NewLazyObject returns a JS object whose properties are names, each value
 // built by build(i) the first time a script reads names[i] and then kept.
@@ -28,14 +32,7 @@ type builtMember struct {
 	v sobek.Value
 }
 
-func (o *lazyObject) index(key string) int {
-	for i, n := range o.names {
-		if n == key {
-			return i
-		}
-	}
-	return -1
-}
+func (o *lazyObject) index(key string) int { return slices.Index(o.names, key) }
 
 func (o *lazyObject) Get(key string) sobek.Value {
 	if v, ok := o.own[key]; ok {
