@@ -16,19 +16,8 @@ import (
 // EOSE. Mutant "publish the reply top-level when the lookup was cut"
 // publishes a message and fails.
 func TestAReplyWhoseRootLookupTheStopCutsShortIsNotPublished(t *testing.T) {
-	r := startRelay(t, nil)
-	u := r.URLs()
-	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
-		sc.Human = scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 3600, MessagesPerHour: 360000, ThreadReplyFraction: 1}
-	})
-	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	r, sc, conn := activityOn(t, scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 3600, MessagesPerHour: 360000, ThreadReplyFraction: 1}, nil)
 	keys := sc.Keys(0)
-	conn, err := relayclient.Connect(context.Background(), relayclient.Config{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP},
-		Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	r.Faults().WithholdEOSE("") // the root lookup never completes
 	act := NewActivity(sc, 0, keys, NewRand(sc.RunID, 0), relayclient.NopSink{})
 	// ops, which bounds the lookups, ends first here, so replies keep

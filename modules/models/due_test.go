@@ -15,20 +15,9 @@ import (
 // lag (Start−Due) shows the wait the send-time latency hides, and the
 // latency from the due time is never below the send's.
 func TestScheduledPublishesRecordWhenTheyWereDue(t *testing.T) {
-	r := startRelay(t, nil)
-	u := r.URLs()
-	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
-		sc.Human = scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 3600, MessagesPerHour: 180000, ThreadReplyFraction: 1}
-	})
-	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
-	keys := sc.Keys(0)
 	sink := &relayclient.CollectSink{}
-	conn, err := relayclient.Connect(context.Background(), relayclient.Config{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP},
-		Keys: keys, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	r, sc, conn := activityOn(t, scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 3600, MessagesPerHour: 180000, ThreadReplyFraction: 1}, sink)
+	keys := sc.Keys(0)
 	r.Faults().DelayEOSE("", 150*time.Millisecond)
 	act := NewActivity(sc, 0, keys, NewRand(sc.RunID, 0), sink)
 	halt, unhalt := context.WithTimeout(context.Background(), 800*time.Millisecond)

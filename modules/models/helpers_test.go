@@ -24,6 +24,24 @@ func startRelay(t testing.TB, mutate func(*relay.Config)) *relay.Relay {
 	return relaytest.Start(t, mutate)
 }
 
+// activityOn is the fixture of an Activity's tests: a relay, a scenario
+// whose humans behave as h, its channels seeded, and client 0's socket
+// (results to sink; nil records nothing), closed when the test ends.
+func activityOn(t testing.TB, h scenario.Human, sink relayclient.Sink) (*relay.Relay, *scenario.Scenario, *relayclient.Conn) {
+	t.Helper()
+	r := startRelay(t, nil)
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) { sc.Human = h })
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	conn, err := relayclient.Connect(context.Background(), relayclient.Config{Target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP},
+		Keys: sc.Keys(0), Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return r, sc, conn
+}
+
 // testScenario is a small scenario aimed at the given URLs: quiet by
 // default, each test turns on what it checks.
 func testScenario(t testing.TB, wsURL, httpURL string, mutate func(*scenario.Scenario)) *scenario.Scenario {
