@@ -3,6 +3,7 @@ package jshost
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/grafana/sobek"
 
@@ -42,14 +43,7 @@ func (e execObject) Get(key string) sobek.Value {
 
 func (e execObject) Set(string, sobek.Value) bool { return false }
 
-func (e execObject) Has(key string) bool {
-	for _, k := range execKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
+func (e execObject) Has(key string) bool { return slices.Contains(execKeys, key) }
 
 func (e execObject) Delete(key string) bool { return !e.Has(key) }
 
