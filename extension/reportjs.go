@@ -62,7 +62,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 	// k6's own summary (thresholds, checks, built-in metrics) stays in
 	// front of the Buzz report, as k6 would have printed it.
 	k6Text := ""
-	if keep, _ := optBool(in, opts, "k6Summary", true); keep {
+	if optBool(opts, "k6Summary", true) {
 		color := false
 		if dm, ok := d.(map[string]any); ok {
 			o, _ := dm["options"].(map[string]any)
@@ -96,14 +96,14 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 }
 
 // optBool reads a boolean option of an options object (def when absent).
-func optBool(_ *instance, opts sobek.Value, key string, def bool) (bool, error) {
+func optBool(opts sobek.Value, key string, def bool) bool {
 	o, ok := opts.(*sobek.Object)
 	if !ok {
-		return def, nil
+		return def
 	}
 	v := o.Get(key)
 	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
-		return def, nil
+		return def
 	}
-	return v.ToBoolean(), nil
+	return v.ToBoolean()
 }
