@@ -70,10 +70,8 @@ func (c *Conn) Auth(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		if q := c.takeIf(&c.pubs, p.key, p); q != nil {
-			// Its OK may still come (a relay slow under load): late, not a
-			// bad frame, as for a publish that timed out.
-			c.rememberLate(q.key)
-			c.complete(q, q.result(time.Now(), OutcomeError, "no OK for AUTH: "+ctx.Err().Error(), 0, 0), 0)
+			// Its OK may still come (a relay slow under load): late, not a bad frame.
+			c.abandon(q, q.result(time.Now(), OutcomeError, "no OK for AUTH: "+ctx.Err().Error(), 0, 0))
 		}
 		return &OpError{Result: <-res}
 	}

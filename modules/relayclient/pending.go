@@ -68,14 +68,11 @@ func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duratio
 	if timeout > 0 {
 		p.timer = time.AfterFunc(timeout-time.Since(p.start), func() {
 			if q := c.takeIf(m, p.key, p); q != nil {
-				if q.kind == kindPublish {
-					c.rememberLate(q.key)
-				}
 				msg := "no OK within " + timeout.String()
 				if q.kind == kindCount {
 					msg = "no COUNT reply within " + timeout.String()
 				}
-				c.complete(q, q.result(time.Now(), OutcomeError, msg, 0, 0), 0)
+				c.abandon(q, q.result(time.Now(), OutcomeError, msg, 0, 0))
 			}
 		})
 	}
@@ -94,8 +91,18 @@ func (c *Conn) takeIf(m *map[string]*pending, key string, want *pending) *pendin
 	return p
 }
 
-// rememberLate notes a timed-out event id (a publish, an AUTH) so its late
-// OK is not a bad frame.
+// abandon settles p (already taken from its map) with r before its answer
+// came: a deadline, or the caller's context. The relay may still answer an
+// event id (a publish, an AUTH), so the id is remembered and its late OK
+// is not a bad frame; every way of giving up on an OK goes through here.
+func (c *Conn) abandon(p *pending, r Result) {
+	if p.kind != kindCount {
+		c.rememberLate(p.key)
+	}
+	c.complete(p, r, 0)
+}
+
+// rememberLate notes an abandoned event id (see abandon).
 func (c *Conn) rememberLate(id string) {
 	const ring = 64
 	c.mu.Lock()

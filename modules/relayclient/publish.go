@@ -77,7 +77,7 @@ func (c *Conn) Publish(ctx context.Context, ev *nostr.Event, opt PublishOptions)
 		return r
 	case <-ctx.Done():
 		if q := c.takeIf(&c.pubs, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomePending, "cancelled before the OK: "+ctx.Err().Error(), 0, 0), 0)
+			c.abandon(q, q.result(time.Now(), OutcomePending, "cancelled before the OK: "+ctx.Err().Error(), 0, 0))
 		}
 		return <-ch
 	}

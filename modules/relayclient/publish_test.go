@@ -338,6 +338,32 @@ func TestPublishContextCancelIsPending(t *testing.T) {
 	}
 }
 
+// A publish its caller stopped waiting for is abandoned like one that
+// timed out: the relay's OK that follows is late, not a bad frame (the
+// stop used to turn every OK still on its way into an error).
+func TestACancelledPublishsLateOKIsNotABadFrame(t *testing.T) {
+	arrived := make(chan string, 1)
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.onFrame = func(fc *fakeConn, verb string, raw []json.RawMessage) {
+			if verb == "EVENT" {
+				arrived <- eventID(raw)
+			}
+		}
+	})
+	sink := &CollectSink{}
+	c := connect(t, fr, sink, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if r := c.Publish(ctx, signed(t, testKeys(t, 1), "x"), PublishOptions{}); r.Outcome != OutcomePending {
+		t.Fatalf("%+v", r)
+	}
+	fr.conn(0).sendf(`["OK",%q,true,""]`, <-arrived)
+	waitFor(t, "late OK", func() bool { return c.Stats().LateFrames == 1 })
+	if c.Stats().BadFrames != 0 || sink.Count(OpBadFrame, OutcomeError) != 0 {
+		t.Fatalf("late OK counted as a bad frame: %+v %+v", c.Stats(), sink.Op(OpBadFrame))
+	}
+}
+
 func TestCloseSettlesInFlightAsPendingAndRelayLossAsError(t *testing.T) {
 	fr := newFakeRelay(t, func(fr *fakeRelay) {
 		fr.onFrame = func(*fakeConn, string, []json.RawMessage) {}
