@@ -92,17 +92,16 @@ func (c *Conn) takeIf(m *map[string]*pending, key string, want *pending) *pendin
 }
 
 // abandon settles p (already taken from its map) with r before its answer
-// came: a deadline, or the caller's context. The relay may still answer an
-// event id (a publish, an AUTH), so the id is remembered and its late OK
-// is not a bad frame; every way of giving up on an OK goes through here.
+// came: a deadline, or the caller's context. The relay may still answer
+// (an OK for a publish or an AUTH, a COUNT), so the key is remembered and
+// the late answer is not a bad frame; every way of giving up on an answer
+// goes through here.
 func (c *Conn) abandon(p *pending, r Result) {
-	if p.kind != kindCount {
-		c.rememberLate(p.key)
-	}
+	c.rememberLate(p.key)
 	c.complete(p, r, 0)
 }
 
-// rememberLate notes an abandoned event id (see abandon).
+// rememberLate notes an abandoned event id or COUNT id (see abandon).
 func (c *Conn) rememberLate(id string) {
 	const ring = 64
 	c.mu.Lock()
@@ -147,6 +146,10 @@ func (c *Conn) onOK(f *Frame, at time.Time, n int64, b []byte) {
 func (c *Conn) onCount(f *Frame, at time.Time, n int64, b []byte) {
 	p := c.takeIf(&c.counts, f.SubID, nil)
 	if p == nil {
+		if c.wasLate(f.SubID) {
+			c.stats.late.Add(1)
+			return
+		}
 		c.badFrame(at, n, errors.New("COUNT for a subscription id with no COUNT in flight"), b)
 		return
 	}

@@ -140,7 +140,7 @@ func (c *Conn) Count(ctx context.Context, filters []Filter, opt CountOptions) (i
 		return rp.n, rp.r
 	case <-ctx.Done():
 		if q := c.takeIf(&c.counts, p.key, p); q != nil {
-			c.complete(q, q.result(time.Now(), OutcomePending, "cancelled before the COUNT reply: "+ctx.Err().Error(), 0, 0), 0)
+			c.abandon(q, q.result(time.Now(), OutcomePending, "cancelled before the COUNT reply: "+ctx.Err().Error(), 0, 0))
 		}
 		rp := <-ch
 		return rp.n, rp.r

@@ -364,6 +364,29 @@ func TestACancelledPublishsLateOKIsNotABadFrame(t *testing.T) {
 	}
 }
 
+// A COUNT that timed out is abandoned as a publish is: the reply that
+// follows is late, not a bad frame.
+func TestATimedOutCountsLateReplyIsNotABadFrame(t *testing.T) {
+	arrived := make(chan string, 1)
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.onFrame = func(fc *fakeConn, verb string, raw []json.RawMessage) {
+			if verb == "COUNT" {
+				arrived <- subID(raw)
+			}
+		}
+	})
+	sink := &CollectSink{}
+	c := connect(t, fr, sink, nil)
+	if _, r := c.Count(context.Background(), []Filter{{Kinds: []int{9}}}, CountOptions{Timeout: 80 * time.Millisecond}); r.Outcome != OutcomeError {
+		t.Fatalf("%+v", r)
+	}
+	fr.conn(0).sendf(`["COUNT",%q,{"count":1}]`, <-arrived)
+	waitFor(t, "late COUNT", func() bool { return c.Stats().LateFrames == 1 })
+	if c.Stats().BadFrames != 0 || sink.Count(OpBadFrame, OutcomeError) != 0 {
+		t.Fatalf("late COUNT counted as a bad frame: %+v %+v", c.Stats(), sink.Op(OpBadFrame))
+	}
+}
+
 func TestCloseSettlesInFlightAsPendingAndRelayLossAsError(t *testing.T) {
 	fr := newFakeRelay(t, func(fr *fakeRelay) {
 		fr.onFrame = func(*fakeConn, string, []json.RawMessage) {}
