@@ -218,15 +218,9 @@ func (c *Client) agentHTTP(s *session) {
 		if !waitUntil(s.halt, nil, due, 0) {
 			return
 		}
-		for i, act := range a.step(agent.HTTPDue{At: time.Now()}) {
-			// The first request was due when the model said; the others
-			// follow it (their lateness is the first's latency, not a
-			// schedule's).
-			d := time.Time{}
-			if i == 0 {
-				d = due
-			}
-			res := c.agentRequest(s, act, d)
+		// At most one request (agent.HTTPDue), due when the model said.
+		for _, act := range a.step(agent.HTTPDue{At: time.Now()}) {
+			res := c.agentRequest(s, act, due)
 			for _, out := range a.step(res) {
 				if e, ok := out.(agent.TurnEnded); ok && a.turnDone != nil {
 					select {
