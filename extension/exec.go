@@ -220,16 +220,8 @@ func (in *instance) recordExit(l *loaded, sl *slot, end models.End) {
 // abort cuts short is pending, cut by the abort, and the client
 // interrupted; a Run that fails before the stop is an exit.
 func runDesktop(sl *slot, stop, grace context.Context, stopAt time.Time) models.End {
-	unhook := context.AfterFunc(grace, func() {
-		if models.Aborted(grace) {
-			sl.sink.aborted.Store(true)
-		} else {
-			sl.sink.graceEnded.Store(true)
-		}
-	})
-	defer unhook()
-	sl.sink.graceEnded.Store(false)
-	sl.sink.aborted.Store(false)
+	// The desktop human's own session sink marks what the grace or an abort
+	// cuts short (models.CutShort, as the basic human's does).
 	err := sl.desk.Run(stop, grace)
 	switch {
 	case models.Aborted(grace):

@@ -1,14 +1,12 @@
 package extension
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
@@ -34,12 +32,6 @@ type opSink struct {
 	// last is the sink's last record's entry (a connection's reader records
 	// one op in one step, its deliveries, over and over).
 	last atomic.Pointer[recInfo]
-
-	// graceEnded turns operations cut short after the grace into
-	// "unfinished at stop" errors, aborted into pending "cut by the abort"
-	// (desktop humans; modules/models marks its own).
-	graceEnded atomic.Bool
-	aborted    atomic.Bool
 
 	// periodic: the sink of a population client, whose iteration lasts the
 	// whole session. Its bytes are written as data_sent / data_received
@@ -174,13 +166,6 @@ var samplePool = sync.Pool{New: func() any { return new([3]metrics.Sample) }}
 func (s *opSink) Record(r relayclient.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
-	}
-	switch {
-	case r.Outcome == relayclient.OutcomePending && s.aborted.Load() && !strings.HasPrefix(r.Error, models.CutByAbort):
-		r.Error = models.CutByAbort + r.Error
-	case r.Outcome == relayclient.OutcomePending && s.graceEnded.Load():
-		r.Outcome = relayclient.OutcomeError
-		r.Error = "unfinished at stop: " + r.Error
 	}
 	end := r.Start.Add(r.Duration)
 	if r.Start.IsZero() {
