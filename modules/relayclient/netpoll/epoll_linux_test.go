@@ -1,0 +1,364 @@
+//go:build linux
+
+package netpoll
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// recorder is a Handler that keeps what it got and checks the contract:
+// nothing after OnDetach, OnDetach once.
+type recorder struct {
+	t        *testing.T
+	mu       sync.Mutex
+	got      bytes.Buffer
+	detached chan error
+	done     atomic.Bool
+	onRead   func(b []byte) error
+	onTick   func(now time.Time) error
+	reads    atomic.Int64
+	inCall   atomic.Int32
+}
+
+func newRecorder(t *testing.T) *recorder {
+	return &recorder{t: t, detached: make(chan error, 2)}
+}
+
+func (h *recorder) enter() {
+	if h.inCall.Add(1) != 1 {
+		h.t.Error("handler methods overlap")
+	}
+	if h.done.Load() {
+		h.t.Error("handler called after OnDetach")
+	}
+}
+
+func (h *recorder) OnRead(b []byte, at time.Time) error {
+	h.enter()
+	defer h.inCall.Add(-1)
+	if at.IsZero() || time.Since(at) < 0 {
+		h.t.Error("bad arrival time")
+	}
+	h.reads.Add(1)
+	h.mu.Lock()
+	h.got.Write(b)
+	h.mu.Unlock()
+	if h.onRead != nil {
+		return h.onRead(b)
+	}
+	return nil
+}
+
+func (h *recorder) OnTick(now time.Time) error {
+	h.enter()
+	defer h.inCall.Add(-1)
+	if h.onTick != nil {
+		return h.onTick(now)
+	}
+	return nil
+}
+
+func (h *recorder) OnDetach(err error) {
+	h.enter()
+	defer h.inCall.Add(-1)
+	if !h.done.CompareAndSwap(false, true) {
+		h.t.Error("second OnDetach")
+	}
+	h.detached <- err
+}
+
+func (h *recorder) bytes() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]byte(nil), h.got.Bytes()...)
+}
+
+func (h *recorder) waitDetach(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-h.detached:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("no OnDetach")
+		return nil
+	}
+}
+
+// pair is a loopback TCP connection: the client end (to register) and the server end.
+func pair(t *testing.T, ln net.Listener) (client *net.TCPConn, server net.Conn) {
+	t.Helper()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*net.TCPConn), s
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func rawConn(t *testing.T, c *net.TCPConn) syscall.RawConn {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+func fdOf(t *testing.T, rc syscall.RawConn) int {
+	var n int
+	if err := rc.Control(func(fd uintptr) { n = int(fd) }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func newPoller(t *testing.T, opt Options) *Poller {
+	t.Helper()
+	p, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+func TestBytesReachTheirSocketsHandlerAndEOFDetaches(t *testing.T) {
+	p := newPoller(t, Options{Loops: 2, BufSize: 1000})
+	ln := listen(t)
+	const n = 40
+	hs := make([]*recorder, n)
+	srv := make([]net.Conn, n)
+	for i := range hs {
+		c, s := pair(t, ln)
+		hs[i], srv[i] = newRecorder(t), s
+		if _, err := p.Add(rawConn(t, c), hs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, s := range srv {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 20; k++ {
+				fmt.Fprintf(s, "conn %d line %d %s\n", i, k, bytes.Repeat([]byte{'x'}, k*37))
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	for i, h := range hs {
+		if err := h.waitDetach(t); !errors.Is(err, io.EOF) {
+			t.Fatalf("conn %d: detach error %v, want EOF", i, err)
+		}
+		var want bytes.Buffer
+		for k := 0; k < 20; k++ {
+			fmt.Fprintf(&want, "conn %d line %d %s\n", i, k, bytes.Repeat([]byte{'x'}, k*37))
+		}
+		if !bytes.Equal(h.bytes(), want.Bytes()) {
+			t.Fatalf("conn %d got %d bytes, want %d", i, len(h.bytes()), want.Len())
+		}
+	}
+}
+
+func TestRemoveFromInsideOnRead(t *testing.T) {
+	p := newPoller(t, Options{Loops: 1})
+	ln := listen(t)
+	c, s := pair(t, ln)
+	h := newRecorder(t)
+	var reg *Reg
+	h.onRead = func([]byte) error { reg.Remove(); reg.Remove(); return nil }
+	h.mu.Lock() // reg is set before the first OnRead can run
+	var err error
+	if reg, err = p.Add(rawConn(t, c), h); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Unlock()
+	_, _ = s.Write([]byte("one"))
+	if err := h.waitDetach(t); err != nil {
+		t.Fatalf("detach error %v, want nil", err)
+	}
+	_, _ = s.Write([]byte("two"))
+	time.Sleep(50 * time.Millisecond)
+	if h.reads.Load() != 1 {
+		t.Fatalf("%d reads after Remove", h.reads.Load())
+	}
+	// The socket is still ours to close, and usable.
+	_ = c.Close()
+}
+
+func TestOnTickErrorDetaches(t *testing.T) {
+	p := newPoller(t, Options{Loops: 1, Tick: 10 * time.Millisecond})
+	ln := listen(t)
+	c, _ := pair(t, ln)
+	h := newRecorder(t)
+	idle := errors.New("idle")
+	var ticks atomic.Int32
+	h.onTick = func(time.Time) error {
+		if ticks.Add(1) == 3 {
+			return idle
+		}
+		return nil
+	}
+	if _, err := p.Add(rawConn(t, c), h); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.waitDetach(t); err != idle {
+		t.Fatalf("detach error %v", err)
+	}
+}
+
+// A socket removed and closed while its peer writes, then a new socket that
+// gets the same descriptor number: the new one's bytes reach only the new
+// handler, the old handler sees nothing after OnDetach.
+func TestReusedDescriptorNumberReachesOnlyTheNewSocket(t *testing.T) {
+	p := newPoller(t, Options{Loops: 1})
+	ln := listen(t)
+	reused := 0
+	for round := 0; round < 50; round++ {
+		c1, s1 := pair(t, ln)
+		h1 := newRecorder(t)
+		rc1 := rawConn(t, c1)
+		fd1 := fdOf(t, rc1)
+		r1, err := p.Add(rc1, h1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		go func() { // the old peer keeps writing
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s1.Write([]byte("old!")); err != nil {
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Millisecond)
+		r1.Remove()
+		_ = h1.waitDetach(t)
+		got1 := len(h1.bytes())
+		_ = c1.Close()
+
+		c2, s2 := pair(t, ln)
+		rc2 := rawConn(t, c2)
+		if fdOf(t, rc2) == fd1 {
+			reused++
+		}
+		h2 := newRecorder(t)
+		r2, err := p.Add(rc2, h2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s2.Write([]byte("new"))
+		deadline := time.Now().Add(5 * time.Second)
+		for string(h2.bytes()) != "new" {
+			if time.Now().After(deadline) || len(h2.bytes()) > 3 {
+				t.Fatalf("round %d: new socket got %q", round, h2.bytes())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		close(stop)
+		if len(h1.bytes()) != got1 {
+			t.Fatalf("round %d: the old handler got bytes after OnDetach", round)
+		}
+		r2.Remove()
+		_ = h2.waitDetach(t)
+		_ = c2.Close()
+		_ = s1.Close()
+		_ = s2.Close()
+	}
+	if reused == 0 {
+		t.Fatal("no descriptor number was reused: the test did not test reuse")
+	}
+}
+
+// Many sockets removed from other goroutines while their peers write:
+// every handler detaches exactly once, never called after (run with -race).
+func TestConcurrentRemovesWhileReading(t *testing.T) {
+	g0 := runtime.NumGoroutine()
+	p := newPoller(t, Options{Loops: 2, BufSize: 4096})
+	ln := listen(t)
+	const n = 60
+	var regs []*Reg
+	var hs []*recorder
+	var srv []net.Conn
+	var cl []*net.TCPConn
+	for i := 0; i < n; i++ {
+		c, s := pair(t, ln)
+		h := newRecorder(t)
+		r, err := p.Add(rawConn(t, c), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs, hs, srv, cl = append(regs, r), append(hs, h), append(srv, s), append(cl, c)
+	}
+	var wg sync.WaitGroup
+	for _, s := range srv {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := bytes.Repeat([]byte("y"), 700)
+			for k := 0; k < 200; k++ {
+				if _, err := s.Write(msg); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for i, r := range regs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i%7) * time.Millisecond)
+			r.Remove()
+			if err := hs[i].waitDetach(t); err != nil {
+				t.Errorf("conn %d: %v", i, err)
+			}
+			_ = cl[i].Close() // after OnDetach, as a handler does
+			_ = srv[i].Close()
+		}()
+	}
+	wg.Wait()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > g0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before: the loops did not exit", runtime.NumGoroutine(), g0)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
