@@ -167,6 +167,25 @@ func (c *community) canRead(chID, pubkey string) bool {
 	return ok
 }
 
+// isPrivate reports whether chID is a private channel, whose readers are
+// its members only (canRead).
+func (c *community) isPrivate(chID string) bool {
+	ch := c.channel(chID)
+	if ch == nil {
+		return false
+	}
+	ch.mu.RLock()
+	defer ch.mu.RUnlock()
+	return ch.visibility == "private"
+}
+
+// readerGated reports whether eventVisible depends on the reader for e's
+// kind; for every other kind it is true for all readers.
+func readerGated(e *nostr.Event) bool {
+	k := e.Kind
+	return pGatedKinds[k] || authorOnlyKinds[k] || k == nostr.KindAgentEngram
+}
+
 // eventVisible applies the event-level gates: p-gated kinds only to the
 // tagged recipient (or the author), author-only kinds and engrams to their
 // author. Pure: safe under any lock.

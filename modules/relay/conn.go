@@ -31,6 +31,8 @@ type conn struct {
 	overflows atomic.Int32
 	framesOut atomic.Int64
 
+	writeDeadline time.Time // the socket's write deadline (the writer's only)
+
 	challenge string
 	expected  string // the relay URL the AUTH relay tag must name
 
@@ -228,19 +230,21 @@ func (k *conn) enqueueClose(b []byte) {
 	<-k.done
 }
 
-// deliver queues a live event without blocking. When SendBuffer frames are
-// already waiting the delivery is dropped; SlowClientGrace consecutive drops
-// disconnect the client (docs/buzz-protocol.md §1.1 item 7).
-func (k *conn) deliver(s *subscription, e *entry) {
+// deliver queues a live event without blocking and reports whether it was
+// queued (the caller counts deliveries and drops). When SendBuffer frames
+// are already waiting the delivery is dropped; SlowClientGrace consecutive
+// drops disconnect the client (docs/buzz-protocol.md §1.1 item 7).
+func (k *conn) deliver(s *subscription, e *entry) bool {
 	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
-		k.overflows.Store(0)
-		k.r.stats.deliveries.Add(1)
-		return
+		if k.overflows.Load() != 0 {
+			k.overflows.Store(0)
+		}
+		return true
 	}
-	k.r.stats.dropped.Add(1)
 	if int(k.overflows.Add(1)) == k.r.cfg.SlowClientGrace {
 		k.r.stats.slow.Add(1)
 		k.r.logf("relay: dropping slow consumer %s", k.pubkeyIfAuthed())
 		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
+	return false
 }
