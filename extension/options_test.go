@@ -110,6 +110,18 @@ func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
 	if _, ok := o.Thresholds["buzz_op_duration{op:desktop_window}"]; ok {
 		t.Error("judged on an op no population makes")
 	}
+	// Bad frames and notices have no duration: their error rate is judged,
+	// a p99 of them is not (it would always read 0s).
+	for _, op := range []string{"bad_frame", "notice"} {
+		for _, step := range []string{"", ",step:shutdown"} {
+			if _, ok := o.Thresholds["buzz_op_duration{op:"+op+step+"}"]; ok {
+				t.Errorf("p99 judged on %s%s", op, step)
+			}
+		}
+		if !has("buzz_op_failed{op:"+op+"}", "rate<=0.02", "humans", true) {
+			t.Errorf("%s's error rate not judged", op)
+		}
+	}
 	// The shutdown and the exits over the whole run.
 	if !has("buzz_op_duration{op:publish,step:shutdown}", "p(99)<=1500", "", false) ||
 		!has("buzz_op_failed{op:publish,step:shutdown}", "rate<=0.02", "", false) ||

@@ -24,10 +24,13 @@ func (r AbortRule) Threshold() string {
 
 // Rules is the abort section as data: any operation's p99 (publish→delivery
 // included) above max_p99_ms, any operation but deliver with an error rate
-// above max_error_rate, or any client that exited unexpectedly.
+// above max_error_rate, or any client that exited unexpectedly. The p99 rule
+// skips bad_frame and notice: they are frames, not operations, recorded
+// with no duration, so a p99 of them is always 0 and only lengthens the
+// summary.
 func (a Abort) Rules() []AbortRule {
 	return []AbortRule{
-		{Name: "p99", Metric: "buzz_op_duration", Stat: "p(99)", Max: a.MaxP99Ms, PerOp: true},
+		{Name: "p99", Metric: "buzz_op_duration", Stat: "p(99)", Max: a.MaxP99Ms, PerOp: true, ExceptOps: []string{"bad_frame", "notice"}},
 		{Name: "error_rate", Metric: "buzz_op_failed", Stat: "rate", Max: a.MaxErrorRate, PerOp: true, ExceptOps: []string{"deliver"}},
 		{Name: "client_exits", Metric: "buzz_client_exits", Stat: "count", Max: 0},
 	}
