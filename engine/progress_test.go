@@ -77,10 +77,10 @@ func TestProgressBar(t *testing.T) {
 // On a terminal the block is redrawn in place: after the first draw every
 // redraw moves the cursor back up over the lines it drew.
 func TestTerminalProgressRedrawsInPlace(t *testing.T) {
-	var buf bytes.Buffer
+	var buf syncBuf
 	r := &runner{cfg: RunConfig{Stderr: &buf, StderrTTY: true}, now: time.Now, runStart: time.Now()}
 	stop := r.startProgress(context.Background())
-	time.Sleep(3 * progressInterval / 2)
+	waitOutput(t, &buf, "a second draw", func(out string) bool { return strings.Count(out, "running (") >= 2 })
 	stop()
 	out := buf.String()
 	if n := strings.Count(out, "running ("); n < 2 {
@@ -99,11 +99,14 @@ func TestConsoleWritesAboveTheProgressBlock(t *testing.T) {
 	con := NewConsole(&buf)
 	r := &runner{cfg: RunConfig{Stderr: &buf, StderrTTY: true, Console: con}, now: time.Now, runStart: time.Now()}
 	stop := r.startProgress(context.Background())
-	time.Sleep(3 * progressInterval / 2) // after the first draw
+	waitOutput(t, &buf, "the first draw", func(out string) bool { return strings.Contains(out, "running (") })
 	if _, err := con.Write([]byte("window block\n")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(progressInterval)
+	waitOutput(t, &buf, "a redraw after the block", func(out string) bool {
+		i := strings.Index(out, "window block\n")
+		return i >= 0 && strings.Contains(out[i:], "running (")
+	})
 	stop()
 	out := buf.String()
 	i := strings.Index(out, "window block")
@@ -117,6 +120,19 @@ func TestConsoleWritesAboveTheProgressBlock(t *testing.T) {
 	redraw := after[len("window block\n"):]
 	if !strings.HasPrefix(redraw, "\r"+"running (") {
 		t.Errorf("the redraw after the block moves up into it: %q", redraw)
+	}
+}
+
+// waitOutput polls buf until cond holds (the progress goroutine draws on a
+// ticker: a fixed sleep flakes on a loaded machine), failing after 10 s.
+func waitOutput(t *testing.T, buf *syncBuf, what string, cond func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond(buf.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 10s: %q", what, buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
