@@ -499,12 +499,16 @@ export const options = sc.options({ scenarios: { agents: null,
   humans: { stages: [{ duration: "1s", target: 8 }, { duration: "2s", target: 8 }] } } });
 export function setup() { return sc.setup(); }
 export function human() { sc.human(); }
-export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
+export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT, k6Summary: false }); }
 `
 	r := runInline(t, t.TempDir(), src, "over.toml", tinySmoke, nil, nil, nil)
 	if r.res.ExitCode != engine.ExitThresholdsFailed {
 		r.dump(t)
 		t.Fatalf("exit %d, want 99", r.res.ExitCode)
+	}
+	// k6Summary: false prints the Buzz report alone.
+	if strings.Contains(r.stdout, "█ THRESHOLDS") || strings.Contains(r.stdout, "█ TOTAL RESULTS") || !strings.Contains(r.stdout, "step 0") {
+		t.Errorf("stdout with k6Summary false:\n%s", r.stdout)
 	}
 	// The abort comes at the end of the ramp stage (1 s), when the 7th VU
 	// has exited and the 8th may not have started.
