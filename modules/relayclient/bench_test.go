@@ -123,41 +123,51 @@ func startChildServer(b testing.TB) string {
 	return "ws://" + line[:len(line)-1]
 }
 
-// Exactly one goroutine per open connection (the reader), subscriptions
-// and in-flight publishes included; the relay is in another process so
-// only our goroutines are counted.
-func TestOneGoroutinePerConnection(t *testing.T) {
+// Goroutines per open connection, subscriptions and in-flight publishes
+// included: none with the poller (its loops, at most GOMAXPROCS, serve them
+// all), exactly one (the reader) without. The relay is in another process
+// so only our goroutines are counted.
+func TestGoroutinesPerConnection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
 	url := startChildServer(t)
-	const n = 20
-	keys := testKeys(t, 1)
-	g0 := runtime.NumGoroutine()
-	var conns []*Conn
-	for i := 0; i < n; i++ {
-		c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		for j := 0; j < 3; j++ {
-			if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{}); err != nil {
+	for _, noPoller := range []bool{false, true} {
+		const n = 20
+		keys := testKeys(t, 1)
+		g0 := runtime.NumGoroutine()
+		var conns []*Conn
+		for i := 0; i < n; i++ {
+			c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys, NoPoller: noPoller})
+			if err != nil {
 				t.Fatal(err)
 			}
+			conns = append(conns, c)
+			for j := 0; j < 3; j++ {
+				if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r := c.Publish(context.Background(), signed(t, keys, fmt.Sprint(i)), PublishOptions{}); r.Outcome != OutcomeOK {
+				t.Fatalf("%+v", r)
+			}
 		}
-		if r := c.Publish(context.Background(), signed(t, keys, fmt.Sprint(i)), PublishOptions{}); r.Outcome != OutcomeOK {
-			t.Fatalf("%+v", r)
+		d := runtime.NumGoroutine() - g0
+		if lo, hi := n, n+2; noPoller && (d < lo || d > hi) {
+			t.Fatalf("without the poller: %d goroutines for %d connections", d, n)
 		}
-	}
-	if d := runtime.NumGoroutine() - g0; d < n || d > n+2 {
-		t.Fatalf("%d goroutines for %d connections", d, n)
-	}
-	for _, c := range conns {
-		c.Close()
-		<-c.Done()
+		if hi := runtime.GOMAXPROCS(0) + 2; !noPoller && !pollerOff() && d > hi {
+			t.Fatalf("with the poller: %d goroutines for %d connections (at most %d)", d, n, hi)
+		}
+		for _, c := range conns {
+			c.Close()
+			<-c.Done()
+		}
 	}
 }
+
+// pollerOff: the environment turned the poller off for this test run.
+func pollerOff() bool { return os.Getenv(EnvNetpoll) == "0" }
 
 // BenchmarkParseFrameEvent: an inbound EVENT frame (a chat message with
 // four tags) parsed into a nostr.Event. Budget: ≤ 6 µs.

@@ -55,14 +55,18 @@ type Config struct {
 	EOSETimeout    time.Duration // default for Subscribe
 	WriteTimeout   time.Duration // deadline of a non-EVENT write
 	MaxFrameBytes  int           // inbound frame limit (discard and count beyond it)
-	ReadBufferSize int           // gorilla read buffer
+	ReadBufferSize int           // gorilla read buffer (the goroutine reader's)
+	// NoPoller reads this connection with a goroutine of its own even where
+	// the shared epoll loops could (plain ws:// on Linux); the environment
+	// variable BUZZLOAD_NETPOLL=0 does the same for every connection.
+	NoPoller bool
 	// ReadIdleTimeout ends the connection (as lost) when neither a frame nor
 	// a ping arrives for this long; Buzz pings every 30 s. 0 = never.
 	ReadIdleTimeout time.Duration
 
 	Header http.Header // extra upgrade headers (e.g. Buzz-Client); Host is set from Target
 
-	// OnNotice sees every NOTICE with its arrival time (reader goroutine; must not block).
+	// OnNotice sees every NOTICE with its arrival time (on the reader; must not block, see Conn).
 	OnNotice func(text string, at time.Time)
 	// OnDisconnect is called once when the connection ends; err is nil after our Close.
 	OnDisconnect func(err error)

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/buzzload/buzzload/modules/relayclient/netpoll"
+	"github.com/buzzload/buzzload/modules/relayclient/wsframe"
 )
 
 // Package-wide buffer pools. They hold no state a caller can observe: the
@@ -32,19 +35,30 @@ func putFrameBuf(b *[]byte) {
 	framePool.Put(b)
 }
 
-// Conn is one WebSocket connection to a relay. It runs exactly one reader
-// goroutine; writes are serialised by a mutex on the caller's goroutine with
-// a deadline on each. All methods are safe for concurrent use.
+// Conn is one WebSocket connection to a relay. Writes are serialised by a
+// mutex on the caller's goroutine with a deadline on each. All methods are
+// safe for concurrent use.
 //
-// Callbacks (OnEvent, OnEOSE, OnClosed, publish done funcs, OnNotice) run on
-// the reader goroutine or a deadline timer's goroutine: they must not block,
-// and must not call the blocking methods (Publish, Auth, Count, Sub.Wait)
-// of the same Conn; the Async forms are fine.
+// Reads: a plain ws:// connection on Linux is read by one of a few epoll
+// loops the process shares (package netpoll; issue 16: a goroutine reader
+// cost a wake-up, a park and an EAGAIN read per frame); wss://, other
+// systems, Config.NoPoller and BUZZLOAD_NETPOLL=0 keep one reader goroutine
+// per connection.
+//
+// Callbacks (OnEvent, OnEventView, OnEOSE, OnClosed, publish done funcs,
+// OnNotice) run on the reader: with the poller that is a loop goroutine
+// shared by many connections, so a callback that blocks stalls all of them.
+// They must not block (no blocking channel send, no long-held lock) and must
+// not call the blocking methods (Publish, Auth, Count, Sub.Wait, SubscribeEOSE)
+// of any Conn; the Async forms, Subscribe and Close are fine. Some settle on
+// a deadline timer's goroutine or, when the connection ends, on a goroutine
+// of their own (OnDisconnect too).
 type Conn struct {
 	cfg      Config
 	ws       *websocket.Conn
-	relayURL string    // public URL for the NIP-42 relay tag
-	born     time.Time // dial time; monotonic base for lastFrame
+	reg      *netpoll.Reg // the poller's registration (nil: a reader goroutine); set under mu
+	relayURL string       // public URL for the NIP-42 relay tag
+	born     time.Time    // dial time; monotonic base for lastFrame
 
 	wmu sync.Mutex // serialises writes
 
@@ -74,6 +88,11 @@ type Conn struct {
 	// not a local, so that handing its event view to a callback allocates
 	// nothing.
 	rf inFrame
+
+	// The poller path (loop goroutine only, see pollread.go): the frame
+	// decoder and when a frame or ping last came (nanoseconds after born).
+	dec      wsframe.Decoder
+	idleFrom int64
 
 	lastFrame atomic.Int64 // nanoseconds after born
 	stats     struct {
@@ -127,9 +146,23 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		return fail(OutcomeError, err.Error(), 0)
 	}
 	nd := &net.Dialer{LocalAddr: laddr}
+	polled := usePoller(&cfg, ep.dialURL)
+	dial, readBuf := nd.DialContext, cfg.ReadBufferSize
+	var hs *handshakeConn
+	if polled {
+		readBuf = pollReadBufferSize
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := nd.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			hs = &handshakeConn{Conn: nc}
+			return hs, nil
+		}
+	}
 	d := websocket.Dialer{
-		NetDialContext:    nd.DialContext,
-		ReadBufferSize:    cfg.ReadBufferSize,
+		NetDialContext:    dial,
+		ReadBufferSize:    readBuf,
 		WriteBufferSize:   writeBufferSize,
 		WriteBufferPool:   writePool,
 		EnableCompression: false, // never: permessage-deflate costs ~830 KiB per connection
@@ -167,6 +200,10 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		born:     start,
 		chal:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if polled {
+		c.startPoller(hs)
+		return c, nil
 	}
 	// Our own limit discards oversize frames; gorilla's (which closes the
 	// connection) only guards against an endless one.
@@ -244,7 +281,7 @@ func (c *Conn) Close() error {
 		// A polite close frame, briefly; then the socket goes, which ends the reader.
 		_ = c.ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-		_ = c.ws.Close()
+		c.endReader()
 	})
 	return nil
 }
@@ -257,6 +294,20 @@ func (c *Conn) abort(err error) {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.endReader()
+}
+
+// endReader stops reading: the goroutine reader ends when the socket is
+// closed; a polled socket leaves the poller first (its OnDetach settles
+// and closes it, so a reused descriptor number never reaches this Conn).
+func (c *Conn) endReader() {
+	c.mu.Lock()
+	reg := c.reg
+	c.mu.Unlock()
+	if reg != nil {
+		reg.Remove()
+		return
+	}
 	_ = c.ws.Close()
 }
 
@@ -409,7 +460,7 @@ func (c *Conn) badFrame(at time.Time, n int64, err error, b []byte) {
 	})
 }
 
-// dispatch routes one parsed frame. It runs on the reader goroutine.
+// dispatch routes one parsed frame. It runs on the reader (goroutine or loop).
 func (c *Conn) dispatch(b []byte, at time.Time) {
 	in := &c.rf
 	if err := scanFrame(b, in); err != nil {

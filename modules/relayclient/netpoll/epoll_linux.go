@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -290,7 +291,7 @@ func (l *loop) read(r *Reg) {
 	case l.rerr == unix.EAGAIN || l.rerr == unix.EINTR:
 		return // level-triggered: it comes back if there is data
 	case l.rerr != nil:
-		r.detach(fmt.Errorf("read: %w", l.rerr))
+		r.detach(os.NewSyscallError("read", l.rerr))
 		return
 	case l.rn == 0:
 		r.detach(io.EOF)
