@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/buzzload/buzzload/engine/metrics"
 )
 
 // BenchmarkNewVU measures the cost of one more initialised VU with a small
@@ -65,5 +67,36 @@ func BenchmarkEmptyIteration(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		vu.RunIteration(ctx, Iteration{InInstance: int64(i), InTest: int64(i), Stage: -1})
+	}
+}
+
+// BenchmarkSleepCheckIteration is an iteration of scripts/idle-vu.sh's
+// script (a check, then a sleep, here of 1 µs): what the host allocates per
+// iteration of an idle VU is garbage that brings the next GC nearer, and
+// RSS follows the heap's peak between GCs.
+func BenchmarkSleepCheckIteration(b *testing.B) {
+	h := &harness{dir: writeFilesB(b, map[string]string{"main.js": `
+import http from "k6/http";
+import { check, sleep } from "k6";
+export default function () {
+  check(http, { "module loaded": (h) => typeof h.get === "function" });
+  sleep(0.000001);
+}`}), log: &syncBuf{}, control: &StandaloneControl{}}
+	// A collector with no consumer: only the host's own allocations count.
+	h.metrics = &memMetrics{c: metrics.NewCollector(metrics.NewRegistry(), metrics.CollectorOptions{BatchSize: 64})}
+	bundle, err := NewBundle(context.Background(), h.config("main.js"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	vu, err := bundle.NewVU(context.Background(), 1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	vu.RunIteration(ctx, Iteration{Stage: -1})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		vu.RunIteration(ctx, Iteration{Stage: -1})
 	}
 }

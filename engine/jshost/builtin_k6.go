@@ -92,14 +92,61 @@ func (k *k6Module) export(name string) any {
 	case "group":
 		return k.group
 	case "sleep":
-		return k.sleep
+		return k.sleepCall
 	case "fail":
 		return k.fail
 	}
 	return k.randomSeed
 }
 
-type k6Module struct{ vu *VU }
+type k6Module struct {
+	vu *VU
+	// timer is sleep's, reused: a new one per call was ~250 bytes of
+	// garbage per iteration of every sleeping VU.
+	timer *time.Timer
+	// checkTags are the tag sets of the checks last emitted with base and
+	// no extra tags, by check name: rebuilding them was a TagSet per check
+	// per iteration (docs/benchmarks.md "Clients per core").
+	checkBase metrics.TagSet
+	checkTags []namedTags
+}
+
+type namedTags struct {
+	name string
+	tags metrics.TagSet
+}
+
+// maxCheckTags bounds the check tag cache (a script with many check names
+// still works, it just builds the rest each time).
+const maxCheckTags = 16
+
+// checkTagSet is base with the check tag (when enabled) for a check named
+// name; extra tags, when given, are laid over base first.
+func (k *k6Module) checkTagSet(base metrics.TagSet, extra map[string]string, name string) metrics.TagSet {
+	if len(extra) > 0 {
+		tags := withTags(base, extra)
+		if k.vu.sys.Check {
+			tags = tags.With("check", name)
+		}
+		return tags
+	}
+	if !k.vu.sys.Check {
+		return base
+	}
+	if !k.checkBase.Equal(base) {
+		k.checkBase, k.checkTags = base, k.checkTags[:0]
+	}
+	for _, c := range k.checkTags {
+		if c.name == name {
+			return c.tags
+		}
+	}
+	tags := base.With("check", name)
+	if len(k.checkTags) < maxCheckTags {
+		k.checkTags = append(k.checkTags, namedTags{name, tags})
+	}
+	return tags
+}
 
 func (k *k6Module) needState(fn string) *jsmodule.State {
 	st := k.vu.state
@@ -151,10 +198,7 @@ func (k *k6Module) check(call sobek.FunctionCall) sobek.Value {
 		} else {
 			pass = item.ToBoolean()
 		}
-		tags := withTags(st.Tags.TagSet(), extra)
-		if k.vu.sys.Check {
-			tags = tags.With("check", name)
-		}
+		tags := k.checkTagSet(st.Tags.TagSet(), extra, name)
 		var value float64
 		if pass {
 			value = 1
@@ -209,17 +253,36 @@ func (k *k6Module) group(name string, fn sobek.Callable) (sobek.Value, error) {
 	return ret, nil
 }
 
+// sleepCall is sleep(secs) called without reflection: sobek's reflect call
+// of a func(float64) allocates on every call and its frames (~1.4 KB) stay
+// on the VU goroutine's stack while it sleeps. The argument converts as the
+// reflect call converted it: undefined and null are 0, anything else
+// ToNumber.
+func (k *k6Module) sleepCall(call sobek.FunctionCall) sobek.Value {
+	secs := 0.0
+	if a := call.Argument(0); !sobek.IsUndefined(a) && !sobek.IsNull(a) {
+		secs = a.ToFloat()
+	}
+	k.sleep(secs)
+	return sobek.Undefined()
+}
+
 // sleep blocks the VU (and its event loop, as in k6) for float seconds; it
 // returns early when the VU's context ends.
 func (k *k6Module) sleep(secs float64) {
-	if secs <= 0 {
+	if !(secs > 0) { // also NaN
 		return
 	}
-	t := time.NewTimer(time.Duration(secs * float64(time.Second)))
-	defer t.Stop()
+	d := time.Duration(secs * float64(time.Second))
+	if k.timer == nil {
+		k.timer = time.NewTimer(d)
+	} else {
+		k.timer.Reset(d) // Go ≥ 1.23: a stopped timer's channel is empty
+	}
 	select {
-	case <-t.C:
+	case <-k.timer.C:
 	case <-k.vu.ctx.Done():
+		k.timer.Stop()
 		k.vu.StopIfDone()
 	}
 }
