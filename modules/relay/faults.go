@@ -3,6 +3,7 @@ package relay
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +14,7 @@ type Faults struct {
 	mu          sync.Mutex
 	eose        []eoseFault
 	dropAfter   map[string]int64 // pubkey ("" = any) -> frames
+	anyDrop     atomic.Bool      // dropAfter is not empty: every sent frame asks, most often none is set
 	failOnce    map[string]int   // path -> HTTP status
 	httpLatency time.Duration
 	refused     map[string]string // pubkey -> reason
@@ -50,6 +52,7 @@ func (f *Faults) WithholdEOSE(prefix string) {
 func (f *Faults) DropAfterFrames(pubkey string, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer func() { f.anyDrop.Store(len(f.dropAfter) > 0) }()
 	if n <= 0 {
 		delete(f.dropAfter, pubkey)
 		return
@@ -91,6 +94,7 @@ func (f *Faults) Reset() {
 	defer f.mu.Unlock()
 	f.eose = nil
 	f.dropAfter = map[string]int64{}
+	f.anyDrop.Store(false)
 	f.failOnce = map[string]int{}
 	f.httpLatency = 0
 	f.refused = map[string]string{}
@@ -108,6 +112,9 @@ func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {
 }
 
 func (f *Faults) shouldDrop(pubkey string, sent int64) bool {
+	if !f.anyDrop.Load() {
+		return false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.dropAfter) == 0 {

@@ -288,6 +288,36 @@ func TestPingIsAnswered(t *testing.T) {
 	}
 }
 
+// §1.1 item 6: the relay pings every socket each PingInterval, before and
+// after AUTH, and keeps doing so.
+func TestRelayPingsEverySocket(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.PingInterval = 100 * time.Millisecond })
+	pings := make(chan struct{}, 64)
+	for range 2 {
+		ws, _, err := websocket.DefaultDialer.Dial(r.URLs().WS+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		ws.SetPingHandler(func(string) error { pings <- struct{}{}; return nil })
+		go func() {
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	deadline := time.After(5 * time.Second)
+	for n := 0; n < 6; n++ { // at least three rounds for two sockets
+		select {
+		case <-pings:
+		case <-deadline:
+			t.Fatalf("%d pings in 5 s at a 100 ms interval", n)
+		}
+	}
+}
+
 // Relay.Stats counts what a load test compares with its own view.
 func TestStatsCounters(t *testing.T) {
 	r := startRelay(t, nil)
