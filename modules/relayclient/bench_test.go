@@ -163,6 +163,8 @@ func TestGoroutinesPerConnection(t *testing.T) {
 			c.Close()
 			<-c.Done()
 		}
+		// The poller's loops end once their last connection has gone.
+		waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= g0 })
 	}
 }
 

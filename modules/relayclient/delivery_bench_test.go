@@ -20,7 +20,8 @@ import (
 
 // flood answers a REQ for sub "flood:N:GAP" (child server): EOSE, then N
 // EVENTs, GAP µs apart, of one timed chat message (an h tag and a send
-// time, as a human publishes).
+// time, as a human publishes). With ":sync" the sends fall on multiples of
+// GAP on the clock, so every socket gets its frame at the same instants.
 func flood(ws *websocket.Conn, req []byte) {
 	rest := req[len(`["REQ","`):]
 	sub := rest[:bytes.IndexByte(rest, '"')]
@@ -39,11 +40,17 @@ func flood(ws *websocket.Conn, req []byte) {
 	if ws.WriteMessage(websocket.TextMessage, append(append([]byte(`["EOSE","`), sub...), `"]`...)) != nil {
 		return
 	}
+	sync := bytes.HasSuffix(sub, []byte(":sync"))
 	for i := 0; i < n; i++ {
 		if ws.WriteMessage(websocket.TextMessage, frame) != nil {
 			return
 		}
-		time.Sleep(time.Duration(gap) * time.Microsecond)
+		d := time.Duration(gap) * time.Microsecond
+		if sync {
+			now := time.Now()
+			d = now.Truncate(d).Add(d).Sub(now)
+		}
+		time.Sleep(d)
 	}
 }
 
@@ -64,21 +71,30 @@ func cpuTime(b *testing.B) (all, sys time.Duration) {
 // does what a human's does: kind, the h tag, the send time. Reports this
 // process's CPU per delivery (issue 16: ≤ 8 µs all-in in a real run), its
 // kernel part (the wake-up and reads of each frame), and heap allocations
-// per delivery.
+// per delivery. spaced and queued read with the default reader (the epoll
+// loops on Linux); the -goroutine variants with a reader goroutine per
+// connection (Config.NoPoller), for the ratio in the same run.
 func BenchmarkDeliveryPath(b *testing.B) {
-	b.Run("spaced", func(b *testing.B) { deliveryPath(b, 2000) })
+	b.Run("spaced", func(b *testing.B) { deliveryPath(b, 2000, false) })
+	b.Run("spaced-goroutine", func(b *testing.B) { deliveryPath(b, 2000, true) })
+	// fanout: spaced, but every socket's frame at the same instant, as a
+	// wide channel's message reaches all its members at once.
+	b.Run("fanout", func(b *testing.B) { deliveryPath(b, -2000, false) })
+	b.Run("fanout-goroutine", func(b *testing.B) { deliveryPath(b, -2000, true) })
 	// queued: frames sent back to back, as when the reader falls behind;
 	// what a frame costs without a wake-up of its own.
-	b.Run("queued", func(b *testing.B) { deliveryPath(b, 0) })
+	b.Run("queued", func(b *testing.B) { deliveryPath(b, 0, false) })
+	b.Run("queued-goroutine", func(b *testing.B) { deliveryPath(b, 0, true) })
 }
 
-func deliveryPath(b *testing.B, gapMicros int) {
+// deliveryPath: gapMicros < 0 is that gap, synchronised across sockets.
+func deliveryPath(b *testing.B, gapMicros int, noPoller bool) {
 	const conns = 100
 	url := startChildServer(b)
 	keys := testKeys(b, 1)
 	cs := make([]*Conn, conns)
 	for i := range cs {
-		c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys})
+		c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys, NoPoller: noPoller})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -110,7 +126,11 @@ func deliveryPath(b *testing.B, gapMicros int) {
 	b.ResetTimer()
 	cpu0, sys0 := cpuTime(b)
 	for _, c := range cs {
-		if _, err := c.Subscribe([]Filter{{Kinds: []int{9}}}, SubOptions{ID: "flood:" + strconv.Itoa(per) + ":" + strconv.Itoa(gapMicros), OnEventView: onEvent}); err != nil {
+		id := "flood:" + strconv.Itoa(per) + ":" + strconv.Itoa(max(gapMicros, -gapMicros))
+		if gapMicros < 0 {
+			id += ":sync"
+		}
+		if _, err := c.Subscribe([]Filter{{Kinds: []int{9}}}, SubOptions{ID: id, OnEventView: onEvent}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -114,16 +113,18 @@ func (c *Conn) startPoller(hs *handshakeConn) {
 		fail(err)
 		return
 	}
-	sc, ok := hs.Conn.(syscall.Conn)
+	tc, ok := hs.Conn.(*net.TCPConn)
 	if !ok {
-		fail(errors.New("netpoll: the dialled connection has no descriptor"))
+		fail(fmt.Errorf("netpoll: the dialled connection is a %T, not TCP", hs.Conn))
 		return
 	}
-	rc, err := sc.SyscallConn()
+	// Out of Go's poller, or it would wake for every frame too.
+	sock, err := netpoll.Detach(tc)
 	if err != nil {
 		fail(err)
 		return
 	}
+	hs.Conn = sock // gorilla writes and closes through it from now on
 	if rest := hs.takeRest(); len(rest) > 0 {
 		if err := (*pollHandler)(c).OnRead(rest, time.Now()); err != nil {
 			fail(err)
@@ -132,7 +133,7 @@ func (c *Conn) startPoller(hs *handshakeConn) {
 	}
 	// c.mu is held over Add so that a callback on the loop (Close) sees c.reg.
 	c.mu.Lock()
-	c.reg, err = p.Add(rc, (*pollHandler)(c))
+	c.reg, err = p.Add(sock, (*pollHandler)(c))
 	c.mu.Unlock()
 	if err != nil {
 		fail(err)

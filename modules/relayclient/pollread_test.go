@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relayclient/netpoll"
 )
 
 // Both read paths: the epoll loops (default) and a goroutine per connection.
@@ -383,25 +384,20 @@ func TestAReusedDescriptorReachesOnlyTheNewConnection(t *testing.T) {
 			}
 		}
 	})
-	fdOf := func(c *Conn) int {
-		rc, err := c.ws.NetConn().(*handshakeConn).Conn.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var fd int
-		_ = rc.Control(func(u uintptr) { fd = int(u) })
-		return fd
-	}
+	fdOf := func(c *Conn) int { return c.ws.NetConn().(*handshakeConn).Conn.(*netpoll.Socket).Fd() }
 	reused := 0
+	closedFDs := map[int]bool{} // numbers of connections already closed
 	for round := 0; round < 10; round++ {
 		var old, cur notices
 		a := dialPath(t, url, false, func(cfg *Config) { cfg.OnNotice = old.on })
-		fdA := fdOf(a)
+		closedFDs[fdOf(a)] = true
 		a.Close()
 		<-a.Done()
 		b := dialPath(t, url, false, func(cfg *Config) { cfg.OnNotice = cur.on })
-		if fdOf(b) == fdA {
+		if fdB := fdOf(b); closedFDs[fdB] {
 			reused++
+		} else {
+			closedFDs[fdB] = true // closed at the end of the round
 		}
 		waitFor(t, "the server side", func() bool { mu.Lock(); defer mu.Unlock(); return len(servers) == 2*(round+1) })
 		mu.Lock()

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -119,21 +118,15 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-func rawConn(t *testing.T, c *net.TCPConn) syscall.RawConn {
+// detach takes the client end out of Go's poller (closed at cleanup).
+func detach(t *testing.T, c *net.TCPConn) *Socket {
 	t.Helper()
-	rc, err := c.SyscallConn()
+	s, err := Detach(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rc
-}
-
-func fdOf(t *testing.T, rc syscall.RawConn) int {
-	var n int
-	if err := rc.Control(func(fd uintptr) { n = int(fd) }); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func newPoller(t *testing.T, opt Options) *Poller {
@@ -159,7 +152,7 @@ func TestBytesReachTheirSocketsHandlerAndEOFDetaches(t *testing.T) {
 	for i := range hs {
 		c, s := pair(t, ln)
 		hs[i], srv[i] = newRecorder(t), s
-		if _, err := p.Add(rawConn(t, c), hs[i]); err != nil {
+		if _, err := p.Add(detach(t, c), hs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +191,8 @@ func TestRemoveFromInsideOnRead(t *testing.T) {
 	h.onRead = func([]byte) error { reg.Remove(); reg.Remove(); return nil }
 	h.mu.Lock() // reg is set before the first OnRead can run
 	var err error
-	if reg, err = p.Add(rawConn(t, c), h); err != nil {
+	sock := detach(t, c)
+	if reg, err = p.Add(sock, h); err != nil {
 		t.Fatal(err)
 	}
 	h.mu.Unlock()
@@ -212,7 +206,10 @@ func TestRemoveFromInsideOnRead(t *testing.T) {
 		t.Fatalf("%d reads after Remove", h.reads.Load())
 	}
 	// The socket is still ours to close, and usable.
-	_ = c.Close()
+	if _, err := sock.Write([]byte("still writable")); err != nil {
+		t.Fatal(err)
+	}
+	_ = sock.Close()
 }
 
 func TestOnTickErrorDetaches(t *testing.T) {
@@ -228,7 +225,7 @@ func TestOnTickErrorDetaches(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := p.Add(rawConn(t, c), h); err != nil {
+	if _, err := p.Add(detach(t, c), h); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.waitDetach(t); err != idle {
@@ -243,12 +240,13 @@ func TestReusedDescriptorNumberReachesOnlyTheNewSocket(t *testing.T) {
 	p := newPoller(t, Options{Loops: 1})
 	ln := listen(t)
 	reused := 0
+	closedFDs := map[int]bool{} // numbers of sockets already closed
 	for round := 0; round < 50; round++ {
 		c1, s1 := pair(t, ln)
 		h1 := newRecorder(t)
-		rc1 := rawConn(t, c1)
-		fd1 := fdOf(t, rc1)
-		r1, err := p.Add(rc1, h1)
+		so1 := detach(t, c1)
+		fd1 := so1.fd
+		r1, err := p.Add(so1, h1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,15 +267,16 @@ func TestReusedDescriptorNumberReachesOnlyTheNewSocket(t *testing.T) {
 		r1.Remove()
 		_ = h1.waitDetach(t)
 		got1 := len(h1.bytes())
-		_ = c1.Close()
+		_ = so1.Close()
 
 		c2, s2 := pair(t, ln)
-		rc2 := rawConn(t, c2)
-		if fdOf(t, rc2) == fd1 {
+		so2 := detach(t, c2)
+		closedFDs[fd1] = true
+		if closedFDs[so2.fd] {
 			reused++
 		}
 		h2 := newRecorder(t)
-		r2, err := p.Add(rc2, h2)
+		r2, err := p.Add(so2, h2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +294,8 @@ func TestReusedDescriptorNumberReachesOnlyTheNewSocket(t *testing.T) {
 		}
 		r2.Remove()
 		_ = h2.waitDetach(t)
-		_ = c2.Close()
+		closedFDs[so2.fd] = true
+		_ = so2.Close()
 		_ = s1.Close()
 		_ = s2.Close()
 	}
@@ -314,15 +314,16 @@ func TestConcurrentRemovesWhileReading(t *testing.T) {
 	var regs []*Reg
 	var hs []*recorder
 	var srv []net.Conn
-	var cl []*net.TCPConn
+	var cl []*Socket
 	for i := 0; i < n; i++ {
 		c, s := pair(t, ln)
 		h := newRecorder(t)
-		r, err := p.Add(rawConn(t, c), h)
+		so := detach(t, c)
+		r, err := p.Add(so, h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		regs, hs, srv, cl = append(regs, r), append(hs, h), append(srv, s), append(cl, c)
+		regs, hs, srv, cl = append(regs, r), append(hs, h), append(srv, s), append(cl, so)
 	}
 	var wg sync.WaitGroup
 	for _, s := range srv {

@@ -6,8 +6,13 @@
 // returns EAGAIN: BenchmarkDeliveryPath/spaced (modules/relayclient) spent
 // ~8.5 of ~15 µs per delivered event in the kernel that way, and a 5,000-
 // member channel delivers ~70,000 events a second (issue 16). Here each loop
-// is one goroutine: epoll_wait for a batch, then one read per ready socket
-// into the loop's shared buffer, handed to the socket's Handler.
+// is one goroutine over its own level-triggered epoll set: it parks until
+// the set is ready (Go's poller waits on the epoll descriptor, so a batch
+// costs one wake-up and no thread hand-off), takes a batch with a
+// non-blocking epoll_wait, and does one read per ready socket into the
+// loop's shared buffer, handed to the socket's Handler. Sockets are taken
+// out of Go's poller first (Detach, Socket): left in it, they would wake it
+// for every frame as well.
 //
 // It is Linux-only (level-triggered epoll); elsewhere New returns
 // ErrUnavailable and callers keep a reader goroutine per socket.

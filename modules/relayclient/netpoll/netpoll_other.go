@@ -2,7 +2,10 @@
 
 package netpoll
 
-import "syscall"
+import (
+	"errors"
+	"net"
+)
 
 // Poller is unavailable here: New always fails.
 type Poller struct{}
@@ -13,8 +16,17 @@ type Reg struct{}
 // New returns ErrUnavailable: there is no epoll on this system.
 func New(Options) (*Poller, error) { return nil, ErrUnavailable }
 
+// Socket is a socket outside Go's poller (never made here).
+type Socket struct{ net.Conn }
+
+// ErrClosed is a use of a closed Socket.
+var ErrClosed = errors.New("netpoll: use of a closed socket")
+
+// Detach returns ErrUnavailable.
+func Detach(*net.TCPConn) (*Socket, error) { return nil, ErrUnavailable }
+
 // Add is never reached (New fails).
-func (p *Poller) Add(syscall.RawConn, Handler) (*Reg, error) { return nil, ErrUnavailable }
+func (p *Poller) Add(*Socket, Handler) (*Reg, error) { return nil, ErrUnavailable }
 
 // Close does nothing.
 func (p *Poller) Close() error { return nil }
