@@ -14,7 +14,8 @@ type subscription struct {
 	id       string
 	prefix   []byte // `["EVENT","<id>",`, shared by every delivery
 	filters  []store.Filter
-	channels []string // the #h union when channel-scoped, nil when global
+	live     []liveFilter // one per filter (live.go)
+	channels []string     // the #h union when channel-scoped, nil when global
 }
 
 // subList is a set of subscriptions kept as a slice, so a fan-out walks
@@ -131,6 +132,7 @@ func (c *community) deliverTo(subs []*subscription, e *entry) {
 	if e.Channel != "" && c.isPrivate(e.Channel) {
 		readable = map[string]bool{}
 	}
+	tags := eventTagBits(e.Event, e.Channel)
 	delivered, dropped := 0, 0
 	for _, s := range subs {
 		if gated && !eventVisible(e.Event, s.reader) {
@@ -146,8 +148,8 @@ func (c *community) deliverTo(subs []*subscription, e *entry) {
 				continue
 			}
 		}
-		for i := range s.filters {
-			if s.filters[i].MatchesInChannel(e.Event, e.Channel) {
+		for i := range s.live {
+			if s.live[i].matches(&s.filters[i], e, tags) {
 				if s.conn.deliver(s, e) {
 					delivered++
 				} else {
