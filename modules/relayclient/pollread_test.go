@@ -419,6 +419,6 @@ func TestAReusedDescriptorReachesOnlyTheNewConnection(t *testing.T) {
 
 func skipWithoutPoller(t *testing.T) {
 	if pollerOff() {
-		t.Skip("the poller is turned off (" + EnvNetpoll + "=0)")
+		t.Skip("no poller: " + EnvNetpoll + "=0, or not Linux")
 	}
 }

@@ -33,3 +33,6 @@ func (p *Poller) Close() error { return nil }
 
 // Remove does nothing.
 func (r *Reg) Remove() {}
+
+// Fd is -1: there are no detached sockets here.
+func (s *Socket) Fd() int { return -1 }
