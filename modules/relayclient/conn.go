@@ -201,10 +201,16 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		chal:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if polled {
-		c.startPoller(hs)
+	if polled && c.startPoller(hs) {
 		return c, nil
 	}
+	c.startReader()
+	return c, nil
+}
+
+// startReader starts the connection's reader goroutine.
+func (c *Conn) startReader() {
+	ws, cfg := c.ws, &c.cfg
 	// Our own limit discards oversize frames; gorilla's (which closes the
 	// connection) only guards against an endless one.
 	ws.SetReadLimit(int64(max(64<<20, 4*cfg.MaxFrameBytes)))
@@ -217,7 +223,6 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		})
 	}
 	go c.readLoop()
-	return c, nil
 }
 
 // RelayURL is the public URL this connection claims in its NIP-42 relay tag.

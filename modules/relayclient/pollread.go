@@ -101,34 +101,35 @@ func (h *handshakeConn) takeRest() []byte {
 	return r
 }
 
-// startPoller registers c with the poller after the upgrade. The bytes
-// read past the response are decoded first, here, before any loop can
-// read the socket, so nothing is lost or reordered.
-func (c *Conn) startPoller(hs *handshakeConn) {
-	c.dec.Limit = int64(c.cfg.MaxFrameBytes)
-	c.idleFrom = int64(time.Since(c.born))
-	fail := func(err error) { go c.pollFinish(err) } // c.reg stays nil: Close closes the socket
+// startPoller registers c with the poller after the upgrade; false (nothing
+// consumed yet) leaves it to the goroutine reader, which then reads the
+// bytes past the response through hs first. The bytes read past the
+// response are decoded here, before any loop can read the socket, so
+// nothing is lost or reordered.
+func (c *Conn) startPoller(hs *handshakeConn) bool {
 	p, err := defaultPoller()
 	if err != nil {
-		fail(err)
-		return
+		return false
 	}
 	tc, ok := hs.Conn.(*net.TCPConn)
 	if !ok {
-		fail(fmt.Errorf("netpoll: the dialled connection is a %T, not TCP", hs.Conn))
-		return
+		return false
 	}
-	// Out of Go's poller, or it would wake for every frame too.
+	// Out of Go's poller, or it would wake for every frame too. It needs a
+	// spare descriptor for a moment: at the descriptor limit this fails,
+	// and the connection keeps its goroutine reader.
 	sock, err := netpoll.Detach(tc)
 	if err != nil {
-		fail(err)
-		return
+		return false
 	}
 	hs.Conn = sock // gorilla writes and closes through it from now on
+	c.dec.Limit = int64(c.cfg.MaxFrameBytes)
+	c.idleFrom = int64(time.Since(c.born))
+	fail := func(err error) { go c.pollFinish(err) } // c.reg stays nil: Close closes the socket
 	if rest := hs.takeRest(); len(rest) > 0 {
 		if err := (*pollHandler)(c).OnRead(rest, time.Now()); err != nil {
 			fail(err)
-			return
+			return true
 		}
 	}
 	// c.mu is held over Add so that a callback on the loop (Close) sees c.reg.
@@ -138,6 +139,7 @@ func (c *Conn) startPoller(hs *handshakeConn) {
 	if err != nil {
 		fail(err)
 	}
+	return true
 }
 
 // pollHandler is the Conn as the poller's Handler (methods on the loop

@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -420,5 +422,51 @@ func TestAReusedDescriptorReachesOnlyTheNewConnection(t *testing.T) {
 func skipWithoutPoller(t *testing.T) {
 	if pollerOff() {
 		t.Skip("no poller: " + EnvNetpoll + "=0, or not Linux")
+	}
+}
+
+// At the descriptor limit the socket cannot be duplicated out of Go's
+// poller: the connection keeps a goroutine reader, which reads the frames
+// that came with the upgrade response first, and works.
+func TestAtTheDescriptorLimitTheGoroutineReaderTakesOver(t *testing.T) {
+	skipWithoutPoller(t)
+	url := startChildServer(t)
+	keys := testKeys(t, 1)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// The lowest free descriptor number: what the dial's socket will get.
+	probe, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := int(probe.Fd())
+	probe.Close()
+	// The dial's socket takes the lowest free number; nothing is left for its duplicate.
+	low := lim
+	low.Cur = uint64(free + 1)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Connect(context.Background(), Config{Target: Target{WSURL: url}, Keys: keys})
+	if rerr := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("Connect at the descriptor limit: %v", err)
+	}
+	defer func() { c.Close(); <-c.Done() }()
+	c.mu.Lock()
+	reg := c.reg
+	c.mu.Unlock()
+	if reg != nil {
+		t.Fatal("the socket was registered with the poller: the limit did not bite")
+	}
+	if _, _, err := c.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{9}}}, SubOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Publish(context.Background(), signed(t, keys, "at the limit"), PublishOptions{}); r.Outcome != OutcomeOK {
+		t.Fatalf("%+v", r)
 	}
 }
