@@ -23,12 +23,8 @@ type bufMetrics struct {
 	buf *metrics.Buffer
 }
 
-func (m bufMetrics) Registry() *metrics.Registry { return m.reg }
-func (m bufMetrics) Push(samples ...metrics.Sample) {
-	for i := range samples {
-		m.buf.Add(samples[i])
-	}
-}
+func (m bufMetrics) Registry() *metrics.Registry    { return m.reg }
+func (m bufMetrics) Push(samples ...metrics.Sample) { m.buf.AddAll(samples) }
 
 // BenchmarkSinkRecord is the cost of one operation's Result on its way to
 // the samples and the report (the samples' own ingest is the runner's).

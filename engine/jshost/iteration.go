@@ -167,8 +167,10 @@ func (v *VU) logException(err error) {
 func (v *VU) emitIteration(start, end time.Time) {
 	tags := v.state.Tags.TagSet()
 	md := v.metadata()
-	v.buf.Add(metrics.Sample{Metric: v.b.metrics.Iterations, Time: end, Value: 1, Tags: tags, Metadata: md})
-	v.buf.Add(metrics.Sample{Metric: v.b.metrics.IterationDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: md})
+	v.buf.AddAll([]metrics.Sample{
+		{Metric: v.b.metrics.Iterations, Time: end, Value: 1, Tags: tags, Metadata: md},
+		{Metric: v.b.metrics.IterationDuration, Time: end, Value: ms(end.Sub(start)), Tags: tags, Metadata: md},
+	})
 }
 
 func (v *VU) metadata() metrics.TagSet {
@@ -183,8 +185,10 @@ func (v *VU) emitData(t time.Time) {
 		return
 	}
 	tags := v.state.Tags.TagSet()
-	v.buf.Add(metrics.Sample{Metric: v.b.metrics.DataSent, Time: t, Value: float64(v.BytesSent.Swap(0)), Tags: tags})
-	v.buf.Add(metrics.Sample{Metric: v.b.metrics.DataReceived, Time: t, Value: float64(v.BytesReceived.Swap(0)), Tags: tags})
+	v.buf.AddAll([]metrics.Sample{
+		{Metric: v.b.metrics.DataSent, Time: t, Value: float64(v.BytesSent.Swap(0)), Tags: tags},
+		{Metric: v.b.metrics.DataReceived, Time: t, Value: float64(v.BytesReceived.Swap(0)), Tags: tags},
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

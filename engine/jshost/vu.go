@@ -88,12 +88,10 @@ func (v *VU) Metrics() jsmodule.Metrics { return v }
 // Registry implements jsmodule.Metrics.
 func (v *VU) Registry() *metrics.Registry { return v.b.cfg.Collector.Registry() }
 
-// Push implements jsmodule.Metrics.
-func (v *VU) Push(samples ...metrics.Sample) {
-	for i := range samples {
-		v.buf.Add(samples[i])
-	}
-}
+// Push implements jsmodule.Metrics. It may be called from any goroutine
+// (connection readers push their results): the samples go into the VU's
+// buffer under one lock, in order.
+func (v *VU) Push(samples ...metrics.Sample) { v.buf.AddAll(samples) }
 
 // ScenarioContext implements jsmodule.VU.
 func (v *VU) ScenarioContext() context.Context {
