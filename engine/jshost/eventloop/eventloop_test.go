@@ -11,16 +11,25 @@ func TestStartRunsCallbacksInOrderAndWaitsForReservations(t *testing.T) {
 	l := New(nil)
 	var got []int
 	err := l.Start(func() error {
+		// Each goroutine enqueues after the one before it has (a chain, not
+		// staggered sleeps, which a loaded machine can reorder), and after
+		// the loop has had time to run out of queued work.
+		prev := make(chan struct{})
+		close(prev)
 		for i := 1; i <= 3; i++ {
 			enq := l.RegisterCallback()
+			after, done := prev, make(chan struct{})
+			prev = done
 			go func() {
-				time.Sleep(time.Duration(i) * 5 * time.Millisecond)
+				<-after
+				time.Sleep(5 * time.Millisecond)
 				enq(func() error { got = append(got, i); return nil })
+				close(done)
 			}()
 		}
 		return nil
 	})
-	if err != nil || len(got) != 3 || got[0] != 1 || got[2] != 3 {
+	if err != nil || len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
 		t.Fatalf("err %v, got %v", err, got)
 	}
 }
