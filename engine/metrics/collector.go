@@ -47,11 +47,11 @@ type Collector struct {
 
 	consumers atomic.Pointer[[]SampleConsumer]
 
-	bufMu   sync.Mutex
-	buffers []*Buffer
+	dirtyMu sync.Mutex
+	dirty   []*Buffer // buffers that received samples since the last Flush
 
 	flushMu   sync.Mutex // serialises Flush
-	flushList []*Buffer  // reused by Flush
+	flushList []*Buffer  // reused by Flush (swapped with dirty)
 
 	shards [numShards]shard
 }
@@ -438,13 +438,15 @@ func (c *Collector) Add(s Sample) {
 func (c *Collector) Flush() {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
-	c.bufMu.Lock()
-	c.flushList = append(c.flushList[:0], c.buffers...)
-	c.bufMu.Unlock()
-	for _, b := range c.flushList {
-		b.Flush()
+	c.dirtyMu.Lock()
+	list := c.dirty
+	c.dirty = c.flushList[:0]
+	c.dirtyMu.Unlock()
+	for _, b := range list {
+		b.drain()
 	}
-	clear(c.flushList)
+	clear(list)
+	c.flushList = list
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
