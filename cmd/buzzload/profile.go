@@ -26,7 +26,7 @@ const (
 
 func registerProfileFlags(fs *pflag.FlagSet) {
 	fs.String("cpuprofile", "", "write a CPU profile of the command to this file (go tool pprof) ["+envCPUProfile+"]")
-	fs.String("memprofile", "", "write a heap profile to this file when the command ends ["+envMemProfile+"]")
+	fs.String("memprofile", "", "write a heap profile to this file (and runtime.MemStats to FILE.memstats) when the command ends ["+envMemProfile+"]")
 }
 
 // profilePaths are the flag values, or the environment's when a flag is unset.
@@ -102,5 +102,18 @@ func writeHeapProfile(path string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("--memprofile: %w", err)
 	}
+	if err := os.WriteFile(path+".memstats", memStats(), 0o644); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
 	return nil
+}
+
+// memStats is where the process's memory is, after the profile's GC: what
+// a heap profile does not show (goroutine stacks, heap pages the GC freed
+// and the scavenger kept, span metadata), and the goroutine count.
+func memStats() []byte {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return fmt.Appendf(nil, "HeapAlloc=%d HeapInuse=%d HeapIdle=%d HeapReleased=%d StackInuse=%d MSpanInuse=%d GCSys=%d OtherSys=%d Sys=%d NextGC=%d NumGC=%d Goroutines=%d\n",
+		m.HeapAlloc, m.HeapInuse, m.HeapIdle, m.HeapReleased, m.StackInuse, m.MSpanInuse, m.GCSys, m.OtherSys, m.Sys, m.NextGC, m.NumGC, runtime.NumGoroutine())
 }

@@ -81,6 +81,9 @@ func TestRunProfileFlags(t *testing.T) {
 	}
 	readProfile(t, cpu)
 	readProfile(t, mem)
+	if st, err := os.ReadFile(mem + ".memstats"); err != nil || !strings.Contains(string(st), " StackInuse=") || !strings.Contains(string(st), " Goroutines=") {
+		t.Errorf("memstats beside the heap profile: %q %v", st, err)
+	}
 	if _, err := os.Stat(envCPU); err == nil {
 		t.Error("BUZZLOAD_CPUPROFILE was used although --cpuprofile was given")
 	}
