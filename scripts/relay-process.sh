@@ -21,8 +21,10 @@ trap cleanup EXIT
 start_relay() {
 	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 	# relay_cpus (optional, e.g. "1") pins the relay to those CPUs;
-	# RELAY_FLAGS (optional) are more relay flags, e.g. "--cpuprofile FILE".
-	BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false ${relay_cpus:+taskset -c "$relay_cpus"} "$bin" relay --listen 127.0.0.1:0 \
+	# RELAY_FLAGS (optional) are more relay flags, e.g. "--cpuprofile FILE";
+	# RELAY_BIN (optional) another buzzload binary for the relay only (to
+	# compare two relays under the same runner).
+	BUZZ_OPERATOR_SECRET=$key BUZZ_RATE_LIMIT=false ${relay_cpus:+taskset -c "$relay_cpus"} "${RELAY_BIN:-$bin}" relay --listen 127.0.0.1:0 \
 		--max-connections "$1" ${RELAY_FLAGS:-} >"$work/relay.log" 2>&1 &
 	relay_pid=$!
 	addr=""
