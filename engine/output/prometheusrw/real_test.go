@@ -3,6 +3,7 @@ package prometheusrw
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,17 @@ func TestRealPrometheusTakesEverySeries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := New(cfg, func(s string) { t.Errorf("warning: %s", s) })
+		o, err := New(cfg, func(s string) {
+			// A push slower than the 50 ms interval on a loaded machine skips
+			// intervals (their points go in the next push): not a failure.
+			slowOnly := strings.Contains(s, "takes longer than") ||
+				(strings.Contains(s, ": 0 of ") && strings.Contains(s, ", 0 samples dropped"))
+			if slowOnly {
+				t.Logf("warning: %s", s)
+				return
+			}
+			t.Errorf("warning: %s", s)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
