@@ -179,6 +179,10 @@ func (c *Conn) pong(data string) {
 	_ = c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.cfg.WriteTimeout))
 }
 
+// WantsTicks: only a connection with a read idle timeout needs OnTick
+// (netpoll.TickChooser); its config does not change once connected.
+func (h *pollHandler) WantsTicks() bool { return h.cfg.ReadIdleTimeout > 0 }
+
 // OnTick ends a connection silent for ReadIdleTimeout, as gorilla's read
 // deadline does on the goroutine path (same error).
 func (h *pollHandler) OnTick(now time.Time) error {

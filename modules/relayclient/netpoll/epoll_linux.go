@@ -58,6 +58,7 @@ type Reg struct {
 	h       Handler
 	slot    uint32
 	gen     uint32
+	tick    bool        // OnTick wanted (TickChooser)
 	removed atomic.Bool // set once, by whoever takes it out of the epoll set
 	err     error       // why, for OnDetach (written before removed is visible to the loop's detach list)
 }
@@ -68,7 +69,10 @@ type Reg struct {
 // first, and OnDetach follows with ErrClosed).
 func (p *Poller) Add(sock *Socket, h Handler) (*Reg, error) {
 	l := p.loops[int(p.next.Add(1)-1)%len(p.loops)]
-	r := &Reg{l: l, s: sock, h: h}
+	r := &Reg{l: l, s: sock, h: h, tick: true}
+	if tc, ok := h.(TickChooser); ok {
+		r.tick = tc.WantsTicks()
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -85,6 +89,9 @@ func (p *Poller) Add(sock *Socket, h Handler) (*Reg, error) {
 	s.gen++
 	s.reg, r.gen = r, s.gen
 	l.n++
+	if r.tick {
+		l.nTick++
+	}
 	start := !l.running
 	l.running = true
 	l.mu.Unlock()
@@ -158,6 +165,7 @@ type loop struct {
 	slots    []slot
 	free     []uint32
 	n        int    // registered
+	nTick    int    // registered with tick set
 	detached []*Reg // awaiting OnDetach
 	running  bool   // the goroutine runs (while n > 0 or detached is not empty)
 	closed   bool
@@ -233,6 +241,9 @@ func (l *loop) freeLocked(r *Reg) {
 		s.reg = nil
 		l.free = append(l.free, r.slot)
 		l.n--
+		if r.tick {
+			l.nTick--
+		}
 	}
 }
 
@@ -327,9 +338,13 @@ func (l *loop) read(r *Reg) {
 
 func (l *loop) runTicks(now time.Time) {
 	l.mu.Lock()
+	if l.nTick == 0 {
+		l.mu.Unlock()
+		return
+	}
 	l.ticks = l.ticks[:0]
 	for _, s := range l.slots {
-		if s.reg != nil {
+		if s.reg != nil && s.reg.tick {
 			l.ticks = append(l.ticks, s.reg)
 		}
 	}

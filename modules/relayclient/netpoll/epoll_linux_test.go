@@ -363,3 +363,46 @@ func TestConcurrentRemovesWhileReading(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// quietRecorder is a recorder that declines ticks (TickChooser).
+type quietRecorder struct{ *recorder }
+
+func (quietRecorder) WantsTicks() bool { return false }
+
+// A handler that declines ticks gets no OnTick, also on a loop where
+// another socket ticks, and again once that socket is gone; the ticking
+// one keeps getting them.
+func TestTickChooserDeclinedGetsNoTicks(t *testing.T) {
+	p := newPoller(t, Options{Loops: 1, Tick: 5 * time.Millisecond})
+	ln := listen(t)
+	c1, _ := pair(t, ln)
+	c2, _ := pair(t, ln)
+	quiet := quietRecorder{newRecorder(t)}
+	var quietTicks, ticks atomic.Int32
+	quiet.onTick = func(time.Time) error { quietTicks.Add(1); return nil }
+	h := newRecorder(t)
+	h.onTick = func(time.Time) error { ticks.Add(1); return nil }
+	rq, err := p.Add(detach(t, c1), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Add(detach(t, c2), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ticks.Load() < 5 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if ticks.Load() < 5 {
+		t.Fatalf("the ticking handler got %d ticks in 5 s", ticks.Load())
+	}
+	r.Remove()
+	_ = h.waitDetach(t)
+	time.Sleep(30 * time.Millisecond) // a few more ticks of the loop
+	if n := quietTicks.Load(); n != 0 {
+		t.Fatalf("the handler that declined ticks got %d", n)
+	}
+	rq.Remove()
+	_ = quiet.waitDetach(t)
+}

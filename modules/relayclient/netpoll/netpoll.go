@@ -45,6 +45,15 @@ type Handler interface {
 	OnDetach(err error)
 }
 
+// TickChooser is a Handler that says, once when it is added, whether it
+// wants OnTick at all. Handlers that do not implement it get ticks. A loop
+// with no ticking socket skips its tick: visiting every registration every
+// 100 ms for an OnTick that returns at once was 5 % of a 3,000-human run's
+// CPU in its hold (humans set no read idle timeout).
+type TickChooser interface {
+	WantsTicks() bool
+}
+
 // Options size a Poller. Zero values take the defaults.
 type Options struct {
 	Loops   int           // epoll loops (goroutines while sockets are registered); default GOMAXPROCS
