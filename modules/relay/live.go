@@ -83,9 +83,10 @@ func eventTagBits(e *nostr.Event, channel string) uint64 {
 	return m
 }
 
-// matches decides whether the live event e (with eventTagBits tags) matches
-// filter f, summarised as lf.
-func (lf *liveFilter) matches(f *store.Filter, e *entry, tags uint64) bool {
+// decide decides what it can of whether the live event e (with
+// eventTagBits tags) matches the filter lf summarises: sure is false when
+// only the full match (store.Filter.MatchesInChannel) can tell.
+func (lf *liveFilter) decide(e *entry, tags uint64) (match, sure bool) {
 	if lf.nKinds >= 0 {
 		k, ok := int32(e.Event.Kind), false
 		for _, x := range lf.kinds[:lf.nKinds] {
@@ -95,14 +96,23 @@ func (lf *liveFilter) matches(f *store.Filter, e *entry, tags uint64) bool {
 			}
 		}
 		if !ok {
-			return false
+			return false, true
 		}
 	}
 	if lf.need&^tags != 0 {
-		return false
+		return false, true
 	}
 	if lf.simple && e.Channel != "" && e.Channel == lf.h {
-		return true
+		return true, true
+	}
+	return false, false
+}
+
+// matches is decide, completed by the full match of f (the filter lf
+// summarises).
+func (lf *liveFilter) matches(f *store.Filter, e *entry, tags uint64) bool {
+	if m, sure := lf.decide(e, tags); sure {
+		return m
 	}
 	return f.MatchesInChannel(e.Event, e.Channel)
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/buzzload/buzzload/modules/relay/store"
 )
 
-// The fan-out's summary of a live filter decides exactly as the full match:
+// The fan-out's summary of a live filter, and a channel list's entry of a
+// subscription, decide exactly as the full match:
 // every filter shape the summary short-cuts (kinds, one-letter tags, a
 // plain channel REQ) and some it must not (several #h values, authors,
 // since, multi-letter tags, empty lists), against events with and without
@@ -41,6 +42,16 @@ func TestLiveFilterMatchesAsFilter(t *testing.T) {
 		parsed[i] = f
 	}
 	live := liveFilters(parsed)
+	// Subscriptions of 1, 2 (summaries inline) and 3 filters (summaries
+	// behind the subscription), in a channel's list.
+	l := subList{name: ch1}
+	for i := range parsed {
+		for n := 1; n <= 3 && i+n <= len(parsed); n++ {
+			fs := parsed[i : i+n]
+			s := &subscription{filters: fs, live: liveFilters(fs)}
+			l.add(s)
+		}
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	for n := 0; n < 5000; n++ {
@@ -55,6 +66,15 @@ func TestLiveFilterMatchesAsFilter(t *testing.T) {
 		}
 		e := &entry{Event: ev, Channel: pick("", ch1, ch2)}
 		tags := eventTagBits(ev, e.Channel)
+		for _, en := range l.ents {
+			want := false
+			for i := range en.s.filters {
+				want = want || en.s.filters[i].MatchesInChannel(ev, e.Channel)
+			}
+			if got := en.matches(e, tags); got != want {
+				t.Fatalf("subscription of %d filters (%d inline), event kind %d tags %v in %q: %v, want %v", len(en.s.filters), en.n, ev.Kind, ev.Tags, e.Channel, got, want)
+			}
+		}
 		for i := range parsed {
 			want := parsed[i].MatchesInChannel(ev, e.Channel)
 			if got := live[i].matches(&parsed[i], e, tags); got != want {

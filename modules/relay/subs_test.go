@@ -26,17 +26,17 @@ func TestSubListAddRemove(t *testing.T) {
 			l.remove(s)
 			delete(want, s)
 		}
-		if len(l.subs) != len(want) || len(l.at) != len(want) {
-			t.Fatalf("step %d: %d subs, %d positions, want %d", step, len(l.subs), len(l.at), len(want))
+		if len(l.ents) != len(want) || len(l.at) != len(want) {
+			t.Fatalf("step %d: %d subs, %d positions, want %d", step, len(l.ents), len(l.at), len(want))
 		}
-		for i, s := range l.subs {
-			if !want[s] || l.at[s] != i {
+		for i, en := range l.ents {
+			if s := en.s; !want[s] || l.at[s] != i {
 				t.Fatalf("step %d: subs[%d]=%s present=%v at=%d", step, i, s.id, want[s], l.at[s])
 			}
 		}
 	}
 	for s := range want {
-		if !slices.Contains(l.subs, s) {
+		if !slices.ContainsFunc(l.ents, func(en subEntry) bool { return en.s == s }) {
 			t.Fatalf("%s missing", s.id)
 		}
 	}
