@@ -49,3 +49,24 @@ func channelScope(filters []store.Filter) []string {
 	}
 	return out
 }
+
+// authorScope returns the union of the filters' authors when every filter
+// names authors (the subscription can match only their events), else nil.
+// Filters whose lists are all empty match nothing: an empty, non-nil union.
+func authorScope(filters []store.Filter) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for i := range filters {
+		as := filters[i].Authors
+		if as == nil {
+			return nil
+		}
+		for _, a := range as {
+			if !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}

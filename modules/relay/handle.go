@@ -258,7 +258,7 @@ func (k *conn) handleReq(msg [][]byte, count bool) {
 		return
 	}
 	idJSON := jsonString(sub)
-	s := &subscription{conn: k, reader: k.pubkey, id: sub, prefix: []byte(`["EVENT",` + idJSON + `,`), filters: filters, live: liveFilters(filters), channels: channelScope(filters)}
+	s := &subscription{conn: k, reader: k.pubkey, id: sub, prefix: []byte(`["EVENT",` + idJSON + `,`), filters: filters, live: liveFilters(filters), channels: channelScope(filters), authors: authorScope(filters)}
 	// Register before replaying so nothing published in between is missed;
 	// a live event may then also appear in the replay (clients dedupe by id).
 	k.c.subs.add(s)

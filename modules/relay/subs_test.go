@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // subList's swap-remove keeps positions consistent: after any sequence of
@@ -39,5 +42,50 @@ func TestSubListAddRemove(t *testing.T) {
 		if !slices.ContainsFunc(l.ents, func(en subEntry) bool { return en.s == s }) {
 			t.Fatalf("%s missing", s.id)
 		}
+	}
+}
+
+// Global subscriptions naming authors are found through the author index:
+// an author's event reaches the subscriptions naming that author and the
+// global ones without authors, never one naming only others, and a closed
+// subscription no longer gets it (docs/buzz-protocol.md §1.6: live events
+// go to every subscription whose filters match).
+func TestLiveEventsByAuthor(t *testing.T) {
+	r := startRelay(t, nil)
+	alice, bob, carol, dave, eve := key("alice"), key("bob"), key("carol"), key("dave"), key("eve")
+	a, c, e := authed(t, r, alice), authed(t, r, carol), authed(t, r, eve)
+	b := authed(t, r, bob)
+	a.req("p", map[string]any{"kinds": []int{nostr.KindPresence}, "authors": []string{dave.PubKey(), bob.PubKey()}, "limit": 0})
+	// Two filters, both naming authors, one of them bob: still indexed, still reached.
+	a.req("p2", map[string]any{"kinds": []int{nostr.KindPresence}, "authors": []string{dave.PubKey()}, "limit": 0},
+		map[string]any{"authors": []string{bob.PubKey()}, "limit": 0})
+	c.req("p", map[string]any{"kinds": []int{nostr.KindPresence}, "authors": []string{dave.PubKey()}, "limit": 0})
+	e.req("p", map[string]any{"kinds": []int{nostr.KindPresence}, "limit": 0})
+	online := ev(t, bob, nostr.KindPresence, "online")
+	b.mustPublish(online)
+	subs := map[string]bool{}
+	for range 2 {
+		f := a.expect("EVENT")
+		subs[str(f[1])] = true
+	}
+	if !subs["p"] || !subs["p2"] {
+		t.Fatalf("alice's subscriptions that got bob's presence: %v", subs)
+	}
+	if f := e.expect("EVENT"); str(f[1]) != "p" {
+		t.Fatalf("eve: %s", f[1])
+	}
+	a.send("CLOSE", "p")
+	a.expect("CLOSED")
+	away := ev(t, bob, nostr.KindPresence, "away")
+	b.mustPublish(away)
+	if f := a.expect("EVENT"); str(f[1]) != "p2" {
+		t.Fatalf("alice after closing p: %s", f[1])
+	}
+	e.expect("EVENT")
+	if f, err := c.tryRead(200 * time.Millisecond); err == nil {
+		t.Fatalf("carol (authors: dave) got %s", f[0])
+	}
+	if f, err := a.tryRead(200 * time.Millisecond); err == nil {
+		t.Fatalf("alice got a second frame: %s %s", f[0], f[1])
 	}
 }
