@@ -104,12 +104,12 @@ print(p, q, a, r)' "$work/$name.json")
 	echo "$cpu $counts"
 }
 
-# inrun_us NAME FUNC N [FOCUS]: FUNC's cumulative CPU in that run's profile
-# (PROFILE=1 run), restricted to stacks through FOCUS if given, over N calls,
-# in µs.
+# inrun_us NAME FUNCS N [FOCUS]: the cumulative CPU in that run's profile of
+# the first of FUNCS (exact names, "|" between them) it has, restricted to
+# stacks through FOCUS if given, over N calls, in µs.
 inrun_us() {
 	"$go" tool pprof -top -cum ${4:+-focus="$4"} "$work/$1.pprof" 2>/dev/null |
-		awk -v n="$3" -v f="$2" '$NF == f {
+		awk -v n="$3" -v f="$2" 'BEGIN { split(f, names, "|"); for (i in names) want[names[i]] = 1 } want[$NF] {
 			v = $4; u = 1
 			if (v ~ /ms$/) { u = 1e-3 } else if (v ~ /us$/ || v ~ /µs$/) { u = 1e-6 } else if (v ~ /min$/) { u = 60 }
 			gsub(/[a-zµ]+$/, "", v); printf "%.1f", v * u * 1e6 / n; exit }'
@@ -125,11 +125,13 @@ sign_inrun_us() { inrun_us "$1" 'github.com/buzzload/buzzload/modules/nostr.(*Ke
 
 # write_inrun_us NAME FRAMES: the CPU of one WebSocket write syscall inside
 # that run: syscall.write's samples under relayclient's (*Conn).write over
-# the frames it wrote (publishes, AUTHs, REQs). On loopback the kernel does
+# the frames it wrote (publishes, AUTHs, REQs): Go's syscall.write, or
+# x/sys/unix's for a socket the epoll reader detached from Go's poller
+# (modules/relayclient/netpoll). On loopback the kernel does
 # the relay's TCP receive and its wake-up inside the writer's syscall, so a
 # publish can cost no less than its signature plus this: the floor under
 # the issue's "publish ≤ 1.5 × a signature" on this machine.
-write_inrun_us() { inrun_us "$1" syscall.write "$2" 'relayclient\.\(\*Conn\)\.write$'; }
+write_inrun_us() { inrun_us "$1" 'syscall.write|golang.org/x/sys/unix.write|golang.org/x/sys/unix.Write' "$2" 'relayclient\.\(\*Conn\)\.write$'; }
 
 # The signature in CPU time, as the runs are measured (BenchmarkSignEventCPU:
 # wall time on a shared machine includes waiting for a core); median of 3.
