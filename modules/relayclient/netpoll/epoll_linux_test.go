@@ -406,3 +406,64 @@ func TestTickChooserDeclinedGetsNoTicks(t *testing.T) {
 	rq.Remove()
 	_ = quiet.waitDetach(t)
 }
+
+// A write waiting for room in a full send buffer must not hold the socket's
+// lock: a Remove of that socket then waits for the write lock, and a waiting
+// writer of an RWMutex blocks new readers, so the loop's next read of the
+// socket would stall every socket on the loop until the write's deadline
+// (a 6,000-human stop saw OKs and deliveries 10–15 s late).
+func TestBlockedWriteDoesNotStallTheLoop(t *testing.T) {
+	p := newPoller(t, Options{Loops: 1})
+	ln := listen(t)
+	ca, sa := pair(t, ln)
+	cb, sb := pair(t, ln)
+	a, b := detach(t, ca), detach(t, cb)
+	ha, hb := newRecorder(t), newRecorder(t)
+	ra, err := p.Add(a, ha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := p.Add(b, hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sa never reads: a's send buffer fills and the write waits.
+	const deadline = 4 * time.Second
+	_ = a.SetWriteDeadline(time.Now().Add(deadline))
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := a.Write(make([]byte, 64<<20))
+		wrote <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the write is waiting for room
+	removed := make(chan struct{})
+	go func() { ra.Remove(); close(removed) }()
+	time.Sleep(50 * time.Millisecond)
+	// a becomes readable (the loop reads it unless it has left the set), then b.
+	if _, err := sa.Write([]byte("for a")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if _, err := sb.Write([]byte("for b")); err != nil {
+		t.Fatal(err)
+	}
+	for !bytes.Equal(hb.bytes(), []byte("for b")) {
+		if time.Since(start) > deadline/2 {
+			t.Fatalf("b's bytes not read within %v while a's write waits (got %q)", deadline/2, hb.bytes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-removed:
+	case <-time.After(deadline / 2):
+		t.Fatal("Remove waited for the blocked write")
+	}
+	_ = ha.waitDetach(t)
+	a.Close() // ends the write
+	if err := <-wrote; err == nil {
+		t.Error("the 64 MiB write to a peer that never reads succeeded")
+	}
+	rb.Remove()
+	_ = hb.waitDetach(t)
+}

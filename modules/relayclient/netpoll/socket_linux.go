@@ -83,16 +83,16 @@ func (s *Socket) read(b []byte) (int, error) {
 	return n, err
 }
 
-// Write writes all of b by its deadline.
+// Write writes all of b by its deadline. The read lock is held for each
+// write syscall, not while waiting for room: a Close or Remove waiting for
+// the write lock blocks new readers, so a writer parked in poll(2) under
+// the read lock would stall the loop's reads of every socket it serves
+// until the write deadline (seen as 10–15 s late OKs and deliveries when
+// thousands of humans closed at once).
 func (s *Socket) Write(b []byte) (int, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	done := 0
 	for done < len(b) {
-		if s.closed.Load() {
-			return done, s.opErr("write", net.ErrClosed)
-		}
-		n, err := unix.Write(s.fd, b[done:])
+		n, err := s.write(b[done:])
 		if n > 0 {
 			done += n
 		}
@@ -103,6 +103,8 @@ func (s *Socket) Write(b []byte) (int, error) {
 			if werr := s.waitWritable(); werr != nil {
 				return done, s.opErr("write", werr)
 			}
+		case net.ErrClosed:
+			return done, s.opErr("write", net.ErrClosed)
 		default:
 			return done, s.opErr("write", os.NewSyscallError("write", err))
 		}
@@ -110,10 +112,25 @@ func (s *Socket) Write(b []byte) (int, error) {
 	return done, nil
 }
 
+// write is one non-blocking write under the read lock.
+func (s *Socket) write(b []byte) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	return unix.Write(s.fd, b)
+}
+
 // waitWritable waits for room in the send buffer until the write deadline
-// (the thread blocks: only when the peer does not read).
+// (the thread blocks: only when the peer does not read). It holds no lock:
+// Close shuts the socket down before closing it, which ends the wait, and
+// the next write sees it closed.
 func (s *Socket) waitWritable() error {
 	for {
+		if s.closed.Load() {
+			return net.ErrClosed
+		}
 		ms := -1
 		if d := s.wdl.Load(); d != 0 {
 			left := time.Until(time.Unix(0, d))
