@@ -443,7 +443,8 @@ func (s *session) settle(conn *relayclient.Conn, subs []*relayclient.Sub) {
 	s.inflight.wait(s.opCtx)
 	for _, sub := range subs {
 		if sub != nil {
-			_ = sub.Close()
+			// The connection closes next, ending them on the relay too.
+			sub.Forget()
 		}
 	}
 	if conn != nil {

@@ -185,11 +185,31 @@ func (s *Sub) Wait(ctx context.Context) (Result, error) {
 // report accounts for it (issue 10: subscriptions a session abandoned
 // vanished from the report). Idempotent.
 func (s *Sub) Close() error {
+	if !s.end() {
+		return nil
+	}
+	c := s.c
+	bp := getFrameBuf()
+	defer putFrameBuf(bp)
+	*bp, _ = appendSubEnvelope((*bp)[:0], "CLOSE", s.id, nil)
+	return c.write(*bp, time.Now().Add(c.cfg.WriteTimeout))
+}
+
+// Forget ends the subscription here as Close does (an EOSE wait is settled
+// as pending, closed before EOSE) but sends no CLOSE: for a connection
+// about to close, which ends its subscriptions on the relay (NIP-01). At a
+// stop of 19,000 humans the CLOSE frames were five writes a human for the
+// runner and five frames for the relay, in the grace.
+func (s *Sub) Forget() { s.end() }
+
+// end marks the subscription closing and settles its EOSE wait; false if
+// it had already ended.
+func (s *Sub) end() bool {
 	c := s.c
 	c.mu.Lock()
 	if s.closing || c.subs[s.id] != s {
 		c.mu.Unlock()
-		return nil
+		return false
 	}
 	s.closing = true
 	first := s.trySettleLocked()
@@ -198,10 +218,7 @@ func (s *Sub) Close() error {
 		s.settle(Result{Op: s.op, Start: s.start, Duration: time.Since(s.start), Outcome: OutcomePending,
 			Error: ClosedBeforeEOSE, BytesSent: s.sent}, true)
 	}
-	bp := getFrameBuf()
-	defer putFrameBuf(bp)
-	*bp, _ = appendSubEnvelope((*bp)[:0], "CLOSE", s.id, nil)
-	return c.write(*bp, time.Now().Add(c.cfg.WriteTimeout))
+	return true
 }
 
 // trySettleLocked claims the right to settle the EOSE wait (c.mu held).

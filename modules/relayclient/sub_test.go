@@ -185,6 +185,56 @@ func TestCloseBeforeEOSESettlesPendingAndRecordsIt(t *testing.T) {
 	}
 }
 
+// Forget settles like Close but sends no CLOSE (the connection closes next).
+func TestForgetSettlesWithoutACloseFrame(t *testing.T) {
+	var mu sync.Mutex
+	var verbs []string
+	fr := newFakeRelay(t, func(fr *fakeRelay) {
+		fr.onFrame = func(_ *fakeConn, verb string, _ []json.RawMessage) {
+			mu.Lock()
+			verbs = append(verbs, verb)
+			mu.Unlock()
+		}
+	})
+	sink := &CollectSink{}
+	c := connect(t, fr, sink, nil)
+	sub, err := c.Subscribe([]Filter{{Kinds: []int{9}}}, SubOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Forget()
+	sub.Forget()
+	_ = sub.Close() // already ended: no CLOSE either
+	// A second subscription's CLOSE marks when the frames before it have arrived.
+	other, err := c.Subscribe([]Filter{{Kinds: []int{1}}}, SubOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = other.Close()
+	waitFor(t, "the second CLOSE", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(verbs) > 0 && verbs[len(verbs)-1] == "CLOSE"
+	})
+	c.Close()
+	<-c.Done()
+	mu.Lock()
+	n := 0
+	for _, v := range verbs {
+		if v == "CLOSE" {
+			n++
+		}
+	}
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("relay got %d CLOSEs (%v), want only the second subscription's", n, verbs)
+	}
+	got := sink.Op(OpSubscribeEOSE)
+	if len(got) != 2 || got[0].Outcome != OutcomePending || got[0].Error != "closed before EOSE" {
+		t.Fatalf("recorded %+v, want two pending 'closed before EOSE'", got)
+	}
+}
+
 func TestEOSETimeout(t *testing.T) {
 	fr := newFakeRelay(t, func(fr *fakeRelay) {
 		fr.onFrame = func(*fakeConn, string, []json.RawMessage) {}
