@@ -12,7 +12,7 @@
 #   second between them (no typing, presence hourly): MEMBERS × MSGS_PER_SEC
 #   deliveries a second.
 # A `buzzload relay` runs in its own process on 127.0.0.1. The run has two
-# steps: the ramp (connect_rate_per_sec 500) and a steady hold; figures are
+# steps: the ramp (connect_rate_per_sec CONNECT_RATE, default 500) and a steady hold; figures are
 # of the hold: the runner's CPU in cores (from /proc, user + system; the
 # relay's beside it: both share this machine's cores), its
 # RSS (median sample), the deliveries a second it recorded, the p99 of
@@ -41,7 +41,11 @@ if [ "$(ulimit -n)" -lt $((n + 200)) ]; then
 	echo "scale-humans: $n humans need $((n + 200)) descriptors; the hard limit is $(ulimit -Hn)" >&2
 	exit 1
 fi
-ramp=$((n / 500 + 5))
+# CONNECT_RATE: connections a second in the ramp. At 500/s 19,000 humans
+# saturated a one-core runner in the ramp (AUTH timeouts, reconnects) on
+# 2026-12-02; at 250/s its hold was clean (one run).
+rate_connect=${CONNECT_RATE:-500}
+ramp=$((n / rate_connect + 5))
 work=$(mktemp -d)
 name=scale-humans
 # shellcheck source=scripts/relay-process.sh
@@ -78,7 +82,7 @@ rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 hz=$(getconf CLK_TCK)
 
 echo "pkg: scripts/scale-humans.sh"
-echo "scale-humans: $mode, $n humans, hold ${hold}s, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
+echo "scale-humans: $mode, $n humans, connect ${rate_connect}/s, hold ${hold}s, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
 for i in $(seq "$runs"); do
 	name=$mode-$i
 	# A fresh relay per run: a run that ended saturated leaves the relay
@@ -97,7 +101,7 @@ thread_depth = 0
 humans = $n
 agents = 0
 $pop
-connect_rate_per_sec = 500
+connect_rate_per_sec = $rate_connect
 [human]
 $human
 [abort]
