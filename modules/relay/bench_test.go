@@ -267,24 +267,7 @@ func TestIdleClientHelper(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("LOCALRELAY_IDLE_N"))
 	var conns []*websocket.Conn
 	for i := 0; i < n; i++ {
-		d := websocket.Dialer{ReadBufferSize: 512, WriteBufferSize: 512}
-		ws, _, err := d.Dial(u+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, msg, err := ws.ReadMessage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f []string
-		json.Unmarshal(msg, &f)
-		k := nostr.DeriveKeys("idle", nostr.RoleHuman, i)
-		auth, _ := k.NewEvent(22242, [][]string{{"relay", u}, {"challenge", f[1]}}, "", time.Now())
-		frame, _ := json.Marshal([]any{"AUTH", auth})
-		ws.WriteMessage(websocket.TextMessage, frame)
-		if _, msg, err = ws.ReadMessage(); err != nil || !strings.Contains(string(msg), "true") {
-			t.Fatalf("auth: %s %v", msg, err)
-		}
+		ws := dialAuthed(t, u, 512, nostr.DeriveKeys("idle", nostr.RoleHuman, i))
 		conns = append(conns, ws)
 	}
 	fmt.Println("ready")
@@ -292,4 +275,28 @@ func TestIdleClientHelper(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// dialAuthed opens a WebSocket to the relay at u (a child process's
+// client), answers its NIP-42 challenge as k and waits for the OK.
+func dialAuthed(t *testing.T, u string, readBuf int, k *nostr.Keys) *websocket.Conn {
+	t.Helper()
+	d := websocket.Dialer{ReadBufferSize: readBuf, WriteBufferSize: 512}
+	ws, _, err := d.Dial(u+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, msg, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f []string
+	json.Unmarshal(msg, &f)
+	auth, _ := k.NewEvent(22242, [][]string{{"relay", u}, {"challenge", f[1]}}, "", time.Now())
+	frame, _ := json.Marshal([]any{"AUTH", auth})
+	ws.WriteMessage(websocket.TextMessage, frame)
+	if _, msg, err = ws.ReadMessage(); err != nil || !strings.Contains(string(msg), "true") {
+		t.Fatalf("auth: %s %v", msg, err)
+	}
+	return ws
 }

@@ -135,24 +135,8 @@ func TestFanoutClientHelper(t *testing.T) {
 	var wg sync.WaitGroup
 	conns := make([]*websocket.Conn, 0, n)
 	for i := 0; i < n; i++ {
-		d := websocket.Dialer{ReadBufferSize: 1024, WriteBufferSize: 512}
-		ws, _, err := d.Dial(u+"/", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, msg, err := ws.ReadMessage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f []string
-		json.Unmarshal(msg, &f)
 		k := nostr.DeriveKeys("fanout", nostr.RoleHuman, i)
-		auth, _ := k.NewEvent(22242, [][]string{{"relay", u}, {"challenge", f[1]}}, "", time.Now())
-		frame, _ := json.Marshal([]any{"AUTH", auth})
-		ws.WriteMessage(websocket.TextMessage, frame)
-		if _, msg, err = ws.ReadMessage(); err != nil || !strings.Contains(string(msg), "true") {
-			t.Fatalf("auth: %s %v", msg, err)
-		}
+		ws := dialAuthed(t, u, 1024, k)
 		// The human model's live subscriptions (modules/models/human.go).
 		reqs := [][]any{
 			{"REQ", "c", map[string]any{"kinds": []int{nostr.KindStreamMessage}, "#h": []string{ch}, "limit": 0}, map[string]any{"kinds": []int{nostr.KindTyping}, "#h": []string{ch}, "limit": 0}},
@@ -161,7 +145,7 @@ func TestFanoutClientHelper(t *testing.T) {
 		for _, req := range reqs {
 			b, _ := json.Marshal(req)
 			ws.WriteMessage(websocket.TextMessage, b)
-			if _, msg, err = ws.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), `["EOSE"`) {
+			if _, msg, err := ws.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), `["EOSE"`) {
 				t.Fatalf("REQ: %s %v", msg, err)
 			}
 		}
