@@ -436,14 +436,14 @@ func (s *session) stopped() bool {
 }
 
 // settle waits for in-flight operations (bounded by the grace), then
-// closes conn (if any). Subscriptions still waiting for EOSE are closed
-// first, so their waits are abandoned and recorded as pending ("closed
-// before EOSE"): the report's abandoned column accounts for them.
+// closes conn (if any). Subscriptions are ended here first without a CLOSE
+// frame (Sub.Forget: the socket's close ends them on the relay), so those
+// still waiting for EOSE are recorded as pending ("closed before EOSE"):
+// the report's abandoned column accounts for them.
 func (s *session) settle(conn *relayclient.Conn, subs []*relayclient.Sub) {
 	s.inflight.wait(s.opCtx)
 	for _, sub := range subs {
 		if sub != nil {
-			// The connection closes next, ending them on the relay too.
 			sub.Forget()
 		}
 	}
