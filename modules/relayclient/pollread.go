@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func defaultPoller() (*netpoll.Poller, error) {
 
 // usePoller: plain WebSocket, and not turned off.
 func usePoller(cfg *Config, dialURL string) bool {
-	if cfg.NoPoller || os.Getenv(EnvNetpoll) == "0" || len(dialURL) < 5 || dialURL[:5] != "ws://" {
+	if cfg.NoPoller || os.Getenv(EnvNetpoll) == "0" || !strings.HasPrefix(dialURL, "ws://") {
 		return false
 	}
 	_, err := defaultPoller()
