@@ -355,3 +355,28 @@ func TestSegmentedInstancesTogetherRunTheWhole(t *testing.T) {
 		}
 	}
 }
+
+// pastDeadline is a context whose deadline has passed but whose Done is
+// not closed yet: how a WithDeadline context looks until its timer's
+// goroutine runs on a saturated runner.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestIsDoneCountsAPassedDeadline(t *testing.T) {
+	if !isDone(pastDeadline{context.Background()}) {
+		t.Error("a context past its deadline is not done until its timer runs: loops would start iterations after their end")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if isDone(ctx) {
+		t.Error("a context an hour before its deadline is done")
+	}
+	cancel()
+	if !isDone(ctx) {
+		t.Error("a cancelled context is not done")
+	}
+	if isDone(context.Background()) {
+		t.Error("Background is done")
+	}
+}

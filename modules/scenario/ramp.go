@@ -39,13 +39,15 @@ func (s *Scenario) Steps() []StepPlan {
 	return out
 }
 
-// Duration is the run's length: the end of the last step's hold.
+// Duration is the run's length: the end of the last step's hold. It is
+// the sum Steps places, without the client counts Steps works out (a pass
+// over every human per step): the extension asks for it per session.
 func (s *Scenario) Duration() time.Duration {
-	steps := s.Steps()
-	if len(steps) == 0 {
-		return 0
+	var at time.Duration
+	for _, st := range s.Ramp {
+		at += Secs(st.RampSecs) + Secs(st.HoldSecs)
 	}
-	return steps[len(steps)-1].End
+	return at
 }
 
 // StepAt is the index of the step whose [Start, End) holds offset, or -1
