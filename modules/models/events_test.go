@@ -87,3 +87,47 @@ func TestObserveCopiesTheMessageOutOfTheFrame(t *testing.T) {
 		t.Fatalf("latest message %q, want %s", got.id, id)
 	}
 }
+
+// ObserveIn notes a message under the subscription's channel without a
+// lookup, allocating nothing; an event whose h tag names another of the
+// member's channels is noted under that one, and one of a channel the member
+// is not in is not noted at all (the relay's mistake must not become a
+// reaction target). Mutant "trust the index": the second case lands in
+// channel 0.
+func TestObserveInChecksTheChannel(t *testing.T) {
+	sc := testScenario(t, "ws://127.0.0.1:1", "http://127.0.0.1:1", func(sc *scenario.Scenario) {
+		sc.Shape.ChannelsPerCommunity, sc.Population.ChannelsPerMember = 3, 2
+	})
+	act := NewActivity(sc, 0, sc.Keys(0), NewRand(sc.RunID, 0), nil)
+	ids := act.ChannelIDs()
+	if len(ids) < 2 {
+		t.Fatalf("member of %d channels, the test needs 2", len(ids))
+	}
+	author := sc.Keys(1)
+	v0, _ := view(t, author, nostr.KindStreamMessage, [][]string{{"h", ids[0]}})
+	if n := testing.AllocsPerRun(100, func() { act.ObserveIn(0, v0) }); n != 0 {
+		t.Fatalf("ObserveIn allocates %v times per event", n)
+	}
+	if got, _, ok := act.reactionTarget(0); !ok || string(got.id[:]) != v0.IDString() {
+		t.Fatalf("channel 0's target %q (%v), want %s", got.id, ok, v0.IDString())
+	}
+	// Delivered on channel 0's subscription, but of channel 1.
+	v1, _ := view(t, author, nostr.KindStreamMessage, [][]string{{"h", ids[1]}})
+	act.ObserveIn(0, v1)
+	if got, _, _ := act.reactionTarget(0); string(got.id[:]) != v0.IDString() {
+		t.Fatalf("channel 0's target %q after a channel-1 event, want %s", got.id, v0.IDString())
+	}
+	if got, _, ok := act.reactionTarget(1); !ok || string(got.id[:]) != v1.IDString() {
+		t.Fatalf("channel 1's target %q (%v), want %s", got.id, ok, v1.IDString())
+	}
+	before, _, _ := act.reactionTarget(-1)
+	for _, i := range []int{0, -1, len(ids)} {
+		other, _ := view(t, author, nostr.KindStreamMessage, [][]string{{"h", "not-a-channel"}})
+		act.ObserveIn(i, other)
+	}
+	typing, _ := view(t, author, nostr.KindTyping, [][]string{{"h", ids[0]}})
+	act.ObserveIn(0, typing)
+	if got, _, _ := act.reactionTarget(-1); got.id != before.id {
+		t.Fatalf("latest %q after a foreign channel's or a typing event, want %q", got.id, before.id)
+	}
+}

@@ -83,6 +83,28 @@ func (a *Activity) Observe(ev *nostr.EventView) {
 	if !ok {
 		return
 	}
+	a.note(i, ev)
+}
+
+// ObserveIn is Observe for an event of a subscription to channel i (the
+// index in ChannelIDs): it checks the event's h tag against that channel
+// instead of looking it up. In a 500-human fan-out run's CPU profile the
+// lookup (hashing a 64-character id, a cold map bucket) was ~0.9 µs of a
+// delivery's ~18; an event of another channel (a relay's mistake) goes
+// through Observe.
+func (a *Activity) ObserveIn(i int, ev *nostr.EventView) {
+	if ev.Kind != nostr.KindStreamMessage {
+		return
+	}
+	if h, _ := ev.TagValue("h", 1); i < 0 || i >= len(a.chIDs) || string(h) != a.chIDs[i] {
+		a.Observe(ev)
+		return
+	}
+	a.note(i, ev)
+}
+
+// note records ev as the latest message seen in channel i and overall.
+func (a *Activity) note(i int, ev *nostr.EventView) {
 	m := seenMsg{id: ev.ID, author: ev.PubKey, createdAt: ev.CreatedAt}
 	a.mu.Lock()
 	if m.createdAt >= a.latestCh[i].createdAt {
@@ -282,7 +304,7 @@ func (c *Client) humanSession(s *session) End {
 		}
 	}
 	// One REQ per channel: older relays treat several #h values as global.
-	for _, id := range chIDs {
+	for i, id := range chIDs {
 		live([]relayclient.Filter{
 			{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
 			{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
@@ -290,7 +312,7 @@ func (c *Client) humanSession(s *session) End {
 			if ev.Kind != nostr.KindStreamMessage {
 				return
 			}
-			act.Observe(ev)
+			act.ObserveIn(i, ev)
 			if isLive {
 				RecordDeliver(c.sink, ev, at)
 			}
