@@ -76,8 +76,19 @@ func (s *opSink) flushData() {
 
 func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics.TagSet, start time.Time) *opSink {
 	idx := l.agg.recs.index(base)
-	return &opSink{l: l, kind: kind, met: met, push: vu.Metrics().Push, data: vu.AddDataTransfer, base: idx.base, start: start,
+	push := vu.Metrics().Push
+	if sp, ok := vu.Metrics().(sharedPusher); ok {
+		push = sp.PushShared
+	}
+	return &opSink{l: l, kind: kind, met: met, push: push, data: vu.AddDataTransfer, base: idx.base, start: start,
 		warmup: l.warmup(), idx: idx}
+}
+
+// sharedPusher is jshost's VU: its PushShared takes a connection reader's
+// samples into a buffer warm on the reader's core rather than the VU's own
+// (a delivered event's push on a cold VU buffer: engine/jshost VU.PushShared).
+type sharedPusher interface {
+	PushShared(samples ...metrics.Sample)
 }
 
 // recIndexes holds a loaded scenario's recIndex per distinct base tag set

@@ -79,6 +79,7 @@ type Bundle struct {
 	vus           sync.Map // *sobek.Runtime -> *VU
 	inits         atomic.Int64
 	control       Controller
+	pushBufs      sharedBuffers // VU.PushShared's
 }
 
 // NewBundle compiles the script and runs its init code once with __VU = 0 in
@@ -92,6 +93,7 @@ func NewBundle(ctx context.Context, cfg Config) (*Bundle, error) {
 		cfg.Collector = metrics.NewCollector(metrics.NewRegistry(), metrics.CollectorOptions{})
 	}
 	b := &Bundle{cfg: cfg, control: cfg.Control, envKeys: sortedKeys(cfg.Env)}
+	b.pushBufs.init(cfg.Collector)
 	if b.control == nil {
 		b.control = &StandaloneControl{}
 	}

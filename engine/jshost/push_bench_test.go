@@ -3,6 +3,7 @@ package jshost
 import (
 	"context"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,13 +17,14 @@ import (
 // threshold's sub-metric so samples are routed, flushed every 50 ms) and
 // VUs of a small script pushing into it.
 type pushFixture struct {
-	coll  *metrics.Collector
-	vus   []*VU
-	dur   *metrics.Metric
-	fail  *metrics.Metric
-	tags  metrics.TagSet
-	stop  func()
-	count atomic.Int64 // samples the consumer saw
+	coll   *metrics.Collector
+	vus    []*VU
+	dur    *metrics.Metric
+	fail   *metrics.Metric
+	tags   metrics.TagSet
+	stop   func()
+	count  atomic.Int64 // samples the consumer saw
+	shared bool         // push with PushShared
 }
 
 func (f *pushFixture) AddSamples(s []metrics.Sample) { f.count.Add(int64(len(s))) }
@@ -67,9 +69,14 @@ func newPushFixture(tb testing.TB, nVUs int) *pushFixture {
 	return f
 }
 
-// push is one delivered event's samples, as extension's opSink pushes them.
+// push is one delivered event's samples, as extension's opSink pushes them
+// (into the VU's buffer, or with shared set the bundle's: VU.PushShared).
 func (f *pushFixture) push(vu *VU, now time.Time) {
-	vu.Push(
+	p := vu.Push
+	if f.shared {
+		p = vu.PushShared
+	}
+	p(
 		metrics.Sample{Metric: f.dur, Tags: f.tags, Time: now, Value: 1.5},
 		metrics.Sample{Metric: f.fail, Tags: f.tags, Time: now, Value: 0},
 	)
@@ -91,9 +98,11 @@ func BenchmarkVUPush(b *testing.B) {
 		{"vuPerGoroutine", 16 * runtime.GOMAXPROCS(0), func(g, _, n int) int { return g % n }},
 		// A human's VU: each gets a few samples per flush.
 		{"5000VUs", 5000, spread},
+		{"5000VUs-shared", 5000, spread}, // VU.PushShared, as opSink pushes
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			f := newPushFixture(b, c.vus)
+			f.shared = strings.HasSuffix(c.name, "-shared")
 			var next atomic.Int64
 			now := time.Now()
 			// A long run's steady state: every buffer has grown once.
