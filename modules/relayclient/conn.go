@@ -60,7 +60,8 @@ type Conn struct {
 	relayURL string       // public URL for the NIP-42 relay tag
 	born     time.Time    // dial time; monotonic base for lastFrame
 
-	wmu sync.Mutex // serialises writes
+	wmu   sync.Mutex // serialises writes
+	batch *batchConn // the socket as gorilla writes to it (Batch)
 
 	mu        sync.Mutex
 	closed    bool  // no new operations
@@ -147,18 +148,23 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	nd := &net.Dialer{LocalAddr: laddr}
 	polled := usePoller(&cfg, ep.dialURL)
-	dial, readBuf := nd.DialContext, cfg.ReadBufferSize
+	readBuf := cfg.ReadBufferSize
 	var hs *handshakeConn
+	var bc *batchConn
 	if polled {
 		readBuf = pollReadBufferSize
-		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nc, err := nd.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			hs = &handshakeConn{Conn: nc}
-			return hs, nil
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := nd.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
 		}
+		if polled {
+			hs = &handshakeConn{Conn: nc}
+			nc = hs
+		}
+		bc = &batchConn{Conn: nc}
+		return bc, nil
 	}
 	d := websocket.Dialer{
 		NetDialContext:    dial,
@@ -196,6 +202,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	c := &Conn{
 		cfg:      cfg,
 		ws:       ws,
+		batch:    bc,
 		relayURL: ep.relayURL,
 		born:     start,
 		chal:     make(chan struct{}),
