@@ -32,7 +32,7 @@ type vuAdapter struct {
 
 func (a *vuAdapter) Activate(sc *executor.ScenarioInfo) {
 	if !a.setupSet {
-		a.vu.SetSetupData(a.r.setup())
+		a.vu.SetSetup(a.r.setupForVUs())
 		a.setupSet = true
 	}
 	if a.scFor != sc {

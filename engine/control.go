@@ -277,7 +277,18 @@ func (r *runner) setup() []byte {
 func (r *runner) setSetup(b []byte) {
 	r.setupMu.Lock()
 	r.setupData = b
+	r.setupShared = jshost.NewSetupData(b)
 	r.setupMu.Unlock()
+}
+
+// setupForVUs is the setup data as the VUs take it: one parse for all.
+func (r *runner) setupForVUs() *jshost.SetupData {
+	r.setupMu.Lock()
+	defer r.setupMu.Unlock()
+	if r.setupShared == nil {
+		r.setupShared = jshost.NewSetupData(r.setupData)
+	}
+	return r.setupShared
 }
 
 // stopFromAPI stops the execution with ErrStoppedByAPI (exit 103).

@@ -128,6 +128,38 @@ export function teardown(data) { globalThis.td = data.n; }`})
 	}
 }
 
+// VUs that share one SetupData (the engine gives every VU the same) each
+// get plain objects of their own, as JSON.parse gives: a VU's writes stay
+// its own, the objects can be frozen; text JSON.parse rejects is still its
+// error.
+func TestSharedSetupDataIsPlainObjectsPerVU(t *testing.T) {
+	h := newHarness(t, map[string]string{"main.js": `
+export default function (data) {
+	const before = JSON.stringify(data);
+	data.list.push(4); data.o.k = "mine";
+	Object.freeze(data.o); // a lazyjson view would throw
+	if (!Object.isFrozen(data.o) || Object.getPrototypeOf(data) !== Object.prototype) throw new Error("not a plain object");
+	globalThis.seen = before;
+}`})
+	b := h.bundle(t, "main.js")
+	sd := NewSetupData([]byte(`{"list": [1, 2, 3], "o": {"k": "v", "__proto__": 1}, "f": 1.5}`))
+	for _, id := range []uint64{1, 2} {
+		vu := h.vu(t, b, id)
+		vu.SetSetup(sd)
+		if res := vu.RunIteration(context.Background(), Iteration{Stage: -1}); res.Err != nil {
+			t.Fatalf("VU %d: %v", id, res.Err)
+		}
+		if got := vu.rt.Get("seen").String(); got != `{"list":[1,2,3],"o":{"k":"v","__proto__":1},"f":1.5}` {
+			t.Fatalf("VU %d read %s: another VU's write, or not JSON.parse's object", id, got)
+		}
+	}
+	bad := h.vu(t, b, 3)
+	bad.SetSetup(NewSetupData([]byte(`{"a": 1} x`)))
+	if res := bad.RunIteration(context.Background(), Iteration{Stage: -1}); res.Err == nil || !strings.Contains(res.Err.Error(), "decoding JSON data") {
+		t.Fatalf("trailing garbage: err = %v, want JSON.parse's error", res.Err)
+	}
+}
+
 func TestSetupDataFunctionOrNaNIsAnError(t *testing.T) {
 	for _, ret := range []string{"{ f: function () {} }", "{ x: NaN }"} {
 		h := newHarness(t, map[string]string{"main.js": "export function setup() { return " + ret + "; }\nexport default function () {}"})

@@ -48,7 +48,7 @@ type VU struct {
 	watchStop   func() bool
 	execFn      sobek.Callable
 
-	setupJSON    []byte
+	setup        *SetupData
 	setupDecoded bool
 	setupVal     sobek.Value
 

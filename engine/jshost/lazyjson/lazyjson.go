@@ -197,6 +197,34 @@ func (d *Doc) Member(rt *sobek.Runtime, i int) sobek.Value { return value(rt, d.
 // Value is the whole document as a JS value in rt.
 func (d *Doc) Value(rt *sobek.Runtime) sobek.Value { return value(rt, d.root) }
 
+// Plain is the whole document as ordinary JS objects and arrays in rt,
+// built at once: what JSON.parse of its text gives (the same property
+// order, duplicate keys resolved the same way, own "__proto__" members,
+// integers as integers), without decoding the text again in every runtime.
+// Setup data takes this form (k6 gives each VU plain objects, which a
+// script may freeze or give accessors; Value's views cannot be).
+func (d *Doc) Plain(rt *sobek.Runtime) sobek.Value { return plain(rt, d.root) }
+
+func plain(rt *sobek.Runtime, n *node) sobek.Value {
+	switch n.kind {
+	case kObject:
+		o := rt.NewObject()
+		for i, k := range n.keys {
+			// Defined, not set: a "__proto__" member is an own property.
+			_ = o.DefineDataProperty(k, plain(rt, n.elems[i]), sobek.FLAG_TRUE, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
+		}
+		return o
+	case kArray:
+		vals := make([]any, len(n.elems))
+		for i, e := range n.elems {
+			vals[i] = plain(rt, e)
+		}
+		return rt.NewArray(vals...)
+	default:
+		return value(rt, n)
+	}
+}
+
 // value makes a node a JS value: primitives as they are, objects and arrays
 // as lazy views.
 func value(rt *sobek.Runtime, n *node) sobek.Value {

@@ -143,3 +143,81 @@ func TestLargeObjectWrites(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// Plain builds what JSON.parse builds: the same reads, and ordinary
+// objects and arrays (frozen, given accessors, with their own descriptors
+// and prototypes), each runtime's its own.
+func TestPlainIsJSONParse(t *testing.T) {
+	const odd = `{"2": "two", "b": 1, "1": "one", "__proto__": {"p": 1}, "b": [1, 2.5, -0, 1e21, "x"], "e": {}, "a": []}`
+	for _, text := range []string{doc, odd, `[1, {"k": [null, true]}]`, `"s"`, `7`, `null`} {
+		d, err := Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := sobek.New()
+		if err := rt.Set("o", d.Plain(rt)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Set("ref", mustRun(t, rt, "JSON.parse("+quote(text)+")")); err != nil {
+			t.Fatal(err)
+		}
+		for _, expr := range []string{
+			`JSON.stringify(o)`,
+			`typeof o + Array.isArray(o)`,
+			`o === null || typeof o !== "object" ? "" : JSON.stringify(Object.getOwnPropertyNames(o))`,
+			`o === null || typeof o !== "object" ? "" : JSON.stringify(Object.getOwnPropertyDescriptors(o))`,
+			`o === null || typeof o !== "object" ? "" : String(Object.getPrototypeOf(o) === Object.prototype) + (Object.getPrototypeOf(o) === Array.prototype)`,
+			`o === null || typeof o !== "object" ? "" : (Object.defineProperty(o, "acc", {get() { return 5 }}), String(o.acc))`,
+			`o === null || typeof o !== "object" ? "" : (Object.freeze(o), String(Object.isFrozen(o)))`,
+			`o && o.b ? o.b.map(x => 1/x).join() : ""`,
+			`o && o.tags ? o.tags.a + Object.keys(o.many).join() : ""`,
+		} {
+			got := mustRun(t, rt, "(o => "+expr+")(o)").String()
+			want := mustRun(t, rt, "(o => "+expr+")(ref)").String()
+			if got != want {
+				t.Errorf("%s: %s = %q, JSON.parse gives %q", text[:min(len(text), 20)], expr, got, want)
+			}
+		}
+	}
+	// Each call is a fresh value: a change in one runtime's copy is not in another's.
+	d, _ := Parse([]byte(doc))
+	rt1, rt2 := sobek.New(), sobek.New()
+	_ = rt1.Set("o", d.Plain(rt1))
+	_ = rt2.Set("o", d.Plain(rt2))
+	mustRun(t, rt1, `o.tags.a = "changed"; o.list.push(9)`)
+	if got := mustRun(t, rt2, `o.tags.a + o.list.length`).String(); got != "c6" {
+		t.Errorf("another runtime's copy reads %q after a write, want c6", got)
+	}
+}
+
+// setupResult is sc.setup()'s result as a VU gets it (extension.SetupResult).
+const setupResult = `{"run_id":"scale-humans-19000-1","embedded":false,"ws_url":"ws://127.0.0.1:34145","communities":1,"channels":1900,"members":0,"posts":9500,"created":11400,"existing":0,"duration_ms":5957,"role":"seed"}`
+
+// Setup data in a fresh runtime, as every VU's first iteration takes it:
+// JSON.parse of the text (what each VU did) against Plain of one shared
+// parse (go test -run '^$' -bench SetupData -benchmem ./engine/jshost/lazyjson/).
+func BenchmarkSetupData(b *testing.B) {
+	b.Run("JSON.parse", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			rt := sobek.New()
+			b.StartTimer()
+			parse, _ := sobek.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
+			if _, err := parse(sobek.Undefined(), rt.ToValue(setupResult)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Plain", func(b *testing.B) {
+		d, err := Parse([]byte(setupResult))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			rt := sobek.New()
+			b.StartTimer()
+			_ = d.Plain(rt)
+		}
+	})
+}
