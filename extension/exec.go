@@ -198,7 +198,7 @@ func (in *instance) buildClient(l *loaded, p Population, st *jsmodule.State, sl 
 		return err
 	}
 	sl.cl, err = models.New(models.Config{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
-		BeforeConnect: l.pacer().wait, PubKey: l.pubKey})
+		BeforeConnect: l.pacer().wait, PubKey: l.pubKey, Keys: l.keys().Keys})
 	return err
 }
 

@@ -88,16 +88,20 @@ type loaded struct {
 	pacerOnce sync.Once
 	pace      *pacer
 
-	pubKeysOnce sync.Once
-	pubKeys     func(g int) string
+	keysOnce sync.Once
+	keyMemo  *scenario.KeyMemo
+}
+
+// keys is the run's memo of its clients' keys: each derived once, as a
+// client's own keys or as someone's presence peer or co-member.
+func (l *loaded) keys() *scenario.KeyMemo {
+	l.keysOnce.Do(func() { l.keyMemo = scenario.NewKeyMemo(l.base) })
+	return l.keyMemo
 }
 
 // pubKey is client g's pubkey, derived once per run (presence peers,
 // desktop co-members).
-func (l *loaded) pubKey(g int) string {
-	l.pubKeysOnce.Do(func() { l.pubKeys = scenario.MemoPubKeys(l.base) })
-	return l.pubKeys(g)
-}
+func (l *loaded) pubKey(g int) string { return l.keys().PubKey(g) }
 
 // pacer is the process-wide connect pacing of this scenario:
 // population.connect_rate_per_sec, divided among the shards.

@@ -47,8 +47,12 @@ type Config struct {
 	// Header holds extra WebSocket upgrade headers.
 	Header http.Header
 	// PubKey, when set, gives client g's pubkey (a per-run memo,
-	// scenario.MemoPubKeys); nil derives each (Scenario.PubKey).
+	// scenario.KeyMemo.PubKey); nil derives each (Scenario.PubKey).
 	PubKey func(g int) string
+	// Keys, when set, gives client g's keys (the same memo's Keys, so a
+	// client's own derivation serves its peers too); nil derives them
+	// (Scenario.Keys).
+	Keys func(g int) *nostr.Keys
 }
 
 // EndReason says why a session ended.
@@ -182,7 +186,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Users <= 0 {
 		cfg.Users = sc.PeakUsers()
 	}
-	c := &Client{cfg: cfg, sc: sc, info: info, keys: sc.Keys(cfg.Global), rng: cfg.Rand,
+	keys := sc.Keys
+	if cfg.Keys != nil {
+		keys = cfg.Keys
+	}
+	c := &Client{cfg: cfg, sc: sc, info: info, keys: keys(cfg.Global), rng: cfg.Rand,
 		sink: &stopSink{inner: cfg.Sink}, ep: sc.Endpoint(info.Community)}
 	c.bo = backoffState{cfg: cfg.Backoff.withDefaults()}
 	if c.keys == nil {

@@ -31,18 +31,41 @@ func (s *Scenario) PubKey(g int) string {
 // MemoPubKeys returns s.PubKey memoised and safe for concurrent use: one
 // per loaded scenario spares every client re-deriving the same co-members'
 // keys at each session (in a wide channel they are the same few members).
-func MemoPubKeys(s *Scenario) func(g int) string {
-	var cache sync.Map // int → string
-	return func(g int) string {
-		if v, ok := cache.Load(g); ok {
-			return v.(string)
-		}
-		pk := s.PubKey(g)
-		if pk != "" {
-			cache.Store(g, pk)
-		}
-		return pk
+func MemoPubKeys(s *Scenario) func(g int) string { return NewKeyMemo(s).PubKey }
+
+// KeyMemo is s.Keys memoised and safe for concurrent use, with PubKey from
+// the same keys: a client's own keys and the pubkeys of the co-members it
+// subscribes to come from one derivation per client and run. Each is a
+// scalar multiplication (~50 µs), and a connect ramp used to pay two per
+// human: its own keys, and its pubkey again as another human's presence
+// peer (issue 16). Keys is safe for concurrent use, so clients share them.
+type KeyMemo struct {
+	s *Scenario
+	m sync.Map // int → *nostr.Keys
+}
+
+// NewKeyMemo is an empty memo of s's keys.
+func NewKeyMemo(s *Scenario) *KeyMemo { return &KeyMemo{s: s} }
+
+// Keys is s.Keys(g), derived once.
+func (m *KeyMemo) Keys(g int) *nostr.Keys {
+	if v, ok := m.m.Load(g); ok {
+		return v.(*nostr.Keys)
 	}
+	k := m.s.Keys(g)
+	if k == nil {
+		return nil
+	}
+	v, _ := m.m.LoadOrStore(g, k)
+	return v.(*nostr.Keys)
+}
+
+// PubKey is s.PubKey(g) from the memo's keys.
+func (m *KeyMemo) PubKey(g int) string {
+	if k := m.Keys(g); k != nil {
+		return k.PubKey()
+	}
+	return ""
 }
 
 // AgentOwnerKeys is the NIP-OA owner that attests agent g (and receives its

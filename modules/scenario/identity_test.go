@@ -90,3 +90,32 @@ func TestPubKeyIsTheClientsKeyWithoutItsSigner(t *testing.T) {
 		t.Error("a non-client has a pubkey")
 	}
 }
+
+// One derivation per client: a pubkey asked for (a presence peer) and the
+// client's own keys later are the same Keys, equal to Scenario.Keys.
+func TestKeyMemoDerivesEachClientOnce(t *testing.T) {
+	sc := Defaults()
+	sc.RunID = "memo-run"
+	sc.Population.Humans, sc.Population.Agents = 4, 1
+	m := NewKeyMemo(&sc)
+	n := sc.Population.Humans + sc.Population.Agents
+	for g := range n {
+		if got, want := m.PubKey(g), sc.Keys(g).PubKey(); got != want {
+			t.Fatalf("client %d: memo pubkey %s, Keys %s", g, got, want)
+		}
+	}
+	for g := range n {
+		k := m.Keys(g)
+		if k == nil || k != m.Keys(g) || k.PubKey() != sc.Keys(g).PubKey() {
+			t.Fatalf("client %d: memo keys %v are not one derivation of Scenario.Keys", g, k)
+		}
+	}
+	held := 0
+	m.m.Range(func(any, any) bool { held++; return true })
+	if held != n {
+		t.Errorf("the memo holds %d keys for %d clients", held, n)
+	}
+	if m.Keys(-1) != nil || m.PubKey(-1) != "" {
+		t.Error("a non-client has keys")
+	}
+}
