@@ -161,6 +161,14 @@ print("%s 1 %d connected %.2f cpu-cores %.2f relay-cpu-cores %.0f rss-MB %.0f de
     name, connected, cores, relay, int(rss) / 1024, deliv.get("count", 0) / secs, deliv.get("p99_ms", 0),
     100 * errors / max(total, 1), ops.get("publish", {}).get("count", 0) / secs))
 print("scale-humans: hold %.0fs, result ok=%s, errors %d of %d operations" % (secs, d.get("ok"), errors, total), file=sys.stderr)
+# The ramp (step 0) in a line: connect and AUTH p99, its errors, and
+# whether the generator was saturated (its scheduling lag).
+ramp = d["steps"][0]
+rops, gen = ramp["ops"], ramp.get("generator") or {}
+rerr = sum(o["errors"] for o in rops.values())
+print("scale-humans: ramp %.0fs: connect p99 %.0f ms, auth p99 %.0f ms, errors %d of %d operations, generator %s (lag p99 %.0f ms)" % (
+    ramp["end_s"] - ramp["start_s"], rops.get("connect", {}).get("p99_ms", 0), rops.get("auth", {}).get("p99_ms", 0),
+    rerr, sum(o["count"] for o in rops.values()), "saturated" if gen.get("saturated") else "not saturated", gen.get("lag_p99_ms", 0)), file=sys.stderr)
 # A run that did not hold says why: the failing operations' commonest error
 # texts, and the clients that exited.
 if d.get("abort_reason"):
