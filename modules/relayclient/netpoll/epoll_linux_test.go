@@ -467,3 +467,49 @@ func TestBlockedWriteDoesNotStallTheLoop(t *testing.T) {
 	rb.Remove()
 	_ = hb.waitDetach(t)
 }
+
+// countHandler signals each read and keeps nothing (no allocation of its own).
+type countHandler struct{ got chan int }
+
+func (h *countHandler) OnRead(b []byte, _ time.Time) error { h.got <- len(b); return nil }
+func (h *countHandler) OnTick(time.Time) error             { return nil }
+func (h *countHandler) OnDetach(error)                     {}
+func (h *countHandler) WantsTicks() bool                   { return false }
+
+// The loop's read path (wake-up, epoll_wait, the read, the handler call)
+// allocates nothing per frame (issue 16: no allocation per frame on the
+// hot path). testing.AllocsPerRun counts every goroutine's allocations, the
+// loop's included: each run writes one frame from the peer and waits for
+// the handler to get it.
+func TestReadPathAllocatesNothing(t *testing.T) {
+	p := newPoller(t, Options{Loops: 1})
+	c, s := pair(t, listen(t))
+	h := &countHandler{got: make(chan int, 1)}
+	reg, err := p.Add(detach(t, c), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Remove()
+	frame := bytes.Repeat([]byte{'x'}, 600)
+	deadline := time.NewTimer(30 * time.Second) // one for the test: time.After allocates
+	defer deadline.Stop()
+	one := func() {
+		if _, err := s.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n < len(frame); {
+			select {
+			case k := <-h.got:
+				n += k
+			case <-deadline.C:
+				t.Fatal("frames not read within 30 s")
+			}
+		}
+	}
+	for range 50 { // warm: the loop goroutine and timers exist
+		one()
+	}
+	if n := testing.AllocsPerRun(200, one); n != 0 {
+		t.Fatalf("%v allocations per frame read", n)
+	}
+}
