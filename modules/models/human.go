@@ -303,66 +303,53 @@ func (c *Client) humanSession(s *session) End {
 			s.fail(fmt.Errorf("subscribe: %w", err))
 		}
 	}
-	// The live REQs and the history REQs go out in one write (Batch):
-	// eight frames, one syscall and one relay wake-up instead of eight
-	// (issue 16: the connect ramp's per-human CPU).
-	var hist []*relayclient.Sub
-	n := c.sc.Human.HistoryLimit
-	// Ten peers' keys first: deriving one is a scalar multiplication.
-	peers := c.pubKeys(c.sc.CoMembers(c.cfg.Global, c.cfg.Users, presencePeers))
-	_ = conn.Batch(func() {
-		// One REQ per channel: older relays treat several #h values as global.
-		for i, id := range chIDs {
-			live([]relayclient.Filter{
-				{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
-				{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
-			}, func(ev *nostr.EventView, at time.Time, isLive bool) {
-				if ev.Kind != nostr.KindStreamMessage {
-					return
-				}
-				act.ObserveIn(i, ev)
-				if isLive {
-					RecordDeliver(c.sink, ev, at)
-				}
-			})
+	// One REQ per channel: older relays treat several #h values as global.
+	for i, id := range chIDs {
+		live([]relayclient.Filter{
+			{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
+			{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
+		}, func(ev *nostr.EventView, at time.Time, isLive bool) {
+			if ev.Kind != nostr.KindStreamMessage {
+				return
+			}
+			act.ObserveIn(i, ev)
+			if isLive {
+				RecordDeliver(c.sink, ev, at)
+			}
+		})
+	}
+	if len(chIDs) > 0 {
+		// Mentions are channel events, so the filter names the channels.
+		live([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
+			Tags: map[string][]string{"h": chIDs, "p": {me}}, LimitZero: true}}, nil)
+	}
+	if peers := c.sc.CoMembers(c.cfg.Global, c.cfg.Users, presencePeers); len(peers) > 0 {
+		pub := c.cfg.PubKey
+		if pub == nil {
+			pub = c.sc.PubKey
 		}
-		if len(chIDs) > 0 {
-			// Mentions are channel events, so the filter names the channels.
-			live([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
-				Tags: map[string][]string{"h": chIDs, "p": {me}}, LimitZero: true}}, nil)
+		authors := make([]string, 0, len(peers))
+		for _, p := range peers {
+			if pk := pub(p); pk != "" {
+				authors = append(authors, pk)
+			}
 		}
-		if len(peers) > 0 {
-			live([]relayclient.Filter{{Kinds: []int{nostr.KindPresence}, Authors: peers, LimitZero: true}}, nil)
-		}
-		if n > 0 && s.halt.Err() == nil {
-			hist = c.sendHistory(conn, chIDs, n, act)
-		}
-	})
-	c.awaitHistory(s, conn, hist)
+		live([]relayclient.Filter{{Kinds: []int{nostr.KindPresence}, Authors: authors, LimitZero: true}}, nil)
+	}
+
+	if n := c.sc.Human.HistoryLimit; n > 0 && s.halt.Err() == nil {
+		c.history(s, conn, chIDs, n, act)
+	}
 	if s.halt.Err() == nil {
 		act.Run(s.halt, s.opCtx, conn)
 	}
 	return s.end()
 }
 
-// pubKeys are the clients' pubkeys (those that are clients).
-func (c *Client) pubKeys(gs []int) []string {
-	pub := c.cfg.PubKey
-	if pub == nil {
-		pub = c.sc.PubKey
-	}
-	out := make([]string, 0, len(gs))
-	for _, g := range gs {
-		if pk := pub(g); pk != "" {
-			out = append(out, pk)
-		}
-	}
-	return out
-}
-
-// sendHistory asks for the newest n messages of every channel, all at
-// once (one REQ each); awaitHistory waits for them.
-func (c *Client) sendHistory(conn *relayclient.Conn, chIDs []string, n int, act *Activity) []*relayclient.Sub {
+// history fetches the newest n messages of every channel, all at once, and
+// waits for their EOSE (bounded by the grace: a history fetch under way
+// at the stop finishes).
+func (c *Client) history(s *session, conn *relayclient.Conn, chIDs []string, n int, act *Activity) {
 	subs := make([]*relayclient.Sub, 0, len(chIDs))
 	for _, id := range chIDs {
 		sub, err := conn.Subscribe([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
@@ -373,22 +360,11 @@ func (c *Client) sendHistory(conn *relayclient.Conn, chIDs []string, n int, act 
 		}
 		subs = append(subs, sub)
 	}
-	return subs
-}
-
-// awaitHistory waits for the history subscriptions' EOSE (bounded by the
-// grace: a history fetch under way at the stop finishes), then closes them
-// all in one write.
-func (c *Client) awaitHistory(s *session, conn *relayclient.Conn, subs []*relayclient.Sub) {
 	for _, sub := range subs {
 		select {
 		case <-sub.EOSE():
 		case <-s.opCtx.Done():
 		}
+		_ = sub.Close()
 	}
-	_ = conn.Batch(func() {
-		for _, sub := range subs {
-			_ = sub.Close()
-		}
-	})
 }

@@ -60,8 +60,7 @@ type Conn struct {
 	relayURL string       // public URL for the NIP-42 relay tag
 	born     time.Time    // dial time; monotonic base for lastFrame
 
-	wmu   sync.Mutex // serialises writes
-	batch *batchConn // the socket as gorilla writes to it (Batch)
+	wmu sync.Mutex // serialises writes
 
 	mu        sync.Mutex
 	closed    bool  // no new operations
@@ -148,23 +147,18 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	nd := &net.Dialer{LocalAddr: laddr}
 	polled := usePoller(&cfg, ep.dialURL)
-	readBuf := cfg.ReadBufferSize
+	dial, readBuf := nd.DialContext, cfg.ReadBufferSize
 	var hs *handshakeConn
-	var bc *batchConn
 	if polled {
 		readBuf = pollReadBufferSize
-	}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := nd.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if polled {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := nd.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
 			hs = &handshakeConn{Conn: nc}
-			nc = hs
+			return hs, nil
 		}
-		bc = &batchConn{Conn: nc}
-		return bc, nil
 	}
 	d := websocket.Dialer{
 		NetDialContext:    dial,
@@ -202,7 +196,6 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	c := &Conn{
 		cfg:      cfg,
 		ws:       ws,
-		batch:    bc,
 		relayURL: ep.relayURL,
 		born:     start,
 		chal:     make(chan struct{}),

@@ -386,9 +386,7 @@ func TestAReusedDescriptorReachesOnlyTheNewConnection(t *testing.T) {
 			}
 		}
 	})
-	fdOf := func(c *Conn) int {
-		return c.ws.NetConn().(*batchConn).Conn.(*handshakeConn).Conn.(*netpoll.Socket).Fd()
-	}
+	fdOf := func(c *Conn) int { return c.ws.NetConn().(*handshakeConn).Conn.(*netpoll.Socket).Fd() }
 	reused := 0
 	closedFDs := map[int]bool{} // numbers of connections already closed
 	for round := 0; round < 10; round++ {
