@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -206,7 +207,7 @@ func newLoop(opt Options) (*loop, error) {
 	// Non-blocking epoll_wait; false (nothing ready) parks the goroutine
 	// in Go's poller until the epoll fd is readable.
 	l.waitFn = func(uintptr) bool {
-		l.waitN, l.waitE = unix.EpollWait(l.epfd, l.events, 0)
+		l.waitN, l.waitE = epollPoll(l.epfd, l.events)
 		return l.waitN != 0 || (l.waitE != nil && l.waitE != unix.EINTR && l.waitE != unix.EAGAIN)
 	}
 	return l, nil
@@ -386,4 +387,15 @@ func (l *loop) failAll(err error) {
 	for _, r := range all {
 		r.detach(err)
 	}
+}
+
+// epollPoll is epoll_wait(2) with a zero timeout, without the runtime's
+// entersyscall/exitsyscall (it never waits; see rawRead). epoll_pwait
+// with no signal mask is epoll_wait, and exists on every architecture.
+func epollPoll(epfd int, events []unix.EpollEvent) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }
