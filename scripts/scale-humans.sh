@@ -24,6 +24,8 @@
 # runs on the last CPU and the runner on the others (taskset), as if the
 # relay had a machine of its own: neither takes the other's cores, and the
 # runner's cpu-cores says what it has to spare of its own.
+# Each run also prints on stderr the connections the kernel dropped from a
+# full accept queue meanwhile (machine-wide ListenOverflows).
 # Output is in go test -bench format (scripts/benchreport reads it).
 # Needs bin/buzzload (make build). Loopback only.
 set -euo pipefail
@@ -80,6 +82,11 @@ fi
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 hz=$(getconf CLK_TCK)
+# listen_overflows: the kernel's count of connections dropped because a
+# listener's accept queue was full (TcpExt ListenOverflows, machine-wide).
+# A dropped SYN is retried after 1, 3, 7 s: multi-second connects in a
+# ramp with neither core busy would show here.
+listen_overflows() { awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["ListenOverflows"] }' /proc/net/netstat; }
 
 echo "pkg: scripts/scale-humans.sh"
 echo "scale-humans: $mode, $n humans, connect ${rate_connect}/s, hold ${hold}s, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
@@ -88,6 +95,7 @@ for i in $(seq "$runs"); do
 	# A fresh relay per run: a run that ended saturated leaves the relay
 	# busy with its backlog, which the next run would otherwise inherit.
 	start_relay $((n + 1000))
+	lo0=$(listen_overflows)
 	echo "scale-humans: run $i, relay at $addr" >&2
 	cat >"$work/$name.toml" <<TOML
 run_id = "scale-$mode-$n-$i"
@@ -181,5 +189,6 @@ if errors > total / 100:
     for e in d.get("client_exits") or []:
         print("scale-humans:   client exits: %s %s ×%d" % (e["kind"], e["reason"], e["count"]), file=sys.stderr)
 PY
+	echo "scale-humans: run $i: $(($(listen_overflows) - lo0)) connections dropped by a full accept queue (ListenOverflows)" >&2
 	stop_relay
 done
