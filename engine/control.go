@@ -268,16 +268,11 @@ func (r *runner) evaluator() *thresholds.Evaluator { return r.evRef.Load() }
 
 func (r *runner) loadedBundle() *jshost.Bundle { return r.bundleRef.Load() }
 
-func (r *runner) setup() []byte {
-	r.setupMu.Lock()
-	defer r.setupMu.Unlock()
-	return r.setupData
-}
+func (r *runner) setup() []byte { return r.setupForVUs().Raw() }
 
 func (r *runner) setSetup(b []byte) {
 	r.setupMu.Lock()
-	r.setupData = b
-	r.setupShared = jshost.NewSetupData(b)
+	r.setupData = jshost.NewSetupData(b)
 	r.setupMu.Unlock()
 }
 
@@ -285,10 +280,10 @@ func (r *runner) setSetup(b []byte) {
 func (r *runner) setupForVUs() *jshost.SetupData {
 	r.setupMu.Lock()
 	defer r.setupMu.Unlock()
-	if r.setupShared == nil {
-		r.setupShared = jshost.NewSetupData(r.setupData)
+	if r.setupData == nil {
+		r.setupData = jshost.NewSetupData(nil)
 	}
-	return r.setupShared
+	return r.setupData
 }
 
 // stopFromAPI stops the execution with ErrStoppedByAPI (exit 103).

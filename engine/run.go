@@ -91,9 +91,9 @@ type runner struct {
 	runEnd   time.Time
 	// setupData is setup()'s JSON (or PUT /v1/setup's); setupMu guards it
 	// because the REST API reads and replaces it from its own goroutine.
-	setupMu     sync.Mutex
-	setupData   []byte
-	setupShared *jshost.SetupData // setupData parsed once for every VU (nil: not yet made)
+	// It is parsed once for every VU (jshost.SetupData; nil: none yet).
+	setupMu   sync.Mutex
+	setupData *jshost.SetupData
 	// The REST API (cfg.Control) reads these while the run sets them.
 	started   atomic.Pointer[time.Time]
 	poolRef   atomic.Pointer[executor.Pool]

@@ -94,6 +94,14 @@ type SetupData struct {
 // NewSetupData wraps setup()'s JSON (nil: no setup data).
 func NewSetupData(raw []byte) *SetupData { return &SetupData{raw: raw} }
 
+// Raw is setup()'s JSON as given (nil: no setup data).
+func (sd *SetupData) Raw() []byte {
+	if sd == nil {
+		return nil
+	}
+	return sd.raw
+}
+
 // value is the setup data as a JS value of v's runtime.
 func (sd *SetupData) value(v *VU) (sobek.Value, error) {
 	if sd == nil || sd.raw == nil {
