@@ -28,17 +28,15 @@ func (s *Scenario) PubKey(g int) string {
 	return nostr.DerivePubKey(s.RunID, c.Kind.Role(), g)
 }
 
-// MemoPubKeys returns s.PubKey memoised and safe for concurrent use: one
-// per loaded scenario spares every client re-deriving the same co-members'
-// keys at each session (in a wide channel they are the same few members).
-func MemoPubKeys(s *Scenario) func(g int) string { return NewKeyMemo(s).PubKey }
-
 // KeyMemo is s.Keys memoised and safe for concurrent use, with PubKey from
 // the same keys: a client's own keys and the pubkeys of the co-members it
 // subscribes to come from one derivation per client and run. Each is a
 // scalar multiplication (~50 µs), and a connect ramp used to pay two per
 // human: its own keys, and its pubkey again as another human's presence
-// peer (issue 16). Keys is safe for concurrent use, so clients share them.
+// peer (issue 16); and one memo per loaded scenario spares every client
+// re-deriving the same co-members' keys at each session (in a wide channel
+// they are the same few members). Keys is safe for concurrent use, so
+// clients share them.
 type KeyMemo struct {
 	s *Scenario
 	m sync.Map // int → *nostr.Keys

@@ -76,7 +76,7 @@ func TestPubKeyIsTheClientsKeyWithoutItsSigner(t *testing.T) {
 	sc := Defaults()
 	sc.RunID = "pk-run"
 	sc.Population.Humans, sc.Population.Agents = 5, 2
-	memo := MemoPubKeys(&sc)
+	memo := NewKeyMemo(&sc).PubKey
 	for g := range sc.Population.Humans + sc.Population.Agents {
 		want := sc.Keys(g).PubKey()
 		if got := sc.PubKey(g); got != want {

@@ -109,9 +109,9 @@ func TestConfigForResolvesTheScenariosDesktopHuman(t *testing.T) {
 	}
 }
 
-func TestMemoPubKeysMatchTheScenariosKeys(t *testing.T) {
+func TestKeyMemoPubKeysMatchTheScenariosKeys(t *testing.T) {
 	sc := deskScenario(t, "127.0.0.1:1", "current")
-	pk := scenario.MemoPubKeys(sc)
+	pk := scenario.NewKeyMemo(sc).PubKey
 	g := sc.GlobalIndex(scenario.KindDesktop, 2)
 	if pk(g) != sc.Keys(g).PubKey() || pk(g) != pk(g) {
 		t.Error("pubkey")
