@@ -194,11 +194,11 @@ func (in *instance) buildClient(l *loaded, p Population, st *jsmodule.State, sl 
 	sl.global = g
 	if p.Kind == scenario.KindDesktop {
 		sl.desk, err = desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
-			BeforeConnect: l.pacer().wait, PubKey: l.pubKey})
+			BeforeConnect: l.pacer().wait, PubKey: l.pubKey, LocalAddr: l.localIP(g)})
 		return err
 	}
 	sl.cl, err = models.New(models.Config{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
-		BeforeConnect: l.pacer().wait, PubKey: l.pubKey, Keys: l.keys().Keys})
+		BeforeConnect: l.pacer().wait, PubKey: l.pubKey, Keys: l.keys().Keys, LocalAddr: l.localIP(g)})
 	return err
 }
 

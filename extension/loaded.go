@@ -90,6 +90,9 @@ type loaded struct {
 
 	keysOnce sync.Once
 	keyMemo  *scenario.KeyMemo
+
+	localIPsOnce sync.Once
+	localIPs     scenario.LocalIPs
 }
 
 // keys is the run's memo of its clients' keys: each derived once, as a
@@ -97,6 +100,13 @@ type loaded struct {
 func (l *loaded) keys() *scenario.KeyMemo {
 	l.keysOnce.Do(func() { l.keyMemo = scenario.NewKeyMemo(l.base) })
 	return l.keyMemo
+}
+
+// localIP is client g's source address from target.local_ips ("" =
+// the kernel's choice). The scenario was validated, so the list parses.
+func (l *loaded) localIP(g int) string {
+	l.localIPsOnce.Do(func() { l.localIPs, _ = scenario.ParseLocalIPs(l.base.Target.LocalIPs) })
+	return l.localIPs.At(int64(g))
 }
 
 // pubKey is client g's pubkey, derived once per run (presence peers,

@@ -24,6 +24,10 @@
 # runs on the last CPU and the runner on the others (taskset), as if the
 # relay had a machine of its own: neither takes the other's cores, and the
 # runner's cpu-cores says what it has to spare of its own.
+# LOCAL_IPS (default 127.0.0.1-127.0.0.8; empty: the kernel's choice) is
+# target.local_ips: the humans' connections come from those loopback
+# addresses in turn, so connect() does not search one address's nearly
+# full ephemeral port range (docs/scenario.md, local_ips).
 # Each run also prints on stderr the connections the kernel dropped from a
 # full accept queue meanwhile (machine-wide ListenOverflows).
 # Output is in go test -bench format (scripts/benchreport reads it).
@@ -48,6 +52,7 @@ fi
 # 2026-12-02; at 250/s its hold was clean (one run).
 rate_connect=${CONNECT_RATE:-500}
 ramp=$((n / rate_connect + 5))
+local_ips=${LOCAL_IPS-127.0.0.1-127.0.0.8}
 work=$(mktemp -d)
 name=scale-humans
 # shellcheck source=scripts/relay-process.sh
@@ -89,7 +94,7 @@ hz=$(getconf CLK_TCK)
 listen_overflows() { awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["ListenOverflows"] }' /proc/net/netstat; }
 
 echo "pkg: scripts/scale-humans.sh"
-echo "scale-humans: $mode, $n humans, connect ${rate_connect}/s, hold ${hold}s, ulimit -n $(ulimit -n), runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
+echo "scale-humans: $mode, $n humans, connect ${rate_connect}/s, hold ${hold}s, ulimit -n $(ulimit -n), local IPs ${local_ips:-none}, runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
 for i in $(seq "$runs"); do
 	name=$mode-$i
 	# A fresh relay per run: a run that ended saturated leaves the relay
@@ -100,6 +105,7 @@ for i in $(seq "$runs"); do
 	cat >"$work/$name.toml" <<TOML
 run_id = "scale-$mode-$n-$i"
 $(relay_target)
+local_ips = "$local_ips"
 [shape]
 communities = 1
 $shape

@@ -146,6 +146,9 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		return fail(OutcomeError, err.Error(), 0)
 	}
 	nd := &net.Dialer{LocalAddr: laddr}
+	if laddr != nil {
+		nd.Control = bindNoPort
+	}
 	polled := usePoller(&cfg, ep.dialURL)
 	dial, readBuf := nd.DialContext, cfg.ReadBufferSize
 	var hs *handshakeConn

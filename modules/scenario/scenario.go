@@ -44,6 +44,10 @@ type Target struct {
 	// CommunityHostTemplate makes community n's host, with {run} and {n}.
 	CommunityHostTemplate string  `toml:"community_host_template"`
 	ConnectTimeoutSecs    float64 `toml:"connect_timeout_secs"`
+	// LocalIPs are the source addresses of the clients' WebSocket
+	// connections, in k6's localIPs format (ParseLocalIPs); "" lets the
+	// kernel choose.
+	LocalIPs string `toml:"local_ips"`
 	// The operator key is never in the file: these name where it is.
 	OperatorKeyEnv  string `toml:"operator_key_env"`
 	OperatorKeyFile string `toml:"operator_key_file"`

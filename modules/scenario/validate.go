@@ -198,6 +198,11 @@ func (s *Scenario) validateTarget(c *checker) {
 		}
 	}
 	c.positive("target.connect_timeout_secs", t.ConnectTimeoutSecs, true)
+	if t.LocalIPs != "" {
+		if _, err := ParseLocalIPs(t.LocalIPs); err != nil {
+			c.add("target.local_ips", "%v", err)
+		}
+	}
 	if t.OperatorKeyEnv != "" && !envNameRe.MatchString(t.OperatorKeyEnv) {
 		c.add("target.operator_key_env", "is not an environment variable name")
 	}

@@ -44,6 +44,7 @@ func TestValidationNamesKeyPathAndReason(t *testing.T) {
 		{"run_id is a host label when the template uses {run}", "run_id = \"Run_1\"\n[target]\ncommunity_host_template = \"{run}-{n}.example.com\"",
 			"t.toml: run_id: must be lower-case letters, digits and '-' (a host name label) when the host template uses {run}"},
 		{"connect timeout above 0", "[target]\nconnect_timeout_secs = 0", "t.toml: target.connect_timeout_secs: 0 is not above 0"},
+		{"local IPs that do not parse", "[target]\nlocal_ips = \"127.0.0.1,127.0.0.x\"", `t.toml: target.local_ips: "127.0.0.x" is not an IP, a range or a CIDR`},
 		{"operator key env is a variable name", "[target]\noperator_key_env = \"MY KEY\"", "t.toml: target.operator_key_env: is not an environment variable name"},
 		// shape
 		{"communities at least 1", "[shape]\ncommunities = 0", "t.toml: shape.communities: 0 is below 1"},

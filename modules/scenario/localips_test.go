@@ -1,0 +1,72 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseLocalIPsReadsK6sFormat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"10.1.2.3", []string{"10.1.2.3"}},
+		{"127.0.0.1-127.0.0.3, 10.0.0.9", []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "10.0.0.9"}},
+		{"10.0.0.255-10.0.1.1", []string{"10.0.0.255", "10.0.1.0", "10.0.1.1"}},
+		// An IPv4 CIDR of more than 2 addresses leaves out network and broadcast.
+		{"192.168.7.0/29", []string{"192.168.7.1", "192.168.7.2", "192.168.7.3", "192.168.7.4", "192.168.7.5", "192.168.7.6"}},
+		{"192.168.7.4/31", []string{"192.168.7.4", "192.168.7.5"}},
+		{"192.168.7.9/30", []string{"192.168.7.9", "192.168.7.10"}}, // masked to .8/30
+		{"fd00::1-fd00::2", []string{"fd00::1", "fd00::2"}},
+		{"fd00::/127", []string{"fd00::", "fd00::1"}},
+	} {
+		got, err := ParseLocalIPs(tc.in)
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		var s []string
+		for _, a := range got {
+			s = append(s, a.String())
+		}
+		if strings.Join(s, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%q = %v, want %v", tc.in, s, tc.want)
+		}
+	}
+}
+
+func TestParseLocalIPsRejectsBadEntries(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.1,":               "empty entry",
+		"localhost":               `"localhost" is not an IP`,
+		"10.0.0.5-10.0.0.1":       "before its first",
+		"10.0.0.1-fd00::1":        "another family",
+		"10.0.0.1-":               "two IPs",
+		"10.0.0.0/33":             "CIDR",
+		"10.0.0.0/8":              "more than 65536",
+		"10.0.0.0/16,10.1.0.0/16": "more than 65536",
+	} {
+		if _, err := ParseLocalIPs(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want it to say %q", in, err, want)
+		}
+	}
+}
+
+func TestLocalIPsAreHandedOutInOrder(t *testing.T) {
+	l, err := ParseLocalIPs("127.0.0.1-127.0.0.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := int64(0); i < 7; i++ {
+		got = append(got, l.At(i))
+	}
+	want := "127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.1"
+	if strings.Join(got, " ") != want {
+		t.Errorf("At(0..6) = %v, want %s", got, want)
+	}
+	if (LocalIPs(nil)).At(5) != "" {
+		t.Error("no local_ips: want the kernel's choice (\"\")")
+	}
+}
