@@ -106,7 +106,7 @@ func (l *loaded) keys() *scenario.KeyMemo {
 // the kernel's choice). The scenario was validated, so the list parses.
 func (l *loaded) localIP(g int) string {
 	l.localIPsOnce.Do(func() { l.localIPs, _ = scenario.ParseLocalIPs(l.base.Target.LocalIPs) })
-	return l.localIPs.At(int64(g))
+	return l.localIPs.At(g)
 }
 
 // pubKey is client g's pubkey, derived once per run (presence peers,

@@ -16,18 +16,18 @@ const MaxLocalIPs = 1 << 16
 // Why: every connection from one source address to one relay address needs
 // its own ephemeral port, and connect() searches the port range for a free
 // one. At 19,000 connections to one loopback relay most of the 28,232 ports
-// of Linux's default range are taken, each connect costs the runner ~0.4 ms
-// in that search (scripts/scale-humans.sh's CPU profile), and reconnects
+// of Linux's default range are taken, each connect cost the runner ~0.3 ms
+// in that search (docs/benchmarks.md, "The connect itself"), and reconnects
 // make it worse. More source addresses give each its own range.
 type LocalIPs []netip.Addr
 
 // At is client i's source address ("" without local_ips): the addresses
 // are handed out in order, as k6 gives its localIPs out to VUs.
-func (l LocalIPs) At(i int64) string {
+func (l LocalIPs) At(i int) string {
 	if len(l) == 0 || i < 0 {
 		return ""
 	}
-	return l[i%int64(len(l))].String()
+	return l[i%len(l)].String()
 }
 
 // ParseLocalIPs reads k6's localIPs format (docs: the --local-ips option):

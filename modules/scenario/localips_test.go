@@ -59,7 +59,7 @@ func TestLocalIPsAreHandedOutInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for i := int64(0); i < 7; i++ {
+	for i := range 7 {
 		got = append(got, l.At(i))
 	}
 	want := "127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.1"
