@@ -73,7 +73,7 @@ var knownOptionKeys = map[string]bool{
 	"userAgent": true, "httpDebug": true, "insecureSkipTLSVerify": true, "tlsCipherSuites": true,
 	"tlsVersion": true, "tlsAuth": true, "noConnectionReuse": true, "noVUConnectionReuse": true,
 	"noCookiesReset": true, "discardResponseBodies": true, "blacklistIPs": true,
-	"blockHostnames": true, "hosts": true, "dns": true, "localIPs": true, "ext": true,
+	"blockHostnames": true, "hosts": true, "dns": true, "ext": true,
 	"cloud": true, "console": true, "consoleOutput": true, "linger": true, "noUsageReport": true,
 	"compatibilityMode": true, "summaryMode": true, "noThresholds": true, "noSummary": true,
 	"tlsMinVersion": true,
@@ -96,7 +96,8 @@ func ParseOptionsJSON(raw json.RawMessage, source string) (Options, []string, er
 	var errs []error
 	bad := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %s: %w", source, key, err)) }
 	for k, v := range fields {
-		if isJSONNull(v) {
+		if isJSONNull(v) || (k == "localIPs" && bytes.Equal(bytes.TrimSpace(v), []byte(`""`))) {
+			// k6 reads an empty localIPs as not set, so a lower layer's stays.
 			continue
 		}
 		var err error

@@ -127,10 +127,16 @@ func runScenario(t *testing.T, scriptName, tomlName, toml string, mutate func(*r
 // the runner in-process, with a fresh k6/x/buzz on the embedded relay.
 func runInline(t *testing.T, dir, src, tomlName, toml string, mutate func(*relay.Config), onRelay func(*relay.Relay), env map[string]string) *run {
 	t.Helper()
+	return runInlineFlags(t, dir, src, tomlName, toml, mutate, onRelay, env, engine.Layer{})
+}
+
+// runInlineFlags is runInline with cli as the run's flag layer.
+func runInlineFlags(t *testing.T, dir, src, tomlName, toml string, mutate func(*relay.Config), onRelay func(*relay.Relay), env map[string]string, cli engine.Layer) *run {
+	t.Helper()
 	writeFiles(t, dir, map[string]string{"script.js": src, tomlName: toml})
 	reportPath := filepath.Join(dir, "report.json")
 	r := runWithModule(t, extension.Options{Relay: mutate, OnRelay: onRelay},
-		engine.RunConfig{Script: filepath.Join(dir, "script.js"), ScriptEnv: scriptEnv(reportPath, env)})
+		engine.RunConfig{Script: filepath.Join(dir, "script.js"), ScriptEnv: scriptEnv(reportPath, env), CLI: cli})
 	raw, err := os.ReadFile(reportPath)
 	if err != nil {
 		t.Fatalf("no report (exit %d): %v\nstdout:\n%s\nstderr:\n%s", r.res.ExitCode, err, r.stdout, r.stderr)

@@ -192,13 +192,14 @@ func (in *instance) buildClient(l *loaded, p Population, st *jsmodule.State, sl 
 		return err
 	}
 	sl.global = g
+	local := l.localIP(g, st.VUID, in.vu.TestOptions())
 	if p.Kind == scenario.KindDesktop {
 		sl.desk, err = desktop.NewHuman(desktop.HumanConfig{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
-			BeforeConnect: l.pacer().wait, PubKey: l.pubKey, LocalAddr: l.localIP(g)})
+			BeforeConnect: l.pacer().wait, PubKey: l.pubKey, LocalAddr: local})
 		return err
 	}
 	sl.cl, err = models.New(models.Config{Scenario: sc, Global: g, Sink: sl.sink, Transport: pool,
-		BeforeConnect: l.pacer().wait, PubKey: l.pubKey, Keys: l.keys().Keys, LocalAddr: l.localIP(g)})
+		BeforeConnect: l.pacer().wait, PubKey: l.pubKey, Keys: l.keys().Keys, LocalAddr: local})
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
+	"github.com/buzzload/buzzload/modules/localaddr"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -92,7 +94,8 @@ type loaded struct {
 	keyMemo  *scenario.KeyMemo
 
 	localIPsOnce sync.Once
-	localIPs     scenario.LocalIPs
+	localIPs     localaddr.List
+	localByVU    bool // the list is k6's localIPs option: handed out by VU
 }
 
 // keys is the run's memo of its clients' keys: each derived once, as a
@@ -102,11 +105,34 @@ func (l *loaded) keys() *scenario.KeyMemo {
 	return l.keyMemo
 }
 
-// localIP is client g's source address from target.local_ips ("" =
-// the kernel's choice). The scenario was validated, so the list parses.
-func (l *loaded) localIP(g int) string {
-	l.localIPsOnce.Do(func() { l.localIPs, _ = scenario.ParseLocalIPs(l.base.Target.LocalIPs) })
-	return l.localIPs.At(g)
+// localIP is the source address of client g's connections, the client
+// run by VU vu ("" = the kernel's choice). target.local_ips hands its
+// addresses out by client (docs/scenario.md); without it, k6's localIPs
+// option (options.localIPs, the config file, K6_LOCAL_IPS, --local-ips)
+// hands its out by VU, as k6/http does (localaddr.List.ForVU), so all of a
+// VU's traffic leaves from one address. The scenario key wins: it is the
+// more specific. Both were validated (scenario, engine), so they parse.
+func (l *loaded) localIP(g int, vu uint64, testOptions []byte) string {
+	l.localIPsOnce.Do(func() {
+		if l.base.Target.LocalIPs != "" {
+			l.localIPs, _ = localaddr.Parse(l.base.Target.LocalIPs)
+			return
+		}
+		var o struct {
+			LocalIPs string `json:"localIPs"`
+		}
+		if json.Unmarshal(testOptions, &o) == nil {
+			l.localIPs, _ = localaddr.Parse(o.LocalIPs)
+			l.localByVU = true
+		}
+	})
+	if !l.localByVU {
+		return l.localIPs.At(g)
+	}
+	if a := l.localIPs.ForVU(vu); a.IsValid() {
+		return a.String()
+	}
+	return ""
 }
 
 // pubKey is client g's pubkey, derived once per run (presence peers,

@@ -10,7 +10,7 @@ import (
 // httpFlags are k6 run's HTTP flags and their K6_* variables (k6-compat.md
 // §8.1); they land in engine.Options.HTTP under k6's option names.
 type httpFlags struct {
-	userAgent                                 string
+	userAgent, localIPs                       string
 	batch, batchPerHost, maxRedirects         int64
 	insecure, noReuse, noVUReuse, discardBody bool
 }
@@ -24,6 +24,7 @@ type httpEnv struct {
 	NoReuse      *bool   `envconfig:"K6_NO_CONNECTION_REUSE"`
 	NoVUReuse    *bool   `envconfig:"K6_NO_VU_CONNECTION_REUSE"`
 	DiscardBody  *bool   `envconfig:"K6_DISCARD_RESPONSE_BODIES"`
+	LocalIPs     *string `envconfig:"K6_LOCAL_IPS"`
 }
 
 func (h *httpFlags) register(fs *pflag.FlagSet) {
@@ -35,6 +36,7 @@ func (h *httpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&h.noReuse, "no-connection-reuse", false, "no HTTP keep-alive")
 	fs.BoolVar(&h.noVUReuse, "no-vu-connection-reuse", false, "close a VU's HTTP connections after every iteration")
 	fs.BoolVar(&h.discardBody, "discard-response-bodies", false, "read and drop response bodies (responseType none)")
+	fs.StringVar(&h.localIPs, "local-ips", "", "source IPs, ranges and/or CIDRs each VU dials from, e.g. '192.168.220.1,192.168.0.10-192.168.0.25', 'fd:1::0/120'; VU n takes the n-th, round robin")
 }
 
 // layers returns the env layer and the CLI layer of the HTTP options.
@@ -61,15 +63,29 @@ func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[st
 		{"noConnectionReuse", "no-connection-reuse", e.NoReuse, h.noReuse},
 		{"noVUConnectionReuse", "no-vu-connection-reuse", e.NoVUReuse, h.noVUReuse},
 		{"discardResponseBodies", "discard-response-bodies", e.DiscardBody, h.discardBody},
+		{"localIPs", "local-ips", e.LocalIPs, h.localIPs},
 	} {
-		if !isNilPtr(x.ev) {
+		// An empty localIPs is "not set" in k6 (a lower layer's stays); an
+		// empty userAgent sends none.
+		unset := func(v any) bool { return x.key == "localIPs" && isEmptyStr(v) }
+		if !isNilPtr(x.ev) && !unset(x.ev) {
 			put(env, x.key, x.ev)
 		}
-		if fs.Changed(x.flag) {
+		if fs.Changed(x.flag) && !unset(x.fv) {
 			put(cli, x.key, x.fv)
 		}
 	}
 	return env, cli, nil
+}
+
+func isEmptyStr(v any) bool {
+	switch s := v.(type) {
+	case *string:
+		return *s == ""
+	case string:
+		return s == ""
+	}
+	return false
 }
 
 func isNilPtr(v any) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzload/buzzload/modules/localaddr"
 	"github.com/buzzload/buzzload/modules/relayclient/netpoll"
 	"github.com/buzzload/buzzload/modules/relayclient/wsframe"
 )
@@ -147,7 +148,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	nd := &net.Dialer{LocalAddr: laddr}
 	if laddr != nil {
-		nd.Control = bindNoPort
+		nd.Control = localaddr.BindNoPort
 	}
 	polled := usePoller(&cfg, ep.dialURL)
 	dial, readBuf := nd.DialContext, cfg.ReadBufferSize

@@ -45,7 +45,7 @@ type Target struct {
 	CommunityHostTemplate string  `toml:"community_host_template"`
 	ConnectTimeoutSecs    float64 `toml:"connect_timeout_secs"`
 	// LocalIPs are the source addresses of the clients' WebSocket
-	// connections, in k6's localIPs format (ParseLocalIPs); "" lets the
+	// connections, in k6's localIPs format (localaddr.Parse); "" lets the
 	// kernel choose.
 	LocalIPs string `toml:"local_ips"`
 	// The operator key is never in the file: these name where it is.

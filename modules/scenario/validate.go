@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
 // Limits beyond which a scenario is refused, so counts and durations stay
@@ -199,7 +201,7 @@ func (s *Scenario) validateTarget(c *checker) {
 	}
 	c.positive("target.connect_timeout_secs", t.ConnectTimeoutSecs, true)
 	if t.LocalIPs != "" {
-		if _, err := ParseLocalIPs(t.LocalIPs); err != nil {
+		if _, err := localaddr.Parse(t.LocalIPs); err != nil {
 			c.add("target.local_ips", "%v", err)
 		}
 	}

@@ -23,12 +23,23 @@ func TestParseOptions(t *testing.T) {
 		s.tls.Min != tls.VersionTLS12 || s.tls.Max != tls.VersionTLS13 {
 		t.Errorf("settings %+v", s)
 	}
+	if o.LocalAddr(1).IsValid() {
+		t.Error("no localIPs: want the kernel's choice")
+	}
+	l, err := ParseOptions([]byte(`{"localIPs": "10.0.0.1-10.0.0.2"}`))
+	if err != nil || l.LocalAddr(0).String() != "10.0.0.1" || l.LocalAddr(2).String() != "10.0.0.2" || l.LocalAddr(3).String() != "10.0.0.1" {
+		t.Errorf("localIPs: VU 0, 2, 3 dial from %v %v %v (%v); want 10.0.0.1, .2, .1", l.LocalAddr(0), l.LocalAddr(2), l.LocalAddr(3), err)
+	}
+	if _, err := ParseOptions([]byte(`{"localIPs": "10.0.0.1,nope"}`)); err == nil || !strings.Contains(err.Error(), `localIPs: "nope"`) {
+		t.Errorf("bad localIPs: %v; want it named with the bad entry", err)
+	}
 	d := Options{}.settings("ua")
 	if d.batch != 20 || d.batchPerHost != 6 || d.maxRedirects != 10 || d.userAgent != "ua" {
 		t.Errorf("defaults %+v", d)
 	}
 	for _, bad := range []string{`{"batch": "x"}`, `{"batch": -1}`, `{"tlsVersion": "tls9"}`,
-		`{"tlsVersion": {"min": "tls1.3", "max": "tls1.2"}}`, `{"hosts": {"a": ":99999"}}`, `{"insecureSkipTLSVerify": 1}`} {
+		`{"tlsVersion": {"min": "tls1.3", "max": "tls1.2"}}`, `{"hosts": {"a": ":99999"}}`, `{"insecureSkipTLSVerify": 1}`,
+		`{"localIPs": "10.0.0.1,nope"}`, `{"localIPs": 5}`} {
 		if _, err := ParseOptions([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

@@ -22,6 +22,10 @@
 //     auth, OCSP data (Response.ocsp is all zero values).
 //   - A request cut off because gracefulStop ran out records nothing and
 //     stops the script at once.
+//   - localIPs: VU n dials from the n-th address, as k6 does
+//     (localaddr.List.ForVU), and also sets IP_BIND_ADDRESS_NO_PORT, which
+//     k6 does not: the same source address, the port chosen at connect by
+//     the whole 4-tuple, so one address serves many more connections.
 package k6http
 
 import (
@@ -232,7 +236,7 @@ func (c *client) transport() *http.Transport {
 func (c *client) ensureTransport() {
 	if c.tr == nil {
 		vu := c.vu
-		c.tr = newTransport(c.set, vu.AddDataTransfer)
+		c.tr = newTransport(c.set, vu.State().VUID, vu.AddDataTransfer)
 	}
 }
 

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
 // OptionKeys are the k6 options this module reads from the consolidated
@@ -18,7 +21,7 @@ import (
 var OptionKeys = []string{
 	"batch", "batchPerHost", "maxRedirects", "userAgent", "insecureSkipTLSVerify",
 	"tlsVersion", "hosts", "discardResponseBodies", "noConnectionReuse",
-	"noVUConnectionReuse", "noCookiesReset",
+	"noVUConnectionReuse", "noCookiesReset", "localIPs",
 }
 
 // Options are the k6 options that shape HTTP requests. A nil field was not
@@ -35,10 +38,20 @@ type Options struct {
 	NoConnectionReuse     *bool             `json:"noConnectionReuse,omitempty"`
 	NoVUConnectionReuse   *bool             `json:"noVUConnectionReuse,omitempty"`
 	NoCookiesReset        *bool             `json:"noCookiesReset,omitempty"`
+	// LocalIPs is k6's localIPs (localaddr.Parse's format): each VU dials
+	// from one of them (LocalAddr).
+	LocalIPs *string `json:"localIPs,omitempty"`
 	// Read from the rest of the consolidated options.
 	SystemTags []string `json:"systemTags,omitempty"`
 	Throw      *bool    `json:"throw,omitempty"`
+
+	localIPs localaddr.List // LocalIPs expanded by ParseOptions
 }
+
+// LocalAddr is the source address of VU vu's dials (instance-local id,
+// 0 in setup and teardown) by k6's rule (localaddr.List.ForVU); the zero
+// Addr without localIPs.
+func (o Options) LocalAddr(vu uint64) netip.Addr { return o.localIPs.ForVU(vu) }
 
 // k6's defaults (k6 docs, options reference: batch 20, batchPerHost 6,
 // maxRedirects 10).
@@ -147,6 +160,13 @@ func ParseOptions(raw []byte) (Options, error) {
 			errs = append(errs, fmt.Errorf("%s: must not be negative, got %d", c.name, *c.v))
 		}
 	}
+	if o.LocalIPs != nil {
+		l, err := localaddr.Parse(*o.LocalIPs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("localIPs: %w", err))
+		}
+		o.localIPs = l
+	}
 	hosts := make([]string, 0, len(o.Hosts))
 	for h := range o.Hosts {
 		hosts = append(hosts, h)
@@ -210,12 +230,13 @@ type settings struct {
 	discard, noReuse, noVUReuse       bool
 	noCookiesReset, throw             bool
 	sys                               systemTags
+	localIPs                          localaddr.List
 }
 
 func (o Options) settings(defaultUA string) settings {
 	s := settings{
 		batch: DefaultBatch, batchPerHost: DefaultBatchPerHost, maxRedirects: DefaultMaxRedirects,
-		userAgent: defaultUA, hosts: o.Hosts,
+		userAgent: defaultUA, hosts: o.Hosts, localIPs: o.localIPs,
 	}
 	if o.Batch != nil {
 		s.batch = int(*o.Batch)

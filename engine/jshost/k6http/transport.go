@@ -8,15 +8,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
 // newTransport builds one VU's transport: k6 gives every VU its own
 // connection pool (docs/k6-compat.md §1.4), so keep-alive connections are reused
 // within a VU and never across VUs. Bytes are counted on the raw
 // connections, TLS records included, as k6's dialer does for data_sent and
-// data_received.
-func newTransport(s settings, count func(sent, recv int64)) *http.Transport {
+// data_received. With localIPs, VU vu dials from its one address
+// (localaddr.List.ForVU: k6's rule).
+func newTransport(s settings, vu uint64, count func(sent, recv int64)) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	localaddr.Bind(d, s.localIPs.ForVU(vu))
 	tlsCfg := &tls.Config{
 		InsecureSkipVerify: s.insecure, //nolint:gosec // the insecureSkipTLSVerify option asks for it
 		MinVersion:         s.tls.Min,

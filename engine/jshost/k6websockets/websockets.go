@@ -24,6 +24,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
 // Module is k6/experimental/websockets (also served as k6/websockets).
@@ -183,6 +184,10 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 	vu := m.vu
 	ctx := vu.Context()
 	opts := m.options()
+	var vuID uint64
+	if st := vu.State(); st != nil {
+		vuID = st.VUID
+	}
 	insecure := opts.InsecureSkipTLSVerify != nil && *opts.InsecureSkipTLSVerify
 	if opts.UserAgent != nil && hdr.Get("User-Agent") == "" && *opts.UserAgent != "" {
 		hdr.Set("User-Agent", *opts.UserAgent)
@@ -192,7 +197,10 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 		Subprotocols:     protocols,
 		TLSClientConfig:  &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // the insecureSkipTLSVerify option asks for it
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{Timeout: 30 * time.Second}).DialContext(ctx, network, addr)
+			nd := &net.Dialer{Timeout: 30 * time.Second}
+			// k6 dials a VU's WebSockets from its localIPs address too.
+			localaddr.Bind(nd, opts.LocalAddr(vuID))
+			c, err := nd.DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}

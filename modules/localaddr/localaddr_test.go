@@ -1,11 +1,13 @@
-package scenario
+package localaddr
 
 import (
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 )
 
-func TestParseLocalIPsReadsK6sFormat(t *testing.T) {
+func TestParseReadsK6sFormat(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []string
@@ -21,7 +23,7 @@ func TestParseLocalIPsReadsK6sFormat(t *testing.T) {
 		{"fd00::1-fd00::2", []string{"fd00::1", "fd00::2"}},
 		{"fd00::/127", []string{"fd00::", "fd00::1"}},
 	} {
-		got, err := ParseLocalIPs(tc.in)
+		got, err := Parse(tc.in)
 		if err != nil {
 			t.Errorf("%q: %v", tc.in, err)
 			continue
@@ -36,7 +38,7 @@ func TestParseLocalIPsReadsK6sFormat(t *testing.T) {
 	}
 }
 
-func TestParseLocalIPsRejectsBadEntries(t *testing.T) {
+func TestParseRejectsBadEntries(t *testing.T) {
 	for in, want := range map[string]string{
 		"10.0.0.1,":               "empty entry",
 		"localhost":               `"localhost" is not an IP`,
@@ -47,14 +49,14 @@ func TestParseLocalIPsRejectsBadEntries(t *testing.T) {
 		"10.0.0.0/8":              "more than 65536",
 		"10.0.0.0/16,10.1.0.0/16": "more than 65536",
 	} {
-		if _, err := ParseLocalIPs(in); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want it to say %q", in, err, want)
 		}
 	}
 }
 
-func TestLocalIPsAreHandedOutInOrder(t *testing.T) {
-	l, err := ParseLocalIPs("127.0.0.1-127.0.0.3")
+func TestListIsHandedOutInOrder(t *testing.T) {
+	l, err := Parse("127.0.0.1-127.0.0.3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,39 @@ func TestLocalIPsAreHandedOutInOrder(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("At(0..6) = %v, want %s", got, want)
 	}
-	if (LocalIPs(nil)).At(5) != "" {
+	if (List(nil)).At(5) != "" {
 		t.Error("no local_ips: want the kernel's choice (\"\")")
+	}
+}
+
+// k6 v1.x: VU n (instance-local, 1-based) dials from address n-1, round
+// robin; VU 0 (setup, teardown) from the first.
+func TestForVUIsK6sRule(t *testing.T) {
+	l, err := Parse("127.0.0.2-127.0.0.3,10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for id := range uint64(8) {
+		got = append(got, l.ForVU(id).String())
+	}
+	want := "127.0.0.2 127.0.0.2 127.0.0.3 10.0.0.1 127.0.0.2 127.0.0.3 10.0.0.1 127.0.0.2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("ForVU(0..7) = %v, want %s", got, want)
+	}
+	if a := (List(nil)).ForVU(3); a.IsValid() {
+		t.Errorf("empty list: %v, want the zero Addr (the kernel's choice)", a)
+	}
+}
+
+func TestBindSetsTheSourceAddressOnly(t *testing.T) {
+	var d net.Dialer
+	Bind(&d, netip.Addr{})
+	if d.LocalAddr != nil || d.Control != nil {
+		t.Fatal("the zero Addr must leave the dialer alone")
+	}
+	Bind(&d, netip.MustParseAddr("127.0.0.3"))
+	if a, ok := d.LocalAddr.(*net.TCPAddr); !ok || a.String() != "127.0.0.3:0" || d.Control == nil {
+		t.Fatalf("LocalAddr %v, Control set %v; want 127.0.0.3:0 and BindNoPort", d.LocalAddr, d.Control != nil)
 	}
 }
