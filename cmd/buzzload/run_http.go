@@ -13,6 +13,7 @@ type httpFlags struct {
 	userAgent, localIPs                       string
 	batch, batchPerHost, maxRedirects         int64
 	insecure, noReuse, noVUReuse, discardBody bool
+	blacklistIPs, blockHostnames              []string
 }
 
 type httpEnv struct {
@@ -25,6 +26,9 @@ type httpEnv struct {
 	NoVUReuse    *bool   `envconfig:"K6_NO_VU_CONNECTION_REUSE"`
 	DiscardBody  *bool   `envconfig:"K6_DISCARD_RESPONSE_BODIES"`
 	LocalIPs     *string `envconfig:"K6_LOCAL_IPS"`
+	// Comma-separated, as k6 reads them.
+	BlacklistIPs   []string `envconfig:"K6_BLACKLIST_IPS"`
+	BlockHostnames []string `envconfig:"K6_BLOCK_HOSTNAMES"`
 }
 
 func (h *httpFlags) register(fs *pflag.FlagSet) {
@@ -37,6 +41,8 @@ func (h *httpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&h.noVUReuse, "no-vu-connection-reuse", false, "close a VU's HTTP connections after every iteration")
 	fs.BoolVar(&h.discardBody, "discard-response-bodies", false, "read and drop response bodies (responseType none)")
 	fs.StringVar(&h.localIPs, "local-ips", "", "source IPs, ranges and/or CIDRs each VU dials from, e.g. '192.168.220.1,192.168.0.10-192.168.0.25', 'fd:1::0/120'; VU n takes the n-th, round robin")
+	fs.StringSliceVar(&h.blacklistIPs, "blacklist-ip", nil, "blacklist an `ip range` (CIDR) from being called, k6/http and WebSockets")
+	fs.StringSliceVar(&h.blockHostnames, "block-hostnames", nil, "block a case-insensitive hostname `pattern`, with optional leading wildcard, from being called")
 }
 
 // layers returns the env layer and the CLI layer of the HTTP options.
@@ -64,6 +70,8 @@ func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[st
 		{"noVUConnectionReuse", "no-vu-connection-reuse", e.NoVUReuse, h.noVUReuse},
 		{"discardResponseBodies", "discard-response-bodies", e.DiscardBody, h.discardBody},
 		{"localIPs", "local-ips", e.LocalIPs, h.localIPs},
+		{"blacklistIPs", "blacklist-ip", e.BlacklistIPs, h.blacklistIPs},
+		{"blockHostnames", "block-hostnames", e.BlockHostnames, h.blockHostnames},
 	} {
 		// An empty localIPs is "not set" in k6 (a lower layer's stays); an
 		// empty userAgent sends none.
@@ -95,6 +103,8 @@ func isNilPtr(v any) bool {
 	case *int64:
 		return p == nil
 	case *bool:
+		return p == nil
+	case []string:
 		return p == nil
 	}
 	return true

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/buzzload/buzzload/engine/jshost/vudialer"
 )
 
 // k6's error codes (k6 docs, "Error codes").
@@ -20,6 +22,8 @@ const (
 	codeTimeout         = 1050
 	codeDNS             = 1100
 	codeNoIP            = 1101
+	codeBlacklistedIP   = 1110
+	codeBlockedHostname = 1111
 	codeTCP             = 1200
 	codeBrokenPipe      = 1201
 	codeTCPUnknown      = 1202
@@ -71,6 +75,14 @@ func classify(err error, timedOut bool) *reqError {
 	var de errDecompress
 	if errors.As(err, &de) {
 		return &reqError{codeDecompression, msg}
+	}
+	var blIP *vudialer.BlacklistedIPError
+	if errors.As(err, &blIP) {
+		return &reqError{codeBlacklistedIP, msg}
+	}
+	var blHost *vudialer.BlockedHostError
+	if errors.As(err, &blHost) {
+		return &reqError{codeBlockedHostname, msg}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/jshost/vudialer"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -39,21 +41,10 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, bad := range []string{`{"batch": "x"}`, `{"batch": -1}`, `{"tlsVersion": "tls9"}`,
 		`{"tlsVersion": {"min": "tls1.3", "max": "tls1.2"}}`, `{"hosts": {"a": ":99999"}}`, `{"insecureSkipTLSVerify": 1}`,
-		`{"localIPs": "10.0.0.1,nope"}`, `{"localIPs": 5}`} {
+		`{"localIPs": "10.0.0.1,nope"}`, `{"localIPs": 5}`, `{"blacklistIPs": ["10.0.0.1"]}`,
+		`{"blockHostnames": ["a.*.test"]}`, `{"blockHostnames": "x.test"}`} {
 		if _, err := ParseOptions([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
-		}
-	}
-}
-
-func TestMapHost(t *testing.T) {
-	h := map[string]string{"a.test": "127.0.0.1", "b.test:80": "127.0.0.2:8080", "*.c.test": "127.0.0.3"}
-	for in, want := range map[string]string{
-		"a.test:443": "127.0.0.1:443", "b.test:80": "127.0.0.2:8080", "b.test:81": "b.test:81",
-		"x.c.test:1": "127.0.0.3:1", "c.test:1": "c.test:1", "other:1": "other:1",
-	} {
-		if got := mapHost(h, in); got != want {
-			t.Errorf("mapHost(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -73,6 +64,8 @@ func TestClassify(t *testing.T) {
 		{wrap(&net.DNSError{Err: "server misbehaving", Name: "x"}), codeDNS},
 		{wrap(errDecompress{errors.New("gzip: invalid header")}), codeDecompression},
 		{wrap(context.DeadlineExceeded), codeTimeout},
+		{wrap(dial(&vudialer.BlacklistedIPError{})), codeBlacklistedIP},
+		{wrap(&vudialer.BlockedHostError{}), codeBlockedHostname},
 		{errors.New("something else"), codeGeneric},
 	}
 	for _, c := range cases {

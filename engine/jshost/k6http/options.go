@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzload/buzzload/engine/jshost/vudialer"
 	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
@@ -21,7 +22,7 @@ import (
 var OptionKeys = []string{
 	"batch", "batchPerHost", "maxRedirects", "userAgent", "insecureSkipTLSVerify",
 	"tlsVersion", "hosts", "discardResponseBodies", "noConnectionReuse",
-	"noVUConnectionReuse", "noCookiesReset", "localIPs",
+	"noVUConnectionReuse", "noCookiesReset", "localIPs", "blacklistIPs", "blockHostnames",
 }
 
 // Options are the k6 options that shape HTTP requests. A nil field was not
@@ -41,11 +42,24 @@ type Options struct {
 	// LocalIPs is k6's localIPs (localaddr.Parse's format): each VU dials
 	// from one of them (LocalAddr).
 	LocalIPs *string `json:"localIPs,omitempty"`
+	// BlacklistIPs (CIDRs) and BlockHostnames (name patterns) refuse dials,
+	// as k6's dialer does (vudialer).
+	BlacklistIPs   []string `json:"blacklistIPs,omitempty"`
+	BlockHostnames []string `json:"blockHostnames,omitempty"`
 	// Read from the rest of the consolidated options.
 	SystemTags []string `json:"systemTags,omitempty"`
 	Throw      *bool    `json:"throw,omitempty"`
 
-	localIPs localaddr.List // LocalIPs expanded by ParseOptions
+	localIPs localaddr.List  // LocalIPs expanded by ParseOptions
+	rules    *vudialer.Rules // hosts, blacklistIPs, blockHostnames checked by ParseOptions
+}
+
+// Dialer is VU vu's dialer (instance-local id, 0 in setup and teardown):
+// hosts, blockHostnames, blacklistIPs and its localIPs address, counting
+// the bytes moved to count. k6/http and k6/experimental/websockets both
+// dial through one, as every module of a k6 VU dials through the VU's.
+func (o Options) Dialer(vu uint64, count func(sent, recv int64)) *vudialer.Dialer {
+	return vudialer.New(o.rules, o.LocalAddr(vu), count)
 }
 
 // LocalAddr is the source address of VU vu's dials (instance-local id,
@@ -177,9 +191,19 @@ func ParseOptions(raw []byte) (Options, error) {
 			errs = append(errs, fmt.Errorf("hosts: %w", err))
 		}
 	}
+	bl, err := vudialer.ParseBlacklist(o.BlacklistIPs)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("blacklistIPs: %w", err))
+	}
+	for _, p := range o.BlockHostnames {
+		if err := vudialer.CheckPattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("blockHostnames: %w", err))
+		}
+	}
 	if len(errs) > 0 {
 		return Options{}, errors.Join(errs...)
 	}
+	o.rules = &vudialer.Rules{Hosts: o.Hosts, Blocked: o.BlockHostnames, Blacklist: bl}
 	return o, nil
 }
 
@@ -226,17 +250,16 @@ type settings struct {
 	userAgent                         string
 	insecure                          bool
 	tls                               TLSVersions
-	hosts                             map[string]string
 	discard, noReuse, noVUReuse       bool
 	noCookiesReset, throw             bool
 	sys                               systemTags
-	localIPs                          localaddr.List
+	dial                              Options // its Dialer
 }
 
 func (o Options) settings(defaultUA string) settings {
 	s := settings{
 		batch: DefaultBatch, batchPerHost: DefaultBatchPerHost, maxRedirects: DefaultMaxRedirects,
-		userAgent: defaultUA, hosts: o.Hosts, localIPs: o.localIPs,
+		userAgent: defaultUA, dial: o,
 	}
 	if o.Batch != nil {
 		s.batch = int(*o.Batch)

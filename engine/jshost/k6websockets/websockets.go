@@ -5,14 +5,15 @@
 // metrics (ws_connecting, ws_session_duration, ws_sessions, ws_msgs_sent,
 // ws_msgs_received, ws_ping). The iteration lasts while a socket is open,
 // as in k6; when the iteration's context ends the socket is closed.
+// Sockets dial through the VU's dialer (k6http.Options.Dialer), so hosts,
+// blockHostnames, blacklistIPs and localIPs apply as to k6/http; a refused
+// or failed connect is an error event with the dial's text, then close.
 package k6websockets
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -23,8 +24,8 @@ import (
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
+	"github.com/buzzload/buzzload/engine/jshost/vudialer"
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
 // Module is k6/experimental/websockets (also served as k6/websockets).
@@ -72,12 +73,21 @@ type module struct {
 	// socket (after init, when they are final), as k6/http reads them once.
 	opts   k6http.Options
 	parsed bool
+	// dialer is the VU's: k6/http's rules (hosts, blockHostnames,
+	// blacklistIPs, localIPs), as every module of a k6 VU dials through
+	// the VU's one dialer.
+	dialer *vudialer.Dialer
 }
 
 func (m *module) options() k6http.Options {
 	if !m.parsed {
 		m.opts, _ = k6http.ParseOptions(m.vu.TestOptions())
 		m.parsed = true
+		var vuID uint64
+		if st := m.vu.State(); st != nil {
+			vuID = st.VUID
+		}
+		m.dialer = m.opts.Dialer(vuID, m.vu.AddDataTransfer)
 	}
 	return m.opts
 }
@@ -184,10 +194,6 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 	vu := m.vu
 	ctx := vu.Context()
 	opts := m.options()
-	var vuID uint64
-	if st := vu.State(); st != nil {
-		vuID = st.VUID
-	}
 	insecure := opts.InsecureSkipTLSVerify != nil && *opts.InsecureSkipTLSVerify
 	if opts.UserAgent != nil && hdr.Get("User-Agent") == "" && *opts.UserAgent != "" {
 		hdr.Set("User-Agent", *opts.UserAgent)
@@ -196,16 +202,7 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 		HandshakeTimeout: 60 * time.Second,
 		Subprotocols:     protocols,
 		TLSClientConfig:  &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // the insecureSkipTLSVerify option asks for it
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nd := &net.Dialer{Timeout: 30 * time.Second}
-			// k6 dials a VU's WebSockets from its localIPs address too.
-			localaddr.Bind(nd, opts.LocalAddr(vuID))
-			c, err := nd.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return k6http.CountingConn(c, vu.AddDataTransfer), nil
-		},
+		NetDialContext:   m.dialer.DialContext,
 	}
 	enq := vu.RegisterCallback()
 	go func() {
@@ -217,9 +214,17 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 			status = resp.StatusCode
 		}
 		if err != nil {
+			// As k6: the session and its connecting time are recorded, then
+			// error (the dial's own text, e.g. the dialer's "IP (…) is in a
+			// blacklisted range (…)") and close, with no code.
 			enq(func() error {
 				s.state = stateClosed
-				s.dispatch(event{kind: "error", err: fmt.Errorf("websocket: connecting to %s: %w", s.url, err)})
+				vu.Metrics().Push(
+					metrics.Sample{Metric: m.m.sessions, Time: time.Now(), Value: 1, Tags: s.tags, Metadata: s.md},
+					metrics.Sample{Metric: m.m.connecting, Time: time.Now(), Value: ms(connecting), Tags: s.tags, Metadata: s.md},
+				)
+				s.dispatch(event{kind: "error", err: err})
+				s.dispatch(event{kind: "close"})
 				return nil
 			})
 			return
@@ -332,7 +337,9 @@ func (s *socket) dispatch(ev event) {
 		_ = e.Set("error", ev.err.Error())
 		_ = e.Set("message", ev.err.Error())
 	case "close":
-		_ = e.Set("code", ev.code)
+		if ev.code != 0 {
+			_ = e.Set("code", ev.code)
+		}
 		_ = e.Set("reason", ev.reason)
 	}
 	_ = e.Set("type", name)
