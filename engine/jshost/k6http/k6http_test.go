@@ -41,6 +41,7 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, bad := range []string{`{"batch": "x"}`, `{"batch": -1}`, `{"tlsVersion": "tls9"}`,
 		`{"tlsVersion": {"min": "tls1.3", "max": "tls1.2"}}`, `{"hosts": {"a": ":99999"}}`, `{"insecureSkipTLSVerify": 1}`,
+		`{"hosts": {"a.test": "0[0"}}`, `{"hosts": {"a.test": "two words"}}`, `{"hosts": {"a.test": "x..y"}}`, `{"hosts": {"a.test": ""}}`,
 		`{"localIPs": "10.0.0.1,nope"}`, `{"localIPs": 5}`, `{"blacklistIPs": ["10.0.0.1"]}`,
 		`{"blockHostnames": ["a.*.test"]}`, `{"blockHostnames": "x.test"}`} {
 		if _, err := ParseOptions([]byte(bad)); err == nil {

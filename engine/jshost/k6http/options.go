@@ -225,9 +225,8 @@ func checkHostsEntry(from, to string) error {
 	if _, _, err := splitHostPortOpt(from); err != nil {
 		return fmt.Errorf("%q: %w", from, err)
 	}
-	h, _, err := splitHostPortOpt(to)
-	if err != nil || h == "" {
-		return fmt.Errorf("%q -> %q: want an IP or host name with an optional :port", from, to)
+	if err := vudialer.CheckHostValue(to); err != nil {
+		return fmt.Errorf("%q -> %q: %w", from, to, err)
 	}
 	return nil
 }

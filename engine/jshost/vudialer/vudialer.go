@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -163,6 +164,45 @@ func CheckPattern(p string) error {
 		for _, c := range label {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
 				return fmt.Errorf("invalid hostname pattern '%s'", p)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckHostValue validates a hosts value: an IP or a host name (labels of
+// letters, digits, hyphens and underscores), either with an optional
+// ":port" (an IPv6 address with a port in brackets). A value Target could
+// not turn into a dial address fails here, when the options are read, not
+// at every dial.
+func CheckHostValue(v string) error {
+	h, p, err := net.SplitHostPort(v)
+	if err != nil {
+		h, p = v, ""
+	} else if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("bad port %q", p)
+	}
+	if in, ok := strings.CutPrefix(h, "["); ok {
+		if in, ok = strings.CutSuffix(in, "]"); ok {
+			if _, err := netip.ParseAddr(in); err == nil {
+				return nil
+			}
+		}
+		return errors.New("want an IP or host name with an optional :port")
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return nil
+	}
+	if h == "" || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") {
+		return errors.New("want an IP or host name with an optional :port")
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" {
+			return errors.New("want an IP or host name with an optional :port")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return errors.New("want an IP or host name with an optional :port")
 			}
 		}
 	}

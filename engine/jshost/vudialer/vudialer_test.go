@@ -137,3 +137,16 @@ func TestDialerRefusesBlacklistedAddress(t *testing.T) {
 		t.Fatalf("counted %d bytes sent, want 2", sent)
 	}
 }
+
+func TestCheckHostValue(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1", "127.0.0.1:8080", "::1", "[::1]:80", "relay.internal", "relay-1.example.com:443", "svc_a.local"} {
+		if err := CheckHostValue(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "0[0", "two words", "x..y", ".x", "x.", "a.test:0", "a.test:65536", "a.test:http", "[::1"} {
+		if err := CheckHostValue(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
