@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -138,6 +139,14 @@ func ParseOptionsJSON(raw json.RawMessage, source string) (Options, []string, er
 		case "executionSegmentSequence":
 			o.ExecutionSegmentSequence, err = stringJSON(v)
 		default:
+			if k == "dns" {
+				// Checked here: layers merge it field by field (mergeDNS),
+				// so a bad value a higher layer covers is still an error.
+				var c dnsresolve.Config
+				if err = json.Unmarshal(v, &c); err == nil {
+					_, err = c.Settings()
+				}
+			}
 			if isHTTPOption(k) {
 				if o.HTTP == nil {
 					o.HTTP = map[string]json.RawMessage{}
@@ -278,11 +287,29 @@ func (o Options) Apply(higher Options) Options {
 			m[k] = v
 		}
 		for k, v := range higher.HTTP {
+			if k == "dns" {
+				// k6 merges dns's ttl, select and policy one by one.
+				v = mergeDNS(o.HTTP[k], v)
+			}
 			m[k] = v
 		}
 		o.HTTP = m
 	}
 	return o
+}
+
+// mergeDNS lays the dns option higher over lower field by field; a layer
+// that does not parse is kept as given, for Resolve to report.
+func mergeDNS(lower, higher json.RawMessage) json.RawMessage {
+	var lo, hi dnsresolve.Config
+	if lower == nil || json.Unmarshal(lower, &lo) != nil || json.Unmarshal(higher, &hi) != nil {
+		return higher
+	}
+	b, err := json.Marshal(lo.Apply(hi))
+	if err != nil {
+		return higher
+	}
+	return b
 }
 
 // Resolved are the final option values after defaults.

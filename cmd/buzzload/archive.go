@@ -123,7 +123,7 @@ func inspectTest(ctx context.Context, name, usage string, args []string, env cli
 	if err != nil {
 		return nil, logError(stderr, err, engine.ExitCode(err))
 	}
-	reg, _, closeModules, err := newModuleRegistry(env.Env, extension.Options{Console: io.Discard})
+	reg, _, closeModules, err := newModuleRegistry(env.Env, env.Lookup, extension.Options{Console: io.Discard})
 	if err != nil {
 		return nil, logError(stderr, err, engine.ExitGeneric)
 	}

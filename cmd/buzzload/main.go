@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 )
 
 // command is one `buzzload <name>` subcommand.
@@ -30,6 +32,9 @@ type cliEnv struct {
 	Env    []string // KEY=VALUE, as os.Environ
 	// Signals delivers SIGINT/SIGTERM to commands that handle them (run, relay).
 	Signals <-chan os.Signal
+	// Lookup resolves host names for k6/http and WebSockets (the dns
+	// option's resolver looks up through it); nil: Go's resolver.
+	Lookup dnsresolve.LookupFunc
 }
 
 func commands() map[string]command {

@@ -19,6 +19,7 @@ import (
 	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/extension"
@@ -164,7 +165,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitCode(err)
 	}
-	reg, buzz, closeModules, err := newModuleRegistry(env.Env, bopts)
+	reg, buzz, closeModules, err := newModuleRegistry(env.Env, env.Lookup, bopts)
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitGeneric
@@ -420,8 +421,8 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 // newModuleRegistry is every Go module a script can import: the built-ins
 // and the extensions compiled into this binary. close ends what the
 // extensions started (the embedded relay) once the run is over.
-func newModuleRegistry(environ []string, opts extension.Options) (reg *jsmodule.Registry, buzz *extension.Module, close func() error, err error) {
-	reg = jshost.NewRegistryWith(jshost.RegistryOptions{UserAgent: k6http.DefaultUserAgent(version)})
+func newModuleRegistry(environ []string, lookup dnsresolve.LookupFunc, opts extension.Options) (reg *jsmodule.Registry, buzz *extension.Module, close func() error, err error) {
+	reg = jshost.NewRegistryWith(jshost.RegistryOptions{UserAgent: k6http.DefaultUserAgent(version), Lookup: lookup})
 	opts.Registry, opts.LookupEnv = reg, lookupFrom(environ)
 	buzz = extension.New(opts)
 	if err := reg.Register(extension.ImportPath, buzz); err != nil {

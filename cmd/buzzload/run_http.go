@@ -5,12 +5,14 @@ import (
 
 	"github.com/mstoykov/envconfig"
 	"github.com/spf13/pflag"
+
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 )
 
 // httpFlags are k6 run's HTTP flags and their K6_* variables (k6-compat.md
 // §8.1); they land in engine.Options.HTTP under k6's option names.
 type httpFlags struct {
-	userAgent, localIPs                       string
+	userAgent, localIPs, dns                  string
 	batch, batchPerHost, maxRedirects         int64
 	insecure, noReuse, noVUReuse, discardBody bool
 	blacklistIPs, blockHostnames              []string
@@ -29,6 +31,8 @@ type httpEnv struct {
 	// Comma-separated, as k6 reads them.
 	BlacklistIPs   []string `envconfig:"K6_BLACKLIST_IPS"`
 	BlockHostnames []string `envconfig:"K6_BLOCK_HOSTNAMES"`
+	// k6's text form, "ttl=1m,select=roundRobin,policy=any".
+	DNS *string `envconfig:"K6_DNS"`
 }
 
 func (h *httpFlags) register(fs *pflag.FlagSet) {
@@ -43,6 +47,9 @@ func (h *httpFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&h.localIPs, "local-ips", "", "source IPs, ranges and/or CIDRs each VU dials from, e.g. '192.168.220.1,192.168.0.10-192.168.0.25', 'fd:1::0/120'; VU n takes the n-th, round robin")
 	fs.StringSliceVar(&h.blacklistIPs, "blacklist-ip", nil, "blacklist an `ip range` (CIDR) from being called, k6/http and WebSockets")
 	fs.StringSliceVar(&h.blockHostnames, "block-hostnames", nil, "block a case-insensitive hostname `pattern`, with optional leading wildcard, from being called")
+	fs.StringVar(&h.dns, "dns", dnsresolve.Default, "DNS resolver configuration, shared by every VU: ttl 'inf' (cache for the run), '0' (no cache) or a duration "+
+		"(milliseconds without a unit); select 'first', 'random' or 'roundRobin' (the one address a dial gets); "+
+		"policy 'preferIPv4', 'preferIPv6', 'onlyIPv4', 'onlyIPv6' or 'any'")
 }
 
 // layers returns the env layer and the CLI layer of the HTTP options.
@@ -81,6 +88,28 @@ func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[st
 		}
 		if fs.Changed(x.flag) && !unset(x.fv) {
 			put(cli, x.key, x.fv)
+		}
+	}
+	// dns merges field by field across layers (engine.Options.Apply), so
+	// each layer holds only the fields it sets.
+	for _, x := range []struct {
+		name string
+		v    *string
+		m    map[string]json.RawMessage
+		set  bool
+	}{{"K6_DNS", e.DNS, env, e.DNS != nil}, {"--dns", &h.dns, cli, fs.Changed("dns")}} {
+		if !x.set || *x.v == "" {
+			continue
+		}
+		c, err := dnsresolve.ParseText(*x.v)
+		if err == nil {
+			_, err = c.Settings()
+		}
+		if err != nil {
+			return nil, nil, optErr("%s %q: dns: %w", x.name, *x.v, err)
+		}
+		if c != (dnsresolve.Config{}) {
+			put(x.m, "dns", c)
 		}
 	}
 	return env, cli, nil

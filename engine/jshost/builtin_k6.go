@@ -9,6 +9,7 @@ import (
 
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6crypto"
 	"github.com/buzzload/buzzload/engine/jshost/k6encoding"
@@ -28,6 +29,9 @@ type RegistryOptions struct {
 	// UserAgent is k6/http's default User-Agent; empty gives
 	// k6http.DefaultUserAgent("dev").
 	UserAgent string
+	// Lookup resolves names for the run's dns resolver, shared by k6/http
+	// and the WebSockets; nil: Go's resolver (dnsresolve.GoLookup).
+	Lookup dnsresolve.LookupFunc
 }
 
 // NewRegistryWith is NewRegistry with options.
@@ -46,12 +50,14 @@ func NewRegistryWith(o RegistryOptions) *jsmodule.Registry {
 	must(r.Register("k6/execution", jsmodule.ModuleFunc(newExecutionModule)))
 	must(r.Register("k6/timers", jsmodule.ModuleFunc(newTimersModule)))
 	must(r.Register("k6/data", jsmodule.ModuleFunc(newDataModule)))
-	must(r.Register("k6/http", k6http.New(k6http.Config{UserAgent: o.UserAgent})))
+	resolvers := dnsresolve.NewShared(o.Lookup, nil)
+	must(r.Register("k6/http", k6http.New(k6http.Config{UserAgent: o.UserAgent, Resolvers: resolvers})))
 	must(r.Register("k6/encoding", k6encoding.Module))
 	must(r.Register("k6/crypto", k6crypto.Module))
 	must(r.Register(textsummary.ImportPath, textsummary.Module))
-	must(r.Register("k6/experimental/websockets", k6websockets.Module))
-	must(r.Register("k6/websockets", k6websockets.Module))
+	ws := k6websockets.New(resolvers)
+	must(r.Register("k6/experimental/websockets", ws))
+	must(r.Register("k6/websockets", ws))
 	return r
 }
 

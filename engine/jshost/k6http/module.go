@@ -39,6 +39,7 @@ import (
 
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 )
 
@@ -47,6 +48,9 @@ type Config struct {
 	// UserAgent is the default User-Agent (the userAgent option overrides
 	// it; an empty option sends none).
 	UserAgent string
+	// Resolvers are the run's (the dns option's caching resolver, shared
+	// by every VU, as k6 shares its); nil: Go's dialer resolves names.
+	Resolvers *dnsresolve.Shared
 }
 
 // DefaultUserAgent is ours, in k6's format ("Grafana k6/<version>
@@ -236,7 +240,7 @@ func (c *client) transport() *http.Transport {
 func (c *client) ensureTransport() {
 	if c.tr == nil {
 		vu := c.vu
-		c.tr = newTransport(c.set, vu.State().VUID, vu.AddDataTransfer)
+		c.tr = newTransport(c.set, vu.State().VUID, c.mod.cfg.Resolvers, vu.AddDataTransfer)
 	}
 }
 

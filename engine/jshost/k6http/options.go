@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/vudialer"
 	"github.com/buzzload/buzzload/modules/localaddr"
 )
@@ -22,7 +23,7 @@ import (
 var OptionKeys = []string{
 	"batch", "batchPerHost", "maxRedirects", "userAgent", "insecureSkipTLSVerify",
 	"tlsVersion", "hosts", "discardResponseBodies", "noConnectionReuse",
-	"noVUConnectionReuse", "noCookiesReset", "localIPs", "blacklistIPs", "blockHostnames",
+	"noVUConnectionReuse", "noCookiesReset", "localIPs", "blacklistIPs", "blockHostnames", "dns",
 }
 
 // Options are the k6 options that shape HTTP requests. A nil field was not
@@ -46,20 +47,39 @@ type Options struct {
 	// as k6's dialer does (vudialer).
 	BlacklistIPs   []string `json:"blacklistIPs,omitempty"`
 	BlockHostnames []string `json:"blockHostnames,omitempty"`
+	// DNS is k6's dns option: the run's resolver's ttl, select and policy.
+	DNS *dnsresolve.Config `json:"dns,omitempty"`
 	// Read from the rest of the consolidated options.
 	SystemTags []string `json:"systemTags,omitempty"`
 	Throw      *bool    `json:"throw,omitempty"`
 
-	localIPs localaddr.List  // LocalIPs expanded by ParseOptions
-	rules    *vudialer.Rules // hosts, blacklistIPs, blockHostnames checked by ParseOptions
+	localIPs localaddr.List      // LocalIPs expanded by ParseOptions
+	rules    *vudialer.Rules     // hosts, blacklistIPs, blockHostnames checked by ParseOptions
+	dns      dnsresolve.Settings // DNS with k6's defaults, read by ParseOptions
 }
 
 // Dialer is VU vu's dialer (instance-local id, 0 in setup and teardown):
-// hosts, blockHostnames, blacklistIPs and its localIPs address, counting
-// the bytes moved to count. k6/http and k6/experimental/websockets both
-// dial through one, as every module of a k6 VU dials through the VU's.
-func (o Options) Dialer(vu uint64, count func(sent, recv int64)) *vudialer.Dialer {
-	return vudialer.New(o.rules, o.LocalAddr(vu), count)
+// hosts, blockHostnames, blacklistIPs, names resolved by the run's
+// resolver for the dns option (from resolvers; nil: Go's dialer resolves)
+// and its localIPs address, counting the bytes moved to count. k6/http and
+// k6/experimental/websockets both dial through one, as every module of a
+// k6 VU dials through the VU's.
+func (o Options) Dialer(vu uint64, resolvers *dnsresolve.Shared, count func(sent, recv int64)) *vudialer.Dialer {
+	var res vudialer.Resolver
+	if resolvers != nil {
+		res = resolvers.For(o.DNSSettings())
+	}
+	return vudialer.New(o.rules, res, o.LocalAddr(vu), count)
+}
+
+// DNSSettings is the dns option with k6's defaults (ttl=5m, select=random,
+// policy=preferIPv4) for what it leaves out.
+func (o Options) DNSSettings() dnsresolve.Settings {
+	if o.dns == (dnsresolve.Settings{}) {
+		s, _ := dnsresolve.Config{}.Settings()
+		return s
+	}
+	return o.dns
 }
 
 // LocalAddr is the source address of VU vu's dials (instance-local id,
@@ -199,6 +219,13 @@ func ParseOptions(raw []byte) (Options, error) {
 		if err := vudialer.CheckPattern(p); err != nil {
 			errs = append(errs, fmt.Errorf("blockHostnames: %w", err))
 		}
+	}
+	var dns dnsresolve.Config
+	if o.DNS != nil {
+		dns = *o.DNS
+	}
+	if o.dns, err = dns.Settings(); err != nil {
+		errs = append(errs, fmt.Errorf("dns: %w", err))
 	}
 	if len(errs) > 0 {
 		return Options{}, errors.Join(errs...)

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"net/http"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 )
 
 // newTransport builds one VU's transport: k6 gives every VU its own
@@ -12,8 +14,8 @@ import (
 // connections, TLS records included, as k6's dialer does for data_sent and
 // data_received. Dials go through the VU's dialer (Options.Dialer: hosts,
 // blockHostnames, blacklistIPs, localIPs), as k6's do.
-func newTransport(s settings, vu uint64, count func(sent, recv int64)) *http.Transport {
-	d := s.dial.Dialer(vu, count)
+func newTransport(s settings, vu uint64, resolvers *dnsresolve.Shared, count func(sent, recv int64)) *http.Transport {
+	d := s.dial.Dialer(vu, resolvers, count)
 	tlsCfg := &tls.Config{
 		InsecureSkipVerify: s.insecure, //nolint:gosec // the insecureSkipTLSVerify option asks for it
 		MinVersion:         s.tls.Min,

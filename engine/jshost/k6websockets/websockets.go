@@ -6,7 +6,7 @@
 // ws_msgs_received, ws_ping). The iteration lasts while a socket is open,
 // as in k6; when the iteration's context ends the socket is closed.
 // Sockets dial through the VU's dialer (k6http.Options.Dialer), so hosts,
-// blockHostnames, blacklistIPs and localIPs apply as to k6/http; a refused
+// blockHostnames, blacklistIPs, dns and localIPs apply as to k6/http; a refused
 // or failed connect is an error event with the dial's text, then close.
 package k6websockets
 
@@ -22,14 +22,19 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/engine/jshost/vudialer"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
-// Module is k6/experimental/websockets (also served as k6/websockets).
-var Module = jsmodule.ModuleFunc(newInstance)
+// New is k6/experimental/websockets (also served as k6/websockets) for a
+// run whose names resolve through resolvers (the dns option; nil: Go's
+// dialer resolves), the one k6/http of the run uses.
+func New(resolvers *dnsresolve.Shared) jsmodule.Module {
+	return jsmodule.ModuleFunc(func(vu jsmodule.VU) (jsmodule.Instance, error) { return newInstance(vu, resolvers) })
+}
 
 // k6's ready states.
 const (
@@ -43,7 +48,7 @@ type wsMetrics struct {
 	connecting, session, sessions, sent, received, ping *metrics.Metric
 }
 
-func newInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
+func newInstance(vu jsmodule.VU, resolvers *dnsresolve.Shared) (jsmodule.Instance, error) {
 	reg := vu.Metrics().Registry()
 	var m wsMetrics
 	if err := reg.Bind([]metrics.Binding{
@@ -56,7 +61,7 @@ func newInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 	}); err != nil {
 		return nil, err
 	}
-	mod := &module{vu: vu, m: &m}
+	mod := &module{vu: vu, m: &m, resolvers: resolvers}
 	rt := vu.Runtime()
 	ctor := func(call sobek.ConstructorCall) *sobek.Object { return mod.newSocket(call) }
 	named := map[string]any{
@@ -76,7 +81,8 @@ type module struct {
 	// dialer is the VU's: k6/http's rules (hosts, blockHostnames,
 	// blacklistIPs, localIPs), as every module of a k6 VU dials through
 	// the VU's one dialer.
-	dialer *vudialer.Dialer
+	dialer    *vudialer.Dialer
+	resolvers *dnsresolve.Shared
 }
 
 func (m *module) options() k6http.Options {
@@ -87,7 +93,7 @@ func (m *module) options() k6http.Options {
 		if st := m.vu.State(); st != nil {
 			vuID = st.VUID
 		}
-		m.dialer = m.opts.Dialer(vuID, m.vu.AddDataTransfer)
+		m.dialer = m.opts.Dialer(vuID, m.resolvers, m.vu.AddDataTransfer)
 	}
 	return m.opts
 }

@@ -8,15 +8,15 @@
 // A dial, in k6's order: blockHostnames refuses a host name before
 // anything is looked up (an IP literal is never matched), hosts replaces
 // "name:port", then "name", by its address (a "*.domain" key matches
-// subdomains), the name is resolved and blacklistIPs refuses the address
-// about to be connected, localIPs binds the source address; the bytes
-// moved are counted (data_sent, data_received).
+// subdomains), a name (not an IP literal; also a name hosts mapped to) is
+// resolved to one address by the run's resolver (the dns option,
+// dnsresolve), blacklistIPs refuses the address about to be connected,
+// localIPs binds the source address; the bytes moved are counted
+// (data_sent, data_received).
 //
-// Where we differ: k6 resolves a name to one address and checks that; here
-// Go's dialer resolves and blacklistIPs is checked on each address it
-// tries (in its socket's Control hook, before connect), so no blacklisted
-// address is ever connected. k6's dns option (resolver TTL, select,
-// policy) is not applied: names resolve as Go resolves them.
+// blacklistIPs is checked in the socket's Control hook, before connect, so
+// it holds for whatever address is connected (also without a resolver,
+// where Go's dialer resolves and may try several).
 package vudialer
 
 import (
@@ -223,21 +223,28 @@ func ParseBlacklist(cidrs []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// Resolver gives the one address a dial to a host name connects to
+// (dnsresolve.Resolver, the run's).
+type Resolver interface {
+	Lookup(ctx context.Context, host string) (netip.Addr, error)
+}
+
 // Dialer dials for one VU by its Rules, from its localIPs address.
 type Dialer struct {
 	rules *Rules
+	res   Resolver
 	nd    net.Dialer
 	count func(sent, recv int64)
 }
 
-// New builds VU's dialer: rules (nil: none), the source address local
-// (the zero Addr: the kernel's choice) and count, told the bytes each
-// connection moves.
-func New(rules *Rules, local netip.Addr, count func(sent, recv int64)) *Dialer {
+// New builds VU's dialer: rules (nil: none), the run's resolver res (nil:
+// Go's dialer resolves), the source address local (the zero Addr: the
+// kernel's choice) and count, told the bytes each connection moves.
+func New(rules *Rules, res Resolver, local netip.Addr, count func(sent, recv int64)) *Dialer {
 	if rules == nil {
 		rules = &Rules{}
 	}
-	d := &Dialer{rules: rules, count: count, nd: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+	d := &Dialer{rules: rules, res: res, count: count, nd: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
 	localaddr.Bind(&d.nd, local)
 	if len(rules.Blacklist) > 0 {
 		// The address about to be connected, after resolution, whichever of
@@ -257,11 +264,17 @@ func New(rules *Rules, local netip.Addr, count func(sent, recv int64)) *Dialer {
 }
 
 // DialContext dials addr through the rules. A refusal is the bare
-// BlockedHostError or BlacklistedIPError, as k6's dialer returns them.
+// BlockedHostError or BlacklistedIPError, and a failed lookup the
+// resolver's error, as k6's dialer returns them.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	to, err := d.rules.Target(addr)
 	if err != nil {
 		return nil, err
+	}
+	if d.res != nil {
+		if to, err = resolve(ctx, d.res, to); err != nil {
+			return nil, err
+		}
 	}
 	c, err := d.nd.DialContext(ctx, network, to)
 	if err != nil {
@@ -275,6 +288,22 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		return c, nil
 	}
 	return CountingConn(c, d.count), nil
+}
+
+// resolve turns "name:port" into "ip:port" by res; an IP literal stays.
+func resolve(ctx context.Context, res Resolver, hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", err
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return hostport, nil
+	}
+	ip, err := res.Lookup(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }
 
 // CountingConn wraps c so that it reports the bytes it moves to count

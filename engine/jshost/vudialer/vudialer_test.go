@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -114,7 +115,7 @@ func TestDialerRefusesBlacklistedAddress(t *testing.T) {
 	defer cancel()
 	bl, _ := ParseBlacklist([]string{"127.0.0.0/8", "::1/128"})
 	r := &Rules{Hosts: map[string]string{"srv.test": "127.0.0.1"}, Blacklist: bl}
-	d := New(r, netip.Addr{}, nil)
+	d := New(r, nil, netip.Addr{}, nil)
 	for _, addr := range []string{"srv.test:" + port, "localhost:" + port, "127.0.0.1:" + port} {
 		_, err := d.DialContext(ctx, "tcp", addr)
 		var be *BlacklistedIPError
@@ -126,7 +127,7 @@ func TestDialerRefusesBlacklistedAddress(t *testing.T) {
 		}
 	}
 	var sent, recv int64
-	ok := New(&Rules{Hosts: map[string]string{"srv.test": "127.0.0.1"}}, netip.Addr{}, func(s, r int64) { sent += s; recv += r })
+	ok := New(&Rules{Hosts: map[string]string{"srv.test": "127.0.0.1"}}, nil, netip.Addr{}, func(s, r int64) { sent += s; recv += r })
 	c, err := ok.DialContext(ctx, "tcp", "srv.test:"+port)
 	if err != nil {
 		t.Fatalf("without a blacklist: %v", err)
@@ -148,5 +149,74 @@ func TestCheckHostValue(t *testing.T) {
 		if err := CheckHostValue(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// recordingResolver answers every name with addr and records the names asked.
+type recordingResolver struct {
+	addr  netip.Addr
+	asked []string
+}
+
+func (r *recordingResolver) Lookup(_ context.Context, host string) (netip.Addr, error) {
+	r.asked = append(r.asked, host)
+	if !r.addr.IsValid() {
+		return netip.Addr{}, errors.New("lookup " + host + ": no such host")
+	}
+	return r.addr, nil
+}
+
+// k6's order with a resolver: blockHostnames before any lookup, hosts
+// before the resolver (a name hosts maps to is resolved; an IP it maps to
+// is not), IP literals never looked up, blacklistIPs on the resolved address.
+func TestDialResolvesNamesAfterHosts(t *testing.T) {
+	// Should the resolver not be used, Go's must not query anyone.
+	old := net.DefaultResolver
+	net.DefaultResolver = &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no DNS in this test")
+	}}
+	defer func() { net.DefaultResolver = old }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res := &recordingResolver{addr: netip.MustParseAddr("127.0.0.1")}
+	rules := &Rules{Hosts: map[string]string{"alias.test": "real.test", "ip.test": "127.0.0.1"}, Blocked: []string{"blocked.test"}}
+	d := New(rules, res, netip.Addr{}, nil)
+	for _, addr := range []string{"name.test:" + port, "alias.test:" + port, "ip.test:" + port, "127.0.0.1:" + port} {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		c.Close()
+	}
+	if _, err := d.DialContext(ctx, "tcp", "blocked.test:"+port); err == nil {
+		t.Fatal("blocked.test dialled")
+	}
+	if got := strings.Join(res.asked, ","); got != "name.test,real.test" {
+		t.Fatalf("looked up %q, want name.test,real.test (hosts first, no IP, nothing blocked)", got)
+	}
+	bl, _ := ParseBlacklist([]string{"127.0.0.0/8"})
+	d = New(&Rules{Blacklist: bl}, res, netip.Addr{}, nil)
+	var be *BlacklistedIPError
+	if _, err := d.DialContext(ctx, "tcp", "name.test:"+port); !errors.As(err, &be) {
+		t.Fatalf("the resolved address is checked against blacklistIPs: %v", err)
+	}
+	d = New(nil, &recordingResolver{}, netip.Addr{}, nil)
+	if _, err := d.DialContext(ctx, "tcp", "none.test:"+port); err == nil || err.Error() != "lookup none.test: no such host" {
+		t.Fatalf("a failed lookup is the resolver's bare error: %v", err)
 	}
 }
