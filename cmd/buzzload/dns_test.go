@@ -208,6 +208,8 @@ func TestDNSOptionBadValueIsAConfigError(t *testing.T) {
 		{env: []string{"K6_DNS=ttl=-1"}, want: []string{"K6_DNS", "invalid DNS TTL: -1"}},
 		{args: []string{"-e", `OPTS={"dns": {"policy": "ipv4"}}`}, want: []string{"dns", "ipv4 does not belong to DNSPolicy values"}},
 		{args: []string{"-e", `OPTS={"dns": {"ttl": "soon"}}`}, want: []string{"dns", "invalid DNS TTL: soon"}},
+		// A bad layer is an error even where a higher one sets the field.
+		{args: []string{"-e", `OPTS={"dns": {"policy": "ipv4"}}`, "--dns", "policy=any"}, want: []string{"dns", "ipv4 does not belong to DNSPolicy values"}},
 	} {
 		code, stderr := runWithLookup(t, c.env, append(append([]string{"run", "-q", "--address", ""}, c.args...), script)...)
 		ok := code == 104
