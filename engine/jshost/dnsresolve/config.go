@@ -13,9 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/executor"
 )
 
 // Select is how one address is picked among a name's addresses.
@@ -185,6 +186,8 @@ func (c Config) Settings() (Settings, error) {
 
 const forever = 365 * 24 * time.Hour
 
+// parseTTL reads a TTL as k6 does: "inf", "0" (no caching) or a k6
+// duration (a bare number is milliseconds; "1d2h" has days), not negative.
 func parseTTL(s string) (time.Duration, error) {
 	switch s {
 	case "inf":
@@ -192,28 +195,9 @@ func parseTTL(s string) (time.Duration, error) {
 	case "0":
 		return 0, nil
 	}
-	bad := fmt.Errorf("invalid DNS TTL: %s", s)
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 {
-			return 0, bad
-		}
-		return time.Duration(f * float64(time.Millisecond)), nil
+	d, err := executor.ParseDuration(s)
+	if err != nil || d < 0 || strings.TrimSpace(s) != s {
+		return 0, fmt.Errorf("invalid DNS TTL: %s", s)
 	}
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		n, err := strconv.ParseUint(s[:i], 10, 32)
-		if err != nil {
-			return 0, bad
-		}
-		days = time.Duration(n) * 24 * time.Hour
-		s = s[i+1:]
-		if s == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, bad
-	}
-	return days + d, nil
+	return d, nil
 }
