@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/gorilla/websocket"
 )
 
 // dnsScript dials rr.test (or __ENV.HOST) five times, one after the other:
@@ -90,16 +88,8 @@ func newTwoAddrServer(t *testing.T) *twoAddrServer {
 		s.got = append(s.got, kind+"@"+ip)
 		s.mu.Unlock()
 		if kind == "ws" {
-			c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			for {
-				if _, _, err := c.ReadMessage(); err != nil {
-					return
-				}
-			}
+			holdWebSocket(w, r)
+			return
 		}
 		fmt.Fprint(w, ip)
 	})

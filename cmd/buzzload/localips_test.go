@@ -31,16 +31,8 @@ func newSourceServer(t *testing.T) *sourceServer {
 		s.by[r.URL.Query().Get("vu")] = append(s.by[r.URL.Query().Get("vu")], ip)
 		s.mu.Unlock()
 		if r.URL.Path == "/ws" {
-			c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			for {
-				if _, _, err := c.ReadMessage(); err != nil {
-					return
-				}
-			}
+			holdWebSocket(w, r)
+			return
 		}
 		fmt.Fprint(w, ip)
 	}))
@@ -213,5 +205,20 @@ func TestLocalIPsBadValueIsAConfigError(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 104 naming localIPs and %q", code, stderr, c.value)
 			}
 		})
+	}
+}
+
+// holdWebSocket upgrades r and reads (and drops) its messages until the
+// client goes: the WebSocket end of the dial tests' loopback servers.
+func holdWebSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			return
+		}
 	}
 }
