@@ -80,13 +80,20 @@ func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[st
 		{"blacklistIPs", "blacklist-ip", e.BlacklistIPs, h.blacklistIPs},
 		{"blockHostnames", "block-hostnames", e.BlockHostnames, h.blockHostnames},
 	} {
-		// An empty localIPs is "not set" in k6 (a lower layer's stays); an
-		// empty userAgent sends none.
-		unset := func(v any) bool { return x.key == "localIPs" && isEmptyStr(v) }
-		if !isNilPtr(x.ev) && !unset(x.ev) {
+		// Empty values that k6 reads as "not set" (a lower layer's stays):
+		// localIPs anywhere, K6_BLOCK_HOSTNAMES="" (its text parser's empty
+		// trie) and --blacklist-ip= (k6 appends only parsed CIDRs); an empty
+		// userAgent sends none, --block-hostnames= clears the list, as in k6.
+		envUnset := func(v any) bool {
+			return x.key == "localIPs" && isEmptyStr(v) || x.key == "blockHostnames" && isEmptyList(v)
+		}
+		flagUnset := func(v any) bool {
+			return x.key == "localIPs" && isEmptyStr(v) || x.key == "blacklistIPs" && isEmptyList(v)
+		}
+		if !isNilPtr(x.ev) && !envUnset(x.ev) {
 			put(env, x.key, x.ev)
 		}
-		if fs.Changed(x.flag) && !unset(x.fv) {
+		if fs.Changed(x.flag) && !flagUnset(x.fv) {
 			put(cli, x.key, x.fv)
 		}
 	}
@@ -123,6 +130,11 @@ func isEmptyStr(v any) bool {
 		return s == ""
 	}
 	return false
+}
+
+func isEmptyList(v any) bool {
+	l, ok := v.([]string)
+	return ok && len(l) == 0
 }
 
 func isNilPtr(v any) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,25 @@ func TestSharedOnePerSettings(t *testing.T) {
 	s := Settings{TTL: time.Second, Select: First, Policy: Any}
 	if sh.For(s) != sh.For(s) || sh.For(s) == sh.For(Settings{Select: First, Policy: Any}) {
 		t.Fatal("one resolver per settings, shared by every caller")
+	}
+}
+
+// Only round robin keeps a count per name: with ttl=0 and first or random,
+// a run that reaches many names must not keep one entry per name.
+func TestResolverKeepsNoCountUnlessRoundRobin(t *testing.T) {
+	f := &fakeLookup{answers: map[string][]netip.Addr{}, calls: map[string]int{}}
+	for i := range 50 {
+		f.answers["n"+strconv.Itoa(i)+".test"] = addrs("127.0.0.1", "127.0.0.2")
+	}
+	for _, sel := range []Select{First, Random} {
+		r := NewResolver(Settings{TTL: 0, Select: sel, Policy: PreferIPv4}, f.lookup, nil)
+		for name := range f.answers {
+			if _, err := r.Lookup(context.Background(), name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(r.rr) != 0 {
+			t.Fatalf("select %s: %d round-robin counts kept", sel, len(r.rr))
+		}
 	}
 }

@@ -74,7 +74,9 @@ func (r *Resolver) Lookup(ctx context.Context, host string) (netip.Addr, error) 
 	}
 	r.mu.Lock()
 	a, next := Pick(rec.addrs, r.set.Select, r.rr[host], r.rnd.IntN)
-	r.rr[host] = next
+	if r.set.Select == RoundRobin {
+		r.rr[host] = next // only round robin keeps a count (the map would grow with every name)
+	}
 	r.mu.Unlock()
 	if !a.IsValid() {
 		return netip.Addr{}, &NoAddressError{Host: host}

@@ -74,8 +74,12 @@ func BenchmarkSyscallFloor(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer func() { _ = cmd.Wait() }()
+		defer ln.Close() // before Wait: a child still dialling gets refused, not stuck
+		// A child that cannot dial exits; the accept must not wait forever.
+		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
 		c, err := ln.Accept()
 		if err != nil {
+			_ = cmd.Process.Kill()
 			b.Fatal(err)
 		}
 		defer c.Close()
