@@ -104,8 +104,8 @@ func TestDialRulesApplyToHTTPAndWebSockets(t *testing.T) {
 		{
 			// k6 reads K6_BLOCK_HOSTNAMES="" and --blacklist-ip= as not set:
 			// the script's rules stay.
-			name: "empty K6_BLOCK_HOSTNAMES and --blacklist-ip= keep the script's",
-			opts: `{` + hosts + `, "blockHostnames": ["x.wild.test"], "blacklistIPs": ["127.0.0.0/8"]}`,
+			name:  "empty K6_BLOCK_HOSTNAMES and --blacklist-ip= keep the script's",
+			opts:  `{` + hosts + `, "blockHostnames": ["x.wild.test"], "blacklistIPs": ["127.0.0.0/8"]}`,
 			flags: []string{"--blacklist-ip="}, env: []string{"K6_BLOCK_HOSTNAMES="},
 			httpURL: "http://x.wild.test/who?vu=http", wsURL: "ws://ws.test/ws?vu=ws",
 			wantHTTP: "1111", wantWS: `["error: IP (127.0.0.1) is in a blacklisted range (127.0.0.0/8)","close undefined"]`,
