@@ -6,8 +6,8 @@ import (
 )
 
 // Parse takes k6 option strings from scripts, config files, env and flags:
-// whatever it is given, it returns an error or at most MaxAddrs addresses,
-// each handed out by At and ForVU as a valid address of the list.
+// whatever it is given, it returns an error or a list whose At and ForVU
+// hand out valid addresses.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"127.0.0.1", "127.0.0.1-127.0.0.9", "10.0.0.0/30", "fd00::/126", "::1-::3",
 		"1.2.3.4,5.6.7.8-5.6.7.9,9.9.9.0/31", "255.255.255.254-255.255.255.255", "fe80::1%eth0-fe80::2", " , ", "1.2.3.4-", "0.0.0.0/16"} {
@@ -18,18 +18,15 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(l) > MaxAddrs {
-			t.Fatalf("%q: %d addresses, more than %d", s, len(l), MaxAddrs)
-		}
-		for _, i := range []int{0, 1, len(l), 7919} {
-			if a := l.At(i); len(l) > 0 {
+		for _, i := range []int{0, 1, int(min(l.Len(), 1<<30)), 7919} {
+			if a := l.At(i); l.Len() > 0 {
 				if _, err := netip.ParseAddr(a); err != nil {
 					t.Fatalf("%q: At(%d) = %q: %v", s, i, a, err)
 				}
 			} else if a != "" {
 				t.Fatalf("%q: empty list gave %q", s, a)
 			}
-			if a := l.ForVU(uint64(i)); len(l) > 0 && !a.IsValid() {
+			if a := l.ForVU(uint64(i)); l.Len() > 0 && !a.IsValid() {
 				t.Fatalf("%q: ForVU(%d) invalid", s, i)
 			}
 		}
