@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -82,12 +83,15 @@ type module struct {
 	// blacklistIPs, localIPs), as every module of a k6 VU dials through
 	// the VU's one dialer.
 	dialer    *vudialer.Dialer
+	optsErr   error // the options did not parse: every connect fails with it
 	resolvers *dnsresolve.Shared
 }
 
 func (m *module) options() k6http.Options {
 	if !m.parsed {
-		m.opts, _ = k6http.ParseOptions(m.vu.TestOptions())
+		// The run validates these options before any VU starts; should they
+		// fail here anyway, sockets fail closed, not without the rules.
+		m.opts, m.optsErr = k6http.ParseOptions(m.vu.TestOptions())
 		m.parsed = true
 		var vuID uint64
 		if st := m.vu.State(); st != nil {
@@ -209,6 +213,9 @@ func (m *module) connect(s *socket, hdr http.Header, protocols []string) {
 		Subprotocols:     protocols,
 		TLSClientConfig:  &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // the insecureSkipTLSVerify option asks for it
 		NetDialContext:   m.dialer.DialContext,
+	}
+	if err := m.optsErr; err != nil {
+		d.NetDialContext = func(context.Context, string, string) (net.Conn, error) { return nil, err }
 	}
 	enq := vu.RegisterCallback()
 	go func() {
