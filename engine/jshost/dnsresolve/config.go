@@ -83,8 +83,10 @@ func ParseText(s string) (Config, error) {
 		return c, nil
 	}
 	for _, kv := range strings.Split(s, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		if v == "" {
+		// As k6: a key needs an "="; an empty value is read as given
+		// ("ttl=" is the default TTL, "select=" a bad select).
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
 			return Config{}, fmt.Errorf("no value for key %s", kv)
 		}
 		switch k {

@@ -36,11 +36,18 @@ func TestParseTextAndJSON(t *testing.T) {
 	if err != nil || c.TTL != nil || c.Policy != nil || *c.Select != First {
 		t.Fatalf("a subset sets only its keys: %+v, %v", c, err)
 	}
+	// "ttl=" is k6's default TTL (its parser reads "" as 5m).
+	if c, err := ParseText("ttl="); err != nil || c.TTL == nil || *c.TTL != "" {
+		t.Fatalf(`ttl=: %+v, %v; want an empty TTL (the default)`, c, err)
+	} else if st, err := c.Settings(); err != nil || st.TTL != 5*time.Minute {
+		t.Fatalf("ttl= gives %v, %v; want 5m", st.TTL, err)
+	}
 	if c, err := ParseText(Default); err != nil || c != (Config{}) {
 		t.Fatalf("k6's default text sets nothing: %+v, %v", c, err)
 	}
 	for in, want := range map[string]string{
-		"ttl=5s,select=":       "no value for key select=",
+		"ttl=5s,select=":       " does not belong to DNSSelect values", // k6 reads the empty value
+		"policy=":              " does not belong to DNSPolicy values",
 		"ttl":                  "no value for key ttl",
 		"ttl=0,blah=nope":      "unknown DNS configuration field: blah",
 		"select=fastest":       "fastest does not belong to DNSSelect values",
