@@ -96,21 +96,7 @@ func TestCheckPatternAndParseBlacklist(t *testing.T) {
 // The blacklist is checked on the address about to be connected, after
 // the hosts mapping.
 func TestDialerRefusesBlacklistedAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := closingListener(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	bl, _ := ParseBlacklist([]string{"127.0.0.0/8", "::1/128"})
@@ -178,21 +164,7 @@ func TestDialResolvesNamesAfterHosts(t *testing.T) {
 		return nil, errors.New("no DNS in this test")
 	}}
 	defer func() { net.DefaultResolver = old }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := closingListener(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	res := &recordingResolver{addr: netip.MustParseAddr("127.0.0.1")}
@@ -221,4 +193,26 @@ func TestDialResolvesNamesAfterHosts(t *testing.T) {
 	if _, err := d.DialContext(ctx, "tcp", "none.test:"+port); err == nil || err.Error() != "lookup none.test: no such host" {
 		t.Fatalf("a failed lookup is the resolver's bare error: %v", err)
 	}
+}
+
+// closingListener listens on loopback, accepting and closing every
+// connection until the test ends; it returns the port.
+func closingListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }
