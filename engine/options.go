@@ -97,8 +97,7 @@ func ParseOptionsJSON(raw json.RawMessage, source string) (Options, []string, er
 	var errs []error
 	bad := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %s: %w", source, key, err)) }
 	for k, v := range fields {
-		if isJSONNull(v) || (k == "localIPs" && bytes.Equal(bytes.TrimSpace(v), []byte(`""`))) {
-			// k6 reads an empty localIPs as not set, so a lower layer's stays.
+		if isJSONNull(v) {
 			continue
 		}
 		var err error
@@ -287,6 +286,9 @@ func (o Options) Apply(higher Options) Options {
 			m[k] = v
 		}
 		for k, v := range higher.HTTP {
+			if k == "localIPs" && bytes.Equal(bytes.TrimSpace(v), []byte(`""`)) {
+				continue // k6 reads an empty localIPs as not set, in every layer: a lower one's stays
+			}
 			if k == "dns" {
 				// k6 merges dns's ttl, select and policy one by one.
 				v = mergeDNS(o.HTTP[k], v)

@@ -80,20 +80,15 @@ func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[st
 		{"blacklistIPs", "blacklist-ip", e.BlacklistIPs, h.blacklistIPs},
 		{"blockHostnames", "block-hostnames", e.BlockHostnames, h.blockHostnames},
 	} {
-		// Empty values that k6 reads as "not set" (a lower layer's stays):
-		// localIPs anywhere, K6_BLOCK_HOSTNAMES="" (its text parser's empty
-		// trie) and --blacklist-ip= (k6 appends only parsed CIDRs); an empty
-		// userAgent sends none, --block-hostnames= clears the list, as in k6.
-		envUnset := func(v any) bool {
-			return x.key == "localIPs" && isEmptyStr(v) || x.key == "blockHostnames" && isEmptyList(v)
-		}
-		flagUnset := func(v any) bool {
-			return x.key == "localIPs" && isEmptyStr(v) || x.key == "blacklistIPs" && isEmptyList(v)
-		}
-		if !isNilPtr(x.ev) && !envUnset(x.ev) {
+		// Empty lists that k6 reads as "not set" in these sources only (a
+		// lower layer's stays): K6_BLOCK_HOSTNAMES="" (its text parser's
+		// empty trie) and --blacklist-ip= (k6 appends only parsed CIDRs);
+		// --block-hostnames= clears the list, as in k6. An empty localIPs
+		// is unset in every layer (engine.Options.Apply).
+		if !isNilPtr(x.ev) && !(x.key == "blockHostnames" && isEmptyList(x.ev)) {
 			put(env, x.key, x.ev)
 		}
-		if fs.Changed(x.flag) && !flagUnset(x.fv) {
+		if fs.Changed(x.flag) && !(x.key == "blacklistIPs" && isEmptyList(x.fv)) {
 			put(cli, x.key, x.fv)
 		}
 	}
@@ -120,16 +115,6 @@ func (h *httpFlags) layers(fs *pflag.FlagSet, environ []string) (env, cli map[st
 		}
 	}
 	return env, cli, nil
-}
-
-func isEmptyStr(v any) bool {
-	switch s := v.(type) {
-	case *string:
-		return *s == ""
-	case string:
-		return s == ""
-	}
-	return false
 }
 
 func isEmptyList(v any) bool {
