@@ -142,14 +142,12 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return fail(OutcomeError, err.Error(), 0)
 	}
-	laddr, err := localTCPAddr(cfg.Target.LocalAddr)
+	local, err := localAddr(cfg.Target.LocalAddr)
 	if err != nil {
 		return fail(OutcomeError, err.Error(), 0)
 	}
-	nd := &net.Dialer{LocalAddr: laddr}
-	if laddr != nil {
-		nd.Control = localaddr.BindNoPort
-	}
+	nd := &net.Dialer{}
+	localaddr.Bind(nd, local)
 	polled := usePoller(&cfg, ep.dialURL)
 	dial, readBuf := nd.DialContext, cfg.ReadBufferSize
 	var hs *handshakeConn

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/localaddr"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -40,7 +41,7 @@ type TransportOptions struct {
 // (one pool per process or per local address). It never uses a proxy from
 // the environment: load goes exactly where the scenario says.
 func NewTransport(o TransportOptions) (*http.Transport, error) {
-	laddr, err := localTCPAddr(o.LocalAddr)
+	local, err := localAddr(o.LocalAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,8 @@ func NewTransport(o TransportOptions) (*http.Transport, error) {
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 10 * time.Second
 	}
-	d := &net.Dialer{LocalAddr: laddr, Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	localaddr.Bind(d, local)
 	return &http.Transport{
 		Proxy:                 nil,
 		DialContext:           d.DialContext,

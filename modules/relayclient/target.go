@@ -3,6 +3,7 @@ package relayclient
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -132,14 +133,15 @@ func resolveOrigin(raw, connectAddr string) (httpEndpoint, error) {
 	return e, nil
 }
 
-// localTCPAddr parses Target.LocalAddr ("" = let the kernel choose).
-func localTCPAddr(s string) (*net.TCPAddr, error) {
+// localAddr parses Target.LocalAddr ("" = let the kernel choose: the zero
+// Addr), for localaddr.Bind.
+func localAddr(s string) (netip.Addr, error) {
 	if s == "" {
-		return nil, nil
+		return netip.Addr{}, nil
 	}
-	ip := net.ParseIP(strings.Trim(s, "[]"))
-	if ip == nil {
-		return nil, fmt.Errorf("relay: local address %q is not an IP", s)
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("relay: local address %q is not an IP", s)
 	}
-	return &net.TCPAddr{IP: ip}, nil
+	return a, nil
 }
