@@ -154,18 +154,8 @@ func CheckPattern(p string) error {
 	if rest, ok := strings.CutPrefix(s, "*"); ok {
 		s = strings.TrimPrefix(rest, ".")
 	}
-	if s == "" {
-		return nil
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || label[0] == '-' || label[len(label)-1] == '-' {
-			return fmt.Errorf("invalid hostname pattern '%s'", p)
-		}
-		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return fmt.Errorf("invalid hostname pattern '%s'", p)
-			}
-		}
+	if s != "" && !labels(s, func(l string) bool { return l[0] != '-' && l[len(l)-1] != '-' }, "") {
+		return fmt.Errorf("invalid hostname pattern '%s'", p)
 	}
 	return nil
 }
@@ -178,35 +168,40 @@ func CheckPattern(p string) error {
 func CheckHostValue(v string) error {
 	h, p, err := net.SplitHostPort(v)
 	if err != nil {
-		h, p = v, ""
+		h = v
 	} else if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
 		return fmt.Errorf("bad port %q", p)
 	}
 	if in, ok := strings.CutPrefix(h, "["); ok {
-		if in, ok = strings.CutSuffix(in, "]"); ok {
-			if _, err := netip.ParseAddr(in); err == nil {
-				return nil
-			}
+		h, ok = strings.CutSuffix(in, "]")
+		if _, err := netip.ParseAddr(h); !ok || err != nil {
+			return errBadHostValue
 		}
-		return errors.New("want an IP or host name with an optional :port")
-	}
-	if _, err := netip.ParseAddr(h); err == nil {
 		return nil
 	}
-	if h == "" || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") {
-		return errors.New("want an IP or host name with an optional :port")
+	if _, err := netip.ParseAddr(h); err == nil || labels(h, nil, "_") {
+		return nil
 	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" {
-			return errors.New("want an IP or host name with an optional :port")
+	return errBadHostValue
+}
+
+var errBadHostValue = errors.New("want an IP or host name with an optional :port")
+
+// labels says whether s is dot-separated non-empty labels of letters,
+// digits, hyphens and the characters in extra, each also passing ok (if
+// given).
+func labels(s string, ok func(label string) bool, extra string) bool {
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || ok != nil && !ok(l) {
+			return false
 		}
-		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return errors.New("want an IP or host name with an optional :port")
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || strings.ContainsRune(extra, c)) {
+				return false
 			}
 		}
 	}
-	return nil
+	return true
 }
 
 // ParseBlacklist reads blacklistIPs: CIDRs ("10.0.0.0/8", "fd00::/8");
