@@ -172,7 +172,6 @@ func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error
 	integer(&cfg.HumanMessagesPerMin, "human-messages-per-min", "BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN", "stored messages per minute, humans")
 	integer(&cfg.HumanAPICallsPerMin, "human-api-calls-per-min", "BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN", "HTTP API calls per minute, humans")
 	integer(&cfg.AgentMessagesPerMin, "agent-messages-per-min", "BUZZ_RATE_LIMIT_AGENT_MESSAGES_PER_MIN", "stored messages per minute, NIP-OA agents")
-	integer(&cfg.AgentAPICallsPerMin, "agent-api-calls-per-min", "BUZZ_RATE_LIMIT_AGENT_API_CALLS_PER_MIN", "HTTP API calls per minute, NIP-OA agents")
 	integer(&cfg.WSFramesPerWindow, "ws-frames-per-window", "BUZZ_RATE_LIMIT_WS_FRAMES_PER_WINDOW", "EVENT/REQ/COUNT frames per window and key")
 	dur(&cfg.WSFrameWindow, "ws-frame-window", "BUZZ_RATE_LIMIT_WS_FRAME_WINDOW", "the WebSocket frame window")
 	integer(&cfg.ObserverFramesPerSec, "observer-frames-per-sec", "BUZZ_RATE_LIMIT_OBSERVER_FRAMES_PER_SEC", "kind-24200 frames per second per agent")

@@ -205,7 +205,7 @@ func TestQuotaRejectionsAreThrottledNotErrors(t *testing.T) {
 	r := startRelay(t, func(c *relay.Config) {
 		c.RateLimit = true
 		c.HumanMessagesPerMin = 2
-		c.AgentAPICallsPerMin = 3
+		c.HumanAPICallsPerMin = 3
 	})
 	u := r.URLs()
 	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {

@@ -111,7 +111,7 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 	if !ok {
 		return
 	}
-	if reason := c.limits.api(caller.pubkey, caller.agent, time.Now()); reason != "" {
+	if reason := c.limits.api(caller.pubkey, time.Now()); reason != "" {
 		r.stats.throttled.Add(1)
 		writeJSONError(w, http.StatusTooManyRequests, reason)
 		return

@@ -129,7 +129,7 @@ func (r *Relay) serveBuzzV1(w http.ResponseWriter, req *http.Request, c *communi
 		r.v1Fail(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
-	if reason := c.limits.api(caller.pubkey, caller.agent, time.Now()); reason != "" {
+	if reason := c.limits.api(caller.pubkey, time.Now()); reason != "" {
 		r.v1Fail(w, http.StatusTooManyRequests, "rate_limited")
 		return
 	}

@@ -81,7 +81,6 @@ type Config struct {
 	HumanMessagesPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN"`
 	HumanAPICallsPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN"`
 	AgentMessagesPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_AGENT_MESSAGES_PER_MIN"`
-	AgentAPICallsPerMin    int           `envconfig:"BUZZ_RATE_LIMIT_AGENT_API_CALLS_PER_MIN"`
 	WSFramesPerWindow      int           `envconfig:"BUZZ_RATE_LIMIT_WS_FRAMES_PER_WINDOW"`
 	WSFrameWindow          time.Duration `envconfig:"BUZZ_RATE_LIMIT_WS_FRAME_WINDOW"`
 	ObserverFramesPerSec   int           `envconfig:"BUZZ_RATE_LIMIT_OBSERVER_FRAMES_PER_SEC"`
@@ -124,7 +123,6 @@ func DefaultConfig() Config {
 		HumanMessagesPerMin:    60,
 		HumanAPICallsPerMin:    300,
 		AgentMessagesPerMin:    120,
-		AgentAPICallsPerMin:    600,
 		WSFramesPerWindow:      50,
 		WSFrameWindow:          5 * time.Second,
 		ObserverFramesPerSec:   100,
@@ -180,7 +178,6 @@ func (c *Config) Validate() error {
 			{"BUZZ_RATE_LIMIT_HUMAN_MESSAGES_PER_MIN", c.HumanMessagesPerMin},
 			{"BUZZ_RATE_LIMIT_HUMAN_API_CALLS_PER_MIN", c.HumanAPICallsPerMin},
 			{"BUZZ_RATE_LIMIT_AGENT_MESSAGES_PER_MIN", c.AgentMessagesPerMin},
-			{"BUZZ_RATE_LIMIT_AGENT_API_CALLS_PER_MIN", c.AgentAPICallsPerMin},
 			{"BUZZ_RATE_LIMIT_WS_FRAMES_PER_WINDOW", c.WSFramesPerWindow},
 			{"BUZZ_RATE_LIMIT_OBSERVER_FRAMES_PER_SEC", c.ObserverFramesPerSec},
 		}

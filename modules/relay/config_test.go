@@ -16,7 +16,6 @@ func TestDefaultConfigIsTheProtocolDocsTable(t *testing.T) {
 		{"§2.1 human messages/min", c.HumanMessagesPerMin, 60},
 		{"§2.1 human API calls/min", c.HumanAPICallsPerMin, 300},
 		{"§2.1 agent messages/min", c.AgentMessagesPerMin, 120},
-		{"§2.1 agent API calls/min", c.AgentAPICallsPerMin, 600},
 		{"§2.1 WS frames per window", c.WSFramesPerWindow, 50},
 		{"§2.1 WS frame window", c.WSFrameWindow, 5 * time.Second},
 		{"rate limits on by default", c.RateLimit, true},

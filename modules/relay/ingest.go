@@ -96,7 +96,10 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	if ev.PubKey != auth.pubkey && k != nostr.KindGiftWrap {
 		return ingestResult{message: "invalid: event pubkey does not match authenticated identity", status: http.StatusForbidden}
 	}
-	if !isEphemeral(k) {
+	// The messages quota is charged on the socket only: an HTTP publish is
+	// charged to the API quota at admission (Buzz's submit_event_authed has
+	// no messages check; rejection.rs charges non-ephemeral WS EVENTs).
+	if auth.ws && !isEphemeral(k) {
 		if reason := c.limits.message(auth.pubkey, auth.agentOwner != "", now); reason != "" {
 			return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
 		}

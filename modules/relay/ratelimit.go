@@ -6,27 +6,39 @@ import (
 	"time"
 )
 
-// limiter holds one community's quota buckets per pubkey (docs/buzz-protocol.md §2.1):
-// stored messages and HTTP API calls per 60 s by tier, WS frames (EVENT,
-// REQ, COUNT) per WSFrameWindow, observer frames per second per agent.
-// Windows are fixed, so "retry in Ns" is the time to the window's end.
+// limiter holds one community's quota logs per pubkey (docs/buzz-protocol.md §2.1):
+// stored messages per 60 s by tier (WebSocket EVENTs only), HTTP API calls per
+// 60 s (one rate for every caller: Buzz's api/bridge.rs enforce_http_admission
+// uses human_api_calls_per_min for agents too), WS frames (EVENT, REQ, COUNT)
+// per WSFrameWindow, observer frames per second per agent.
+//
+// Each quota is a sliding-window log, as Buzz's Redis limiter
+// (crates/buzz-pubsub/src/rate_limiter.rs, buzz-auth/src/rate_limit.rs): at
+// most limit admissions in any trailing window, a denied attempt is not
+// logged, and "retry in Ns" is the time until the oldest admission leaves
+// the window (rounded up).
 type limiter struct {
-	cfg  *Config
-	mu   sync.Mutex
-	keys map[string]*keyBuckets
+	cfg   *Config
+	epoch time.Time // log times are offsets from it (monotonic)
+	mu    sync.Mutex
+	keys  map[string]*keyBuckets
 }
 
-type window struct {
-	start time.Time
+// slidingLog is a ring of the admission times still inside the window.
+type slidingLog struct {
+	times []time.Duration // offsets from the limiter's epoch; grows to the limit
+	head  int
 	n     int
 }
 
 type keyBuckets struct {
-	msg, api, ws, observer window
+	msg, api, ws, observer slidingLog
 	last                   time.Time
 }
 
-func newLimiter(cfg *Config) *limiter { return &limiter{cfg: cfg, keys: map[string]*keyBuckets{}} }
+func newLimiter(cfg *Config) *limiter {
+	return &limiter{cfg: cfg, epoch: time.Now(), keys: map[string]*keyBuckets{}}
+}
 
 func (l *limiter) bucket(pk string, now time.Time) *keyBuckets {
 	b := l.keys[pk]
@@ -38,15 +50,34 @@ func (l *limiter) bucket(pk string, now time.Time) *keyBuckets {
 	return b
 }
 
-// take charges one unit; it returns the throttle reason or "".
-func take(w *window, now time.Time, size time.Duration, limit int) string {
-	if now.Sub(w.start) >= size || now.Before(w.start) {
-		w.start, w.n = now, 0
+// take admits one request at now if fewer than limit were admitted in the
+// trailing size; otherwise it returns how long until the oldest leaves.
+func (s *slidingLog) take(now time.Duration, size time.Duration, limit int) (time.Duration, bool) {
+	for s.n > 0 && s.times[s.head] <= now-size {
+		s.head = (s.head + 1) % len(s.times)
+		s.n--
 	}
-	if w.n >= limit {
-		return quotaExceeded(w.start.Add(size).Sub(now))
+	if s.n < limit {
+		if len(s.times) < limit && s.n == len(s.times) {
+			// Grow the ring in order (oldest first) so head restarts at 0.
+			grown := make([]time.Duration, s.n, min(limit, max(4, 2*s.n)))
+			for i := range s.n {
+				grown[i] = s.times[(s.head+i)%len(s.times)]
+			}
+			s.times, s.head = grown[:cap(grown)], 0
+		}
+		s.times[(s.head+s.n)%len(s.times)] = now
+		s.n++
+		return 0, true
 	}
-	w.n++
+	return s.times[s.head] + size - now, false
+}
+
+// take charges one unit of log at now; it returns the throttle reason or "".
+func (l *limiter) take(log *slidingLog, now time.Time, size time.Duration, limit int) string {
+	if left, ok := log.take(now.Sub(l.epoch), size, limit); !ok {
+		return quotaExceeded(left)
+	}
 	return ""
 }
 
@@ -60,17 +91,17 @@ func quotaExceeded(left time.Duration) string {
 	return fmt.Sprintf("rate-limited: quota exceeded; retry in %ds", secs)
 }
 
-// frame charges the WS frame bucket.
+// frame charges the WS frame log.
 func (l *limiter) frame(pk string, now time.Time) string {
 	if !l.cfg.RateLimit {
 		return ""
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return take(&l.bucket(pk, now).ws, now, l.cfg.WSFrameWindow, l.cfg.WSFramesPerWindow)
+	return l.take(&l.bucket(pk, now).ws, now, l.cfg.WSFrameWindow, l.cfg.WSFramesPerWindow)
 }
 
-// message charges the stored-messages bucket (non-ephemeral EVENTs only).
+// message charges the stored-messages log (non-ephemeral WebSocket EVENTs).
 func (l *limiter) message(pk string, agent bool, now time.Time) string {
 	if !l.cfg.RateLimit {
 		return ""
@@ -81,31 +112,28 @@ func (l *limiter) message(pk string, agent bool, now time.Time) string {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return take(&l.bucket(pk, now).msg, now, time.Minute, limit)
+	return l.take(&l.bucket(pk, now).msg, now, time.Minute, limit)
 }
 
-// api charges the HTTP API-call bucket (/events, /query, /count, /buzz/v1).
-func (l *limiter) api(pk string, agent bool, now time.Time) string {
+// api charges the HTTP API-call log (/events, /query, /count, /buzz/v1):
+// one rate for every caller, agents included.
+func (l *limiter) api(pk string, now time.Time) string {
 	if !l.cfg.RateLimit {
 		return ""
 	}
-	limit := l.cfg.HumanAPICallsPerMin
-	if agent {
-		limit = l.cfg.AgentAPICallsPerMin
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return take(&l.bucket(pk, now).api, now, time.Minute, limit)
+	return l.take(&l.bucket(pk, now).api, now, time.Minute, l.cfg.HumanAPICallsPerMin)
 }
 
-// observer charges an agent's observer-frame bucket (100/s by default).
+// observer charges an agent's observer-frame log (100/s by default).
 func (l *limiter) observer(agent string, now time.Time) string {
 	if !l.cfg.RateLimit {
 		return ""
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if take(&l.bucket(agent, now).observer, now, time.Second, l.cfg.ObserverFramesPerSec) != "" {
+	if l.take(&l.bucket(agent, now).observer, now, time.Second, l.cfg.ObserverFramesPerSec) != "" {
 		return fmt.Sprintf("rate-limited: observer frame rate exceeded (%d/sec per agent)", l.cfg.ObserverFramesPerSec)
 	}
 	return ""
