@@ -108,7 +108,7 @@ func DefaultConfig() Config {
 		MaxSubscriptions:       1024,
 		MaxSubIDLength:         256,
 		MaxChannelsPerREQ:      128,
-		MaxHistoricalLimit:     2000,
+		MaxHistoricalLimit:     1000,
 		MaxConnections:         10000,
 		SendBuffer:             1000,
 		SlowClientGrace:        15,

@@ -24,7 +24,7 @@ func TestDefaultConfigIsTheProtocolDocsTable(t *testing.T) {
 		{"§1.3 created_at skew", c.CreatedAtSkew, 900 * time.Second},
 		{"§1.3 filters per REQ", c.MaxFilters, 10},
 		{"§1.3 subscriptions per connection", c.MaxSubscriptions, 1024},
-		{"§1.3 historical limit", c.MaxHistoricalLimit, 2000},
+		{"§1.3 historical limit (buzz-db DEFAULT_MAX_PAGE_LIMIT)", c.MaxHistoricalLimit, 1000},
 		{"§1.5 AUTH skew", c.AuthSkew, 60 * time.Second},
 		{"§1.1 AUTH deadline", c.AuthTimeout, 5 * time.Second},
 		{"§3.2 NIP-98 replay window", c.ReplayWindow, 120 * time.Second},

@@ -100,7 +100,7 @@
 // page*limit. feed_types is not implemented: ValidateBridge refuses it.
 //
 // Limits: a plain filter's limit is clamped to Config.MaxLimit (default
-// 2000, the newer Buzz REQ clamp); a filter without limit gets MaxLimit;
+// 1000, buzz-db DEFAULT_MAX_PAGE_LIMIT, the newest Buzz clamp); a filter without limit gets MaxLimit;
 // limit 0 returns nothing. Count ignores limits and refuses a filter with
 // none of ids, authors, kinds or a tag filter (ErrCountTooBroad).
 //

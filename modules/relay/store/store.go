@@ -29,8 +29,8 @@ type Config struct {
 	MaxLimit int
 }
 
-// DefaultMaxLimit is the REQ clamp of newer Buzz relays (docs/buzz-protocol.md §8).
-const DefaultMaxLimit = 2000
+// DefaultMaxLimit is buzz-db DEFAULT_MAX_PAGE_LIMIT, the clamp of historical REQs and /query (docs/buzz-protocol.md §8).
+const DefaultMaxLimit = 1000
 
 // MaxThreadDepth is the deepest reply Buzz accepts.
 const MaxThreadDepth = 100
