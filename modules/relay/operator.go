@@ -131,11 +131,13 @@ func (r *Relay) opProvision(w http.ResponseWriter, body []byte) {
 		writeJSONError(w, http.StatusBadRequest, "invalid provision-community JSON: "+err.Error())
 		return
 	}
-	host := nostr.NormalizeHost(in.Host)
-	if !validHost(host) {
-		writeJSONError(w, http.StatusBadRequest, "invalid host: "+jsonString(in.Host))
+	// Buzz validates the raw host on create (provision_community →
+	// validate_host): only read-only and delete routes normalise first.
+	if err := nostr.ValidateCanonicalHost(in.Host); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid host "+jsonString(in.Host)+": "+err.Error())
 		return
 	}
+	host := in.Host
 	if in.Owner != "" && !validPubKey(in.Owner) {
 		writeJSONError(w, http.StatusBadRequest, "invalid initial_owner_pubkey")
 		return

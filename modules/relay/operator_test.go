@@ -58,9 +58,17 @@ func TestOperatorAPI(t *testing.T) {
 	if resp := opCall(t, r, op, "POST", "/operator/communities", create); resp.status != 409 || resp.errorText(t) != "community already exists" {
 		t.Fatalf("create_only again: %d %s", resp.status, resp.body)
 	}
-	resp = opCall(t, r, op, "POST", "/operator/communities", map[string]any{"host": "C1.localhost:7777", "initial_owner_pubkey": owner.PubKey()})
+	resp = opCall(t, r, op, "POST", "/operator/communities", map[string]any{"host": host, "initial_owner_pubkey": owner.PubKey()})
 	if resp.status != 200 || field(t, resp, "status") != "existed" || field(t, resp, "community_id") != id {
 		t.Fatalf("idempotent create: %d %s", resp.status, resp.body)
+	}
+	// Buzz validates the raw host on create: a spelling that only
+	// normalises to a canonical host is refused, not converged.
+	for _, bad := range []string{"C1.localhost:7777", "c2.example:443", "c2.example.", "c_2.example"} {
+		resp = opCall(t, r, op, "POST", "/operator/communities", map[string]any{"host": bad, "initial_owner_pubkey": owner.PubKey()})
+		if resp.status != 400 || !strings.HasPrefix(resp.errorText(t), "invalid host") {
+			t.Fatalf("non-canonical host %q: %d %s", bad, resp.status, resp.body)
+		}
 	}
 	if resp := opCall(t, r, op, "POST", "/operator/communities", map[string]any{"host": "x.example", "create_only": true}); resp.status != 400 ||
 		resp.errorText(t) != "initial_owner_pubkey is required when create_only is true" {
