@@ -335,11 +335,12 @@ export function human() { sc.human(); }
 export function agent() { sc.agent(); }
 export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
 `
-	// One stored message a minute per identity: each owner's second
-	// channel is throttled for a minute, past the 3 s setup timeout.
+	// One HTTP API call a minute per identity (the seed writes over HTTP,
+	// which Buzz charges to the API quota only): each owner's second call is
+	// throttled for a minute, past the 3 s setup timeout.
 	r := runInline(t, t.TempDir(), src, "throttled.toml", faultSmoke(nil), func(c *relay.Config) {
 		c.RateLimit = true
-		c.HumanMessagesPerMin = 1
+		c.HumanAPICallsPerMin = 1
 	}, nil, nil)
 	if r.res.ExitCode != engine.ExitSetupTimeout {
 		r.dump(t)

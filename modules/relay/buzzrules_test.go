@@ -1,7 +1,10 @@
 package relay
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"sort"
 	"testing"
 )
 
@@ -43,4 +46,70 @@ func TestPageLimitClampsAtBuzzMaxPageLimit(t *testing.T) {
 func nip11(t testing.TB, r *Relay, host string) httpResp {
 	t.Helper()
 	return doHTTP(t, r, "GET", host, "/", nil, map[string]string{"Accept": "application/nostr+json"})
+}
+
+// Kind 9000 as Buzz applies it (handlers/side_effects.rs validate_admin_event,
+// handle_put_user, emit_system_message, emit_membership_notification): the
+// first p only, the role from a ["role", r] tag, a 40099 member_joined system
+// message in the channel, a 44100 notice to the target; channel creation
+// writes a 40099 channel_created.
+func TestAddMemberFollowsBuzz(t *testing.T) {
+	r := startRelay(t, nil)
+	alice, bob, carol, dave := key("alice"), key("bob"), key("carol"), key("dave")
+	a := authed(t, r, alice)
+	ch := a.createChannel("buzz-9000", "private")
+	a.mustPublish(ev(t, alice, 9000, "", []string{"h", ch}, []string{"p", bob.PubKey()}, []string{"p", carol.PubKey()}, []string{"role", "admin"}))
+
+	members, _ := a.req("m", map[string]any{"kinds": []int{39002}, "#d": []string{ch}})
+	if len(members) != 1 {
+		t.Fatalf("39002: %d events", len(members))
+	}
+	roles := map[string]string{}
+	for _, tg := range members[0].Tags {
+		if len(tg) >= 4 && tg[0] == "p" {
+			roles[tg[1]] = tg[3]
+		}
+	}
+	if roles[bob.PubKey()] != "admin" || roles[carol.PubKey()] != "" || roles[alice.PubKey()] != "owner" {
+		t.Fatalf("roles after a 9000 with p bob, p carol, role admin: %v", roles)
+	}
+	sys, _ := a.req("sys", map[string]any{"kinds": []int{40099}, "#h": []string{ch}})
+	var types []string
+	for _, e := range sys {
+		if e.PubKey != r.RelayPubKey() || e.Verify() != nil {
+			t.Fatalf("40099 not signed by the relay: %s", e.PubKey)
+		}
+		var c map[string]string
+		if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
+			t.Fatalf("40099 content %q: %v", e.Content, err)
+		}
+		types = append(types, c["type"]+":"+c["target"])
+	}
+	sort.Strings(types)
+	if want := []string{"channel_created:", "member_joined:" + bob.PubKey()}; !reflect.DeepEqual(types, want) {
+		t.Fatalf("system messages %v, want %v", types, want)
+	}
+	// bob (admin now) may add dave; the role tag must name a role; carol,
+	// not a member, cannot write a 9000 in the private channel at all.
+	b := authed(t, r, bob)
+	notices, _ := b.req("n", map[string]any{"kinds": []int{44100}, "#p": []string{bob.PubKey()}})
+	if len(notices) != 1 || notices[0].TagValue("h") != ch {
+		t.Fatalf("bob's 44100 notices: %+v", notices)
+	}
+	b.mustPublish(ev(t, bob, 9000, "", []string{"h", ch}, []string{"p", dave.PubKey()}))
+	if ok, reason := b.publish(ev(t, bob, 9000, "", []string{"h", ch}, []string{"p", dave.PubKey()}, []string{"role", "boss"})); ok || reason != "invalid: invalid role: boss" {
+		t.Fatalf("a 9000 with role boss: %v %q", ok, reason)
+	}
+	c := authed(t, r, carol)
+	if ok, reason := c.publish(ev(t, carol, 9000, "", []string{"h", ch}, []string{"p", carol.PubKey()})); ok || reason != "restricted: not a channel member" {
+		t.Fatalf("a non-member's 9000 in a private channel: %v %q", ok, reason)
+	}
+	d := authed(t, r, dave)
+	if ok, reason := d.publish(ev(t, dave, 9000, "", []string{"h", ch}, []string{"p", carol.PubKey()})); ok || reason != "invalid: only owners/admins may add private-channel members" {
+		t.Fatalf("a plain member adding another to a private channel: %v %q", ok, reason)
+	}
+	// Open channels: any authenticated user may add (Buzz's rule; the
+	// embedded relay used to require an admin).
+	open := a.createChannel("buzz-open", "open")
+	c.mustPublish(ev(t, carol, 9000, "", []string{"h", open}, []string{"p", dave.PubKey()}))
 }

@@ -1,14 +1,12 @@
 package relay
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay/store"
 )
-
-// maxAddMembers caps p tags in one kind-9000 (the generator sends ≤ 100).
-const maxAddMembers = 100
 
 // createChannel handles kind 9007 (docs/buzz-protocol.md §4.6).
 func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, []*entry) {
@@ -42,13 +40,45 @@ func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, [
 	if _, loaded := c.channels.LoadOrStore(chID, ch); loaded {
 		return reject("duplicate: channel already exists"), nil
 	}
-	return accept(""), c.publishGroupState(ch)
+	// handle_create_group: the channel_created system message, the group
+	// state, then the creator's member-added notice.
+	out := c.systemMessage(chID, map[string]string{"type": "channel_created", "actor": ev.PubKey})
+	out = append(out, c.publishGroupState(ch)...)
+	if e := c.notice(nostr.KindMemberAdded, chID, ev.PubKey, ev.PubKey); e != nil {
+		out = append(out, e)
+	}
+	return accept(""), out
+}
+
+// systemMessage stores and returns a relay-signed kind-40099 system message
+// in chID, as Buzz's emit_system_message (handlers/side_effects.rs): content
+// is the JSON object of fields (keys in serde_json's sorted order), the only
+// tag is h. They are rows of the desktop's window pages.
+func (c *community) systemMessage(chID string, fields map[string]string) []*entry {
+	content, _ := json.Marshal(fields) // map keys marshal sorted
+	e := c.relay.signRelay(nostr.KindSystemMessage, [][]string{{"h", chID}}, string(content), timeZero)
+	if e == nil {
+		return nil
+	}
+	res := c.store().Add(e)
+	if res.Status != store.Stored {
+		return nil
+	}
+	return []*entry{newEntry(e, res.Channel)}
 }
 
 // notice stores a relay-signed membership notice (44100/44101): p-gated,
 // tagged h and p.
-func (c *community) notice(kind int, chID, pk string) *entry {
-	e := c.relay.signRelay(kind, [][]string{{"h", chID}, {"p", pk}}, "", timeZero)
+// Tags and content follow Buzz's emit_membership_notification: p then h,
+// content {"actor","channel_id","type"}. A same-second repeat has the same id
+// and is not stored again (Buzz skips the fan-out of a duplicate insert).
+func (c *community) notice(kind int, chID, pk, actor string) *entry {
+	typ := "member_added"
+	if kind == nostr.KindMemberRemoved {
+		typ = "member_removed"
+	}
+	content, _ := json.Marshal(map[string]string{"type": typ, "channel_id": chID, "actor": actor})
+	e := c.relay.signRelay(kind, [][]string{{"p", pk}, {"h", chID}}, string(content), timeZero)
 	if e == nil {
 		return nil
 	}
@@ -73,52 +103,66 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 	}
 	actorRole := ch.members[ev.PubKey]
 	admin := actorRole == "owner" || actorRole == "admin"
+	var sys []*entry // 40099 system messages, written before the group state
 	var notices []struct {
 		kind int
 		pk   string
 	}
 	switch ev.Kind {
 	case nostr.KindPutUser:
-		var ps [][]string
+		// Buzz applies one member per 9000: the target is the FIRST p tag
+		// (extract_p_tag), the role a separate ["role", r] tag
+		// (validate_admin_event / handle_put_user in handlers/side_effects.rs).
+		// Other p tags are ignored and the event is still accepted.
+		target := ""
 		for _, t := range ev.Tags {
-			if len(t) >= 2 && t[0] == "p" {
-				ps = append(ps, t)
+			if len(t) >= 1 && t[0] == "p" {
+				if len(t) >= 2 && validPubKey(t[1]) {
+					target = t[1]
+				}
+				break
 			}
 		}
-		if len(ps) == 0 {
-			return reject("invalid: add-member events need at least one p tag"), nil
+		if target == "" {
+			return reject("invalid: missing p tag"), nil
 		}
-		if len(ps) > maxAddMembers {
-			return rejectf("invalid: too many p tags (got %d, limit %d)", len(ps), maxAddMembers), nil
-		}
-		if !admin {
-			return reject("restricted: only channel owners and admins can add members"), nil
-		}
-		for _, t := range ps {
-			if !validPubKey(t[1]) {
-				return rejectf("invalid: p tag %q is not a public key", trimDetail(t[1])), nil
+		role, hasRole := "", false
+		if t := ev.Tag("role"); len(t) >= 1 {
+			hasRole = true
+			if len(t) >= 2 {
+				role = t[1]
 			}
-			if reason := r.faults.refusedMember(t[1]); reason != "" {
-				return reject(reason), nil
-			}
-			if len(t) >= 3 && t[2] == "owner" && actorRole != "owner" {
-				return reject("restricted: only the channel owner can add owners"), nil
+			if !memberRoles[role] {
+				return reject("invalid: invalid role: " + role), nil
 			}
 		}
-		for _, t := range ps {
-			role := "member"
-			if len(t) >= 3 && t[2] != "" {
-				role = t[2]
+		if reason := r.faults.refusedMember(target); reason != "" {
+			return reject(reason), nil
+		}
+		current, isMember := ch.members[target]
+		if ch.visibility == "private" && target != ev.PubKey && !admin {
+			return reject("invalid: only owners/admins may add private-channel members"), nil
+		}
+		if isMember && hasRole && role != current {
+			if !admin {
+				return reject("invalid: only owners/admins may change an active member's role"), nil
 			}
-			_, already := ch.members[t[1]]
-			ch.members[t[1]] = role
-			if !already {
-				notices = append(notices, struct {
-					kind int
-					pk   string
-				}{nostr.KindMemberAdded, t[1]})
+			if current == "owner" && role != "owner" && ch.owners() <= 1 {
+				return reject("invalid: cannot demote the last owner — transfer ownership first"), nil
 			}
 		}
+		if !hasRole {
+			role = current // no role tag: keep an existing member's role
+			if !isMember {
+				role = "member"
+			}
+		}
+		ch.members[target] = role
+		sys = c.systemMessage(chID, map[string]string{"type": "member_joined", "actor": ev.PubKey, "target": target})
+		notices = append(notices, struct {
+			kind int
+			pk   string
+		}{nostr.KindMemberAdded, target})
 	case nostr.KindRemoveUser:
 		pk := ev.TagValue("p")
 		if pk == "" {
@@ -129,6 +173,11 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		}
 		if _, ok := ch.members[pk]; ok {
 			delete(ch.members, pk)
+			typ := "member_removed"
+			if pk == ev.PubKey {
+				typ = "member_left"
+			}
+			sys = c.systemMessage(chID, map[string]string{"type": typ, "actor": ev.PubKey, "target": pk})
 			notices = append(notices, struct {
 				kind int
 				pk   string
@@ -143,9 +192,13 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		}
 		if _, ok := ch.members[ev.PubKey]; !ok {
 			ch.members[ev.PubKey] = "member"
+			sys = c.systemMessage(chID, map[string]string{"type": "member_joined", "actor": ev.PubKey, "target": ev.PubKey})
 		}
 	case nostr.KindLeaveRequest:
-		delete(ch.members, ev.PubKey)
+		if _, ok := ch.members[ev.PubKey]; ok {
+			delete(ch.members, ev.PubKey)
+			sys = c.systemMessage(chID, map[string]string{"type": "member_left", "actor": ev.PubKey})
+		}
 	case nostr.KindEditMetadata:
 		if !admin {
 			return reject("restricted: only channel owners and admins can edit the channel"), nil
@@ -187,11 +240,26 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		ch.deleted = true
 		ch.archived = true
 	}
-	var extra []*entry
+	// Buzz's order: system message, group state, then the notices.
+	extra := append(sys, c.publishGroupState(ch)...)
 	for _, n := range notices {
-		if e := c.notice(n.kind, chID, n.pk); e != nil {
+		if e := c.notice(n.kind, chID, n.pk, ev.PubKey); e != nil {
 			extra = append(extra, e)
 		}
 	}
-	return accept(""), append(extra, c.publishGroupState(ch)...)
+	return accept(""), extra
+}
+
+// memberRoles are the roles a ["role", r] tag may name (buzz_db MemberRole).
+var memberRoles = map[string]bool{"owner": true, "admin": true, "member": true, "guest": true, "bot": true}
+
+// owners counts the channel's owners. Caller holds ch.mu.
+func (ch *channel) owners() int {
+	n := 0
+	for _, r := range ch.members {
+		if r == "owner" {
+			n++
+		}
+	}
+	return n
 }

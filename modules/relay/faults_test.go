@@ -69,7 +69,7 @@ func TestFaultInjection(t *testing.T) {
 		defer f.Reset()
 		c := authed(t, r, alice)
 		ch := c.createChannel("p", "private")
-		ok, reason := c.publish(ev(t, alice, 9000, "", []string{"h", ch}, []string{"p", key("carol").PubKey()}, []string{"p", bob.PubKey()}))
+		ok, reason := c.publish(ev(t, alice, 9000, "", []string{"h", ch}, []string{"p", bob.PubKey()}))
 		if ok || reason != "restricted: member refused" {
 			t.Fatalf("9000 naming a refused member: %v %q", ok, reason)
 		}

@@ -24,7 +24,7 @@ const (
 	maxThrottleWait    = time.Minute
 	minThrottleWait    = time.Second
 	transientBackoff   = 500 * time.Millisecond
-	maxTagsPerAddEvent = 100 // Buzz's cap on p tags in one kind-9000
+	maxTagsPerAddEvent = 1 // Buzz applies only the first p tag of a kind-9000 (side_effects.rs extract_p_tag)
 	queryPageLimit     = 500
 	authorsPerFilter   = 100
 )

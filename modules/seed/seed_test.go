@@ -306,9 +306,10 @@ func TestSeedRerunCompletesPartial(t *testing.T) {
 	}
 }
 
-// A kind-9000 is never larger than 100 p tags; a large channel gets all its
-// members in chunks.
-func TestSeedMembersInChunks(t *testing.T) {
+// Buzz applies only the first p tag of a kind-9000 (side_effects.rs
+// extract_p_tag), so a large channel gets one 9000 per member and every
+// member is on the relay's list afterwards.
+func TestSeedMembersOnePerEvent(t *testing.T) {
 	r := startRelay(t, nil)
 	sc := scenarioFor(t, r, "chunks", `
 [shape]
@@ -331,11 +332,11 @@ hold_secs = 1
 		t.Fatal(err)
 	}
 	ch := scenario.Channel{}
-	if res.MemberEvents != 3 || res.Members.Created != 250 {
+	if res.MemberEvents != 250 || res.Members.Created != 250 {
 		t.Fatalf("%d member events, members %+v", res.MemberEvents, res.Members)
 	}
 	evs := query(t, ownerHTTP(t, sc, 0), relayclient.Filter{Kinds: []int{nostr.KindPutUser}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}}})
-	if len(evs) != 3 {
+	if len(evs) != 250 {
 		t.Fatalf("relay holds %d kind-9000 events", len(evs))
 	}
 	total := 0
@@ -346,7 +347,7 @@ hold_secs = 1
 				n++
 			}
 		}
-		if n > 100 || e.PubKey != sc.OwnerKeys(0).PubKey() {
+		if n != 1 || e.PubKey != sc.OwnerKeys(0).PubKey() {
 			t.Errorf("kind-9000 with %d p tags by %s", n, e.PubKey)
 		}
 		total += n
