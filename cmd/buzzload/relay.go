@@ -149,6 +149,8 @@ func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error
 	integer(&cfg.MaxCommunitiesPerOwner, "max-communities-per-owner", "BUZZ_MAX_COMMUNITIES_PER_OWNER", "communities one owner may hold")
 	boolean(&cfg.VerifySignatures, "verify-signatures", "BUZZ_VERIFY_SIGNATURES", "verify event ids and signatures (turn off only for capacity runs)")
 	boolean(&cfg.RequireChannelMembership, "require-channel-membership", "BUZZ_REQUIRE_CHANNEL_MEMBERSHIP", "open channels are writable by members only (join or add)")
+	boolean(&cfg.RequireRelayMembership, "require-relay-membership", "BUZZ_REQUIRE_RELAY_MEMBERSHIP", "only NIP-43 relay members (the provisioned owner and whom owners/admins add with kind 9030) may authenticate or use HTTP")
+	boolean(&cfg.ReadStateSnapshot, "read-state-snapshot", "BUZZ_READ_STATE_SNAPSHOT", "serve the read-state snapshot extension (false: an older Buzz without it)")
 	boolean(&cfg.AllowDevPubkey, "allow-dev-pubkey", "BUZZ_ALLOW_DEV_PUBKEY", "accept X-Pubkey without NIP-98 on the bridge routes (dev only)")
 	integer(&cfg.MaxFrameBytes, "max-frame-bytes", "BUZZ_MAX_FRAME_BYTES", "largest WebSocket frame")
 	integer(&cfg.MaxContentBytes, "max-content-bytes", "BUZZ_MAX_CONTENT_BYTES", "largest event content")

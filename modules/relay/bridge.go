@@ -14,9 +14,10 @@ import (
 
 // httpCaller is who an authenticated HTTP request speaks for.
 type httpCaller struct {
-	pubkey string
-	agent  bool
-	authID string // the NIP-98 event id ("" for the dev fallback)
+	pubkey  string
+	agent   bool
+	oaOwner string // the owner a verified x-auth-tag names
+	authID  string // the NIP-98 event id ("" for the dev fallback)
 }
 
 // publicHTTPBase is scheme://host as the client addressed the request:
@@ -77,7 +78,7 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 	if v := req.Header.Get(nostr.OAHeader); v != "" {
 		tag, err := nostr.ParseOATagHeader(v)
 		if err == nil {
-			_, err = verifyOATag(tag, ev.PubKey, 0, ev.CreatedAt)
+			caller.oaOwner, err = verifyOATag(tag, ev.PubKey, 0, ev.CreatedAt)
 		}
 		if err != nil {
 			writeJSONError(w, http.StatusUnauthorized, "NIP-98: invalid x-auth-tag")
@@ -109,6 +110,10 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 	}
 	caller, ok := r.authHTTP(w, req, c, body, false, true)
 	if !ok {
+		return
+	}
+	if !c.admitted(caller.pubkey, caller.oaOwner) {
+		writeMembershipRequired(w)
 		return
 	}
 	if reason := c.limits.api(caller.pubkey, time.Now()); reason != "" {
@@ -202,6 +207,9 @@ func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller
 	}
 	snapshot := 0
 	for i := range filters {
+		if !r.cfg.ReadStateSnapshot {
+			filters[i].ReadStateSnapshot = nil // an unknown field: ignored
+		}
 		if filters[i].ReadStateSnapshot != nil && *filters[i].ReadStateSnapshot != 0 {
 			snapshot++
 		}

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // Page limits clamp at buzz-db's DEFAULT_MAX_PAGE_LIMIT (1000), on
@@ -112,4 +115,89 @@ func TestAddMemberFollowsBuzz(t *testing.T) {
 	// embedded relay used to require an admin).
 	open := a.createChannel("buzz-open", "open")
 	c.mustPublish(ev(t, carol, 9000, "", []string{"h", open}, []string{"p", dave.PubKey()}))
+}
+
+// BUZZ_REQUIRE_RELAY_MEMBERSHIP (handlers/auth.rs, api relay_members,
+// relay_admin.rs, nip11.rs): NIP-11 lists NIP 43; a non-member's AUTH is
+// refused with "restricted: not a relay member" and its HTTP calls with a 403
+// relay_membership_required; the provisioned owner is a member and adds
+// others with kind 9030 (an agent whose NIP-OA owner is a member passes too).
+func TestRelayMembershipRequired(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.RequireRelayMembership = true })
+	op, owner, bob := r.OperatorKeys(), key("owner"), key("bob")
+	host := "members.localhost:7001"
+	if resp := opCall(t, r, op, "POST", "/operator/communities", map[string]any{"host": host, "initial_owner_pubkey": owner.PubKey(), "create_only": true}); resp.status != 200 {
+		t.Fatalf("provision: %d %s", resp.status, resp.body)
+	}
+	var info struct {
+		NIPs []int `json:"supported_nips"`
+	}
+	nip11(t, r, host).json(t, &info)
+	if !containsInt(info.NIPs, 43) {
+		t.Fatalf("NIP-11 supported_nips %v lacks 43", info.NIPs)
+	}
+	b := dialHost(t, r, host)
+	ae := b.authEvent(bob)
+	b.send("AUTH", ae)
+	b.expectOK(ae.ID, false, "restricted: not a relay member")
+	resp := postHost(t, r, host, bob, "/query", []any{map[string]any{"kinds": []int{0}}})
+	if resp.status != 403 || resp.errorText(t) != "relay_membership_required" {
+		t.Fatalf("non-member /query: %d %s", resp.status, resp.body)
+	}
+	o := dialHost(t, r, host)
+	o.auth(owner, nil)
+	o.mustPublish(ev(t, owner, 9030, "", []string{"p", bob.PubKey()}))
+	b2 := dialHost(t, r, host)
+	b2.auth(bob, nil)
+	if resp := postHost(t, r, host, bob, "/query", []any{map[string]any{"kinds": []int{0}}}); resp.status != 200 {
+		t.Fatalf("member /query: %d %s", resp.status, resp.body)
+	}
+	// A member (not an admin) cannot add others.
+	if ok, reason := b2.publish(ev(t, bob, 9030, "", []string{"p", key("carol").PubKey()})); ok || reason != "invalid: actor not authorized: must be admin or owner" {
+		t.Fatalf("a member's 9030: %v %q", ok, reason)
+	}
+	// The open default advertises no NIP 43 and admits anyone.
+	open := startRelay(t, nil)
+	nip11(t, open, "").json(t, &info)
+	if containsInt(info.NIPs, 43) {
+		t.Fatalf("open relay advertises NIP 43: %v", info.NIPs)
+	}
+}
+
+// With the snapshot extension absent (older tenant-aware bridges) NIP-11
+// does not advertise it and a snapshot filter is a plain query: an array.
+func TestReadStateSnapshotAbsent(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		r := startRelay(t, func(c *Config) { c.ReadStateSnapshot = on })
+		alice := key("alice")
+		var doc map[string]json.RawMessage
+		nip11(t, r, "").json(t, &doc)
+		if _, ok := doc["read_state_snapshot"]; ok != on {
+			t.Fatalf("extension %v: NIP-11 read_state_snapshot present %v", on, ok)
+		}
+		resp := post(t, r, alice, "/query", []any{map[string]any{"kinds": []int{30078}, "authors": []string{alice.PubKey()}, "read_state_snapshot": 1}})
+		if resp.status != 200 {
+			t.Fatalf("extension %v: %d %s", on, resp.status, resp.body)
+		}
+		if isObject := len(resp.body) > 0 && resp.body[0] == '{'; isObject != on {
+			t.Fatalf("extension %v: answer %s", on, resp.body)
+		}
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// postHost is post with the request addressed to host.
+func postHost(t testing.TB, r *Relay, host string, k *nostr.Keys, path string, body any) httpResp {
+	t.Helper()
+	b := toJSON(t, body)
+	auth := nip98(t, k, "POST", "http://"+host+path, b, true, time.Now())
+	return doHTTP(t, r, "POST", host, path, b, map[string]string{"Authorization": auth, "Content-Type": "application/json"})
 }

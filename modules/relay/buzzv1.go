@@ -129,6 +129,10 @@ func (r *Relay) serveBuzzV1(w http.ResponseWriter, req *http.Request, c *communi
 		r.v1Fail(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
+	if !c.admitted(caller.pubkey, "") {
+		r.v1Fail(w, http.StatusForbidden, "relay_membership_required")
+		return
+	}
 	if reason := c.limits.api(caller.pubkey, time.Now()); reason != "" {
 		r.v1Fail(w, http.StatusTooManyRequests, "rate_limited")
 		return

@@ -39,6 +39,7 @@ type community struct {
 	presence map[string]*presenceState // pubkey -> status
 
 	agentOwner sync.Map // agent pubkey -> owner pubkey (NIP-OA, from AUTH)
+	roster     roster   // NIP-43 relay members (relaymembers.go)
 
 	reads atomic.Pointer[readState] // /buzz/v1 read state, created on first use
 
@@ -82,6 +83,9 @@ func (r *Relay) newCommunity(host, owner string, deployment bool) *community {
 		conns:     map[*conn]struct{}{},
 	}
 	c.st.Store(r.newStore())
+	if owner != "" {
+		c.roster.promote(owner) // provisioning bootstraps the owner as a relay member
+	}
 	return c
 }
 

@@ -51,6 +51,18 @@ type Config struct {
 	// (a join or an add), as private ones always are. Reading is unchanged.
 	// Off by default: Buzz lets anyone in the community write to an open channel.
 	RequireChannelMembership bool `envconfig:"BUZZ_REQUIRE_CHANNEL_MEMBERSHIP"`
+	// RequireRelayMembership is Buzz's BUZZ_REQUIRE_RELAY_MEMBERSHIP: only
+	// relay members (NIP-43; the provisioned owner, then whoever an owner or
+	// admin adds with kind 9030) or agents whose NIP-OA owner is one may
+	// authenticate (AUTH: "restricted: not a relay member") or use the HTTP
+	// bridge (403 relay_membership_required); NIP-11 advertises NIP 43.
+	RequireRelayMembership bool `envconfig:"BUZZ_REQUIRE_RELAY_MEMBERSHIP"`
+	// ReadStateSnapshot serves the desktop's read-state snapshot extension
+	// (NIP-11 read_state_snapshot, a /query filter with read_state_snapshot:1
+	// answered by an object). Off reproduces the tenant-aware Buzz bridges
+	// without it (api/bridge.rs @007b3665): not advertised, the field is
+	// ignored and the filter answered as a plain query (an event array).
+	ReadStateSnapshot bool `envconfig:"BUZZ_READ_STATE_SNAPSHOT"`
 	// AllowDevPubkey accepts `X-Pubkey: <hex>` without Authorization on the
 	// bridge routes (Buzz's BUZZ_REQUIRE_AUTH_TOKEN=false). Off by default.
 	AllowDevPubkey bool `envconfig:"BUZZ_ALLOW_DEV_PUBKEY"`
@@ -102,6 +114,7 @@ func DefaultConfig() Config {
 		PublicScheme:           "ws",
 		MaxCommunitiesPerOwner: 5,
 		VerifySignatures:       true,
+		ReadStateSnapshot:      true,
 		MaxFrameBytes:          524288,
 		MaxContentBytes:        262144,
 		MaxFilters:             10,

@@ -140,6 +140,13 @@ func (k *conn) handleAuth(msg [][]byte) {
 		k.ok(ev.ID, false, "auth-required: verification failed")
 		return
 	}
+	if !k.c.admitted(ev.PubKey, owner) {
+		// handlers/auth.rs: the relay-membership gate after verification.
+		k.authFailed = true
+		k.r.stats.authFailed.Add(1)
+		k.ok(ev.ID, false, "restricted: not a relay member")
+		return
+	}
 	k.r.stats.authOK.Add(1)
 	k.pubkey = ev.PubKey
 	k.pub, _ = nostr.ParsePubKey(ev.PubKey)

@@ -67,6 +67,8 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 		return rejectf("invalid: kind %d is only accepted via WebSocket", k)
 	case relayOnlyKinds[k]:
 		return reject("restricted: relay-only kind")
+	case k == nostr.KindRelayAddMember || k == nostr.KindRelayRemoveMember:
+		// NIP-43 admin commands: checked below, applied by relayAdmin.
 	case !allowedKinds[k]:
 		return reject("restricted: unknown event kind")
 	}
@@ -95,6 +97,9 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	}
 	if ev.PubKey != auth.pubkey && k != nostr.KindGiftWrap {
 		return ingestResult{message: "invalid: event pubkey does not match authenticated identity", status: http.StatusForbidden}
+	}
+	if k == nostr.KindRelayAddMember || k == nostr.KindRelayRemoveMember {
+		return r.relayAdmin(c, ev)
 	}
 	// The messages quota is charged on the socket only: an HTTP publish is
 	// charged to the API quota at admission (Buzz's submit_event_authed has

@@ -406,6 +406,7 @@ func (r *Relay) opTransfer(w http.ResponseWriter, body []byte) {
 	default:
 		prev := c.owner
 		c.owner = in.NewOwner
+		c.roster.promote(in.NewOwner)
 		writeJSON(w, http.StatusOK, map[string]any{"community_id": c.id, "new_owner_pubkey": in.NewOwner, "status": "transferred", "previous_owner": prev})
 	}
 }

@@ -413,6 +413,9 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 // serveNIP11 writes the relay information document (docs/buzz-protocol.md §5).
 func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 	nips := []int{1, 2, 10, 11, 16, 17, 23, 25, 29, 33, 38, 42, 50}
+	if r.cfg.RequireRelayMembership {
+		nips = append(nips, 43) // nip11.rs: advertised only when enforced
+	}
 	doc := map[string]any{
 		"name":                 "Buzz Relay",
 		"description":          "Buzz — private team communication relay (buzzload local relay)",
@@ -438,8 +441,10 @@ func (r *Relay) serveNIP11(w http.ResponseWriter, req *http.Request) {
 		"self": r.relayKeys.PubKey(),
 	}
 	if c := r.lookup(req.Host); c != nil {
-		doc["read_state_snapshot"] = map[string]any{
-			"version": 1, "community_id": c.id, "max_events": 4096, "max_event_array_bytes": 8 << 20,
+		if r.cfg.ReadStateSnapshot {
+			doc["read_state_snapshot"] = map[string]any{
+				"version": 1, "community_id": c.id, "max_events": 4096, "max_event_array_bytes": 8 << 20,
+			}
 		}
 		if r.cfg.BuzzV1 {
 			doc["buzz_v1"] = map[string]any{
