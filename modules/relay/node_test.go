@@ -17,6 +17,40 @@ import (
 // relay-signed 39006, all checked by a client we did not write. It skips
 // without node or node_modules unless BUZZLOAD_REQUIRE_NODE=1.
 func TestNodeCrossCheck(t *testing.T) {
+	r := startRelay(t, nil)
+	u := r.URLs()
+	arg, _ := json.Marshal(map[string]string{"ws_url": u.WS, "http_url": u.HTTP, "relay_pubkey": r.RelayPubKey()})
+	steps := runNodeCheck(t, "relay-check.mjs", arg)
+	if len(steps) != 9 {
+		t.Fatalf("steps %v", steps)
+	}
+}
+
+// TestNodeBuzzRules has nostr-tools confirm the Buzz rules of issue 25
+// (relay-buzz-rules.mjs): 9000's first p, role tag and 40099; HTTP publishes
+// on the API quota; WS admission; the 1000 page clamp; canonical hosts.
+func TestNodeBuzzRules(t *testing.T) {
+	strict := startRelay(t, func(c *Config) {
+		c.RateLimit = true
+		c.HumanMessagesPerMin = 2
+		c.HumanAPICallsPerMin = 4
+	})
+	bulk := startRelay(t, func(c *Config) { c.RateLimit = false })
+	ends := func(r *Relay) map[string]string {
+		u := r.URLs()
+		return map[string]string{"ws_url": u.WS, "http_url": u.HTTP, "relay_pubkey": r.RelayPubKey()}
+	}
+	arg, _ := json.Marshal(map[string]any{"strict": ends(strict), "bulk": ends(bulk), "operator_secret": strict.OperatorKeys().SecretHex()})
+	if steps := runNodeCheck(t, "relay-buzz-rules.mjs", arg); len(steps) != 5 {
+		t.Fatalf("steps %v", steps)
+	}
+}
+
+// runNodeCheck runs a testdata/node script with arg and returns its steps,
+// failing the test on its error. It skips without node or node_modules
+// unless BUZZLOAD_REQUIRE_NODE=1.
+func runNodeCheck(t *testing.T, script string, arg []byte) []string {
+	t.Helper()
 	dir, _ := filepath.Abs("../../testdata/node")
 	node, err := exec.LookPath("node")
 	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "nostr-tools"))
@@ -26,12 +60,9 @@ func TestNodeCrossCheck(t *testing.T) {
 		}
 		t.Skip("node or testdata/node/node_modules missing (make node-deps)")
 	}
-	r := startRelay(t, nil)
-	u := r.URLs()
-	arg, _ := json.Marshal(map[string]string{"ws_url": u.WS, "http_url": u.HTTP, "relay_pubkey": r.RelayPubKey()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := []string{"relay-check.mjs", string(arg)}
+	args := []string{script, string(arg)}
 	if nodeMajor(ctx, node) < 22 {
 		args = append([]string{"--experimental-websocket"}, args...) // Node 20/21: WebSocket behind a flag
 	}
@@ -48,14 +79,12 @@ func TestNodeCrossCheck(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("relay-check.mjs: %v; stdout %q stderr %q", err, out, stderr)
+		t.Fatalf("%s: %v; stdout %q stderr %q", script, err, out, stderr)
 	}
 	if !res.OK {
-		t.Fatalf("nostr-tools check failed after %v: %s", res.Steps, res.Error)
+		t.Fatalf("nostr-tools check %s failed after %v: %s", script, res.Steps, res.Error)
 	}
-	if len(res.Steps) != 9 {
-		t.Fatalf("steps %v", res.Steps)
-	}
+	return res.Steps
 }
 
 func nodeMajor(ctx context.Context, node string) int {
