@@ -87,6 +87,16 @@ func (c *community) checkReadAccess(filters []store.Filter, reader string, mode 
 	}
 	for i := range filters {
 		f := &filters[i]
+		// A filter without kinds can match every p-gated kind, so Buzz's
+		// p_gated_filters_authorized (handlers/req.rs) refuses it unless it
+		// names ids or #p=[self]: always on COUNT and the HTTP bridge, and on
+		// a WebSocket REQ when the subscription is global (no #h).
+		if len(f.Kinds) == 0 && len(f.IDs) == 0 && !onlyValues(f.Tags["p"], reader) && (mode != accessWS || len(channels) == 0) {
+			if mode == accessWS {
+				return "restricted: p-gated events require #p matching your pubkey"
+			}
+			return "restricted: p-gated kinds require #p tag matching your pubkey"
+		}
 		for _, k := range f.Kinds {
 			switch {
 			case pGatedKinds[k]:

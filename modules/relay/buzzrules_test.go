@@ -201,3 +201,26 @@ func postHost(t testing.TB, r *Relay, host string, k *nostr.Keys, path string, b
 	auth := nip98(t, k, "POST", "http://"+host+path, b, true, time.Now())
 	return doHTTP(t, r, "POST", host, path, b, map[string]string{"Authorization": auth, "Content-Type": "application/json"})
 }
+
+// A filter without kinds can match p-gated kinds: Buzz refuses it on the
+// HTTP bridge and COUNT, and on a global WebSocket REQ, unless it names ids
+// or #p=[self] (handlers/req.rs p_gated_filters_authorized).
+func TestKindlessFiltersArePGated(t *testing.T) {
+	r := startRelay(t, nil)
+	alice := key("alice")
+	a := authed(t, r, alice)
+	ch := a.createChannel("kindless", "open")
+	if _, reason := a.req("g", map[string]any{"authors": []string{alice.PubKey()}}); reason != "restricted: p-gated events require #p matching your pubkey" {
+		t.Fatalf("global kindless REQ: %q", reason)
+	}
+	if _, reason := a.req("c", map[string]any{"#h": []string{ch}}); reason != "" {
+		t.Fatalf("channel-scoped kindless REQ: %q", reason)
+	}
+	if _, reason := a.req("p", map[string]any{"#p": []string{alice.PubKey()}}); reason != "" {
+		t.Fatalf("kindless REQ with #p=[self]: %q", reason)
+	}
+	resp := post(t, r, alice, "/query", []any{map[string]any{"#h": []string{ch}}})
+	if resp.status != 403 || resp.errorText(t) != "restricted: p-gated kinds require #p tag matching your pubkey" {
+		t.Fatalf("kindless /query: %d %s", resp.status, resp.body)
+	}
+}

@@ -262,16 +262,16 @@ func TestChannelWindow(t *testing.T) {
 		}
 	}
 	// Inaccessible channel: [] and no 39006.
-	if got := queryEvents(t, r, bob, map[string]any{"top_level": true, "#h": []string{priv}}); len(got) != 0 {
+	if got := queryEvents(t, r, bob, map[string]any{"top_level": true, "kinds": []int{9}, "#h": []string{priv}}); len(got) != 0 {
 		t.Fatalf("private channel window for a non-member: %v", kindsOf(got))
 	}
 	for _, tc := range []struct {
 		filter map[string]any
 		err    string
 	}{
-		{map[string]any{"top_level": true, "#h": []string{ch, priv}}, "top_level requires exactly one #h channel"},
-		{map[string]any{"top_level": true, "#h": []string{ch}, "until": 5}, "top_level cursor requires both until and before_id, or neither"},
-		{map[string]any{"top_level": true, "#h": []string{ch}, "until": 5, "before_id": "abc"}, "top_level: before_id must be a 64-hex event id"},
+		{map[string]any{"top_level": true, "kinds": []int{9}, "#h": []string{ch, priv}}, "top_level requires exactly one #h channel"},
+		{map[string]any{"top_level": true, "kinds": []int{9}, "#h": []string{ch}, "until": 5}, "top_level cursor requires both until and before_id, or neither"},
+		{map[string]any{"top_level": true, "kinds": []int{9}, "#h": []string{ch}, "until": 5, "before_id": "abc"}, "top_level: before_id must be a 64-hex event id"},
 	} {
 		resp := post(t, r, bob, "/query", []any{tc.filter})
 		if resp.status != 400 || resp.errorText(t) != tc.err {

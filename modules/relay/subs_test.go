@@ -58,7 +58,7 @@ func TestLiveEventsByAuthor(t *testing.T) {
 	a.req("p", map[string]any{"kinds": []int{nostr.KindPresence}, "authors": []string{dave.PubKey(), bob.PubKey()}, "limit": 0})
 	// Two filters, both naming authors, one of them bob: still indexed, still reached.
 	a.req("p2", map[string]any{"kinds": []int{nostr.KindPresence}, "authors": []string{dave.PubKey()}, "limit": 0},
-		map[string]any{"authors": []string{bob.PubKey()}, "limit": 0})
+		map[string]any{"kinds": []int{nostr.KindPresence, 9}, "authors": []string{bob.PubKey()}, "limit": 0})
 	c.req("p", map[string]any{"kinds": []int{nostr.KindPresence}, "authors": []string{dave.PubKey()}, "limit": 0})
 	e.req("p", map[string]any{"kinds": []int{nostr.KindPresence}, "limit": 0})
 	online := ev(t, bob, nostr.KindPresence, "online")
