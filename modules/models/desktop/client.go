@@ -63,9 +63,10 @@ type Client struct {
 	http  *relayclient.HTTP
 	sink  *stopSink
 
-	mu      sync.Mutex // guards box, relayPK, roots, conn
-	box     []Event
-	relayPK string
+	mu            sync.Mutex // guards box, relayPK, snapCommunity, roots, conn
+	box           []Event
+	relayPK       string
+	snapCommunity string // NIP-11's read_state_snapshot community ("": not advertised)
 	roots   map[int][]string // seeded thread roots per channel index
 	conn    *relayclient.Conn
 	wake    chan struct{}
@@ -311,6 +312,22 @@ func (c *Client) exec(acts []Action) {
 
 type nip11Doc struct {
 	Self string `json:"self"`
+	// ReadStateSnapshot is the snapshot extension's descriptor: the app
+	// asks for the snapshot only when it carries version 1 and a
+	// community_id (docs/desktop-requests.md §5.8).
+	ReadStateSnapshot *struct {
+		Version     int    `json:"version"`
+		CommunityID string `json:"community_id"`
+	} `json:"read_state_snapshot"`
+}
+
+// snapshotCommunity is the community id the relay's NIP-11 snapshot
+// descriptor names, or "" when it advertises no usable snapshot.
+func (d *nip11Doc) snapshotCommunity() string {
+	if s := d.ReadStateSnapshot; s != nil && s.Version == 1 && s.CommunityID != "" {
+		return s.CommunityID
+	}
+	return ""
 }
 
 // connect reads NIP-11 (a desktop read: abandoned at the stop) and then
@@ -327,9 +344,12 @@ func (c *Client) connect(a Connect) {
 	}
 	if a.NIP11 {
 		var doc nip11Doc
-		if r := c.http.NIP11(ctx, OpNIP11, &doc); r.Outcome == relayclient.OutcomeOK && doc.Self != "" {
+		if r := c.http.NIP11(ctx, OpNIP11, &doc); r.Outcome == relayclient.OutcomeOK {
 			c.mu.Lock()
-			c.relayPK = doc.Self
+			if doc.Self != "" {
+				c.relayPK = doc.Self
+			}
+			c.snapCommunity = doc.snapshotCommunity()
 			c.mu.Unlock()
 		}
 	}
@@ -439,6 +459,7 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 	c.mu.Lock()
 	ident := c.ident
 	ident.Relay = c.relayPK
+	snapCommunity := c.snapCommunity
 	c.mu.Unlock()
 	switch r.Key.Kind {
 	case ReadRoster:
@@ -461,7 +482,12 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 			return false, false
 		}
 		if req.Op == OpReadState {
-			snapOK = c.query(ctx, req.Op, req.Filters, CheckReadStateSnapshot(ident.Viewer))
+			if snapCommunity == "" {
+				// No descriptor in NIP-11: the app's plain bounded read.
+				snapOK = c.query(ctx, req.Op, []relayclient.Filter{PlainReadStateFilter(ident.Viewer)}, eventsCheck(nil))
+			} else {
+				snapOK = c.query(ctx, req.Op, req.Filters, CheckReadStateSnapshot(ident.Viewer, snapCommunity))
+			}
 			continue
 		}
 		if !c.query(ctx, req.Op, req.Filters, eventsCheck(nil)) {

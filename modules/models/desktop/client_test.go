@@ -37,9 +37,12 @@ func startLocalRelay(t testing.TB) *relay.Relay { return relaytest.Start(t, nil)
 // with a thread (root and one reply) in the first.
 func newE2E(t *testing.T, nch int) *e2e { return newE2EB(t, nch) }
 
-func newE2EB(t testing.TB, nch int) *e2e {
+func newE2EB(t testing.TB, nch int) *e2e { return newE2EWith(t, nch, nil) }
+
+// newE2EWith is newE2E against a relay configured by mutate.
+func newE2EWith(t testing.TB, nch int, mutate func(*relay.Config)) *e2e {
 	t.Helper()
-	r := startLocalRelay(t)
+	r := relaytest.Start(t, mutate)
 	u := r.URLs()
 	e := &e2e{t: t, relay: r, target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP},
 		keys: nostr.DeriveKeys(t.Name(), nostr.Role("human"), 0), sink: &relayclient.CollectSink{}}
@@ -179,6 +182,21 @@ func TestEndToEndColdStartCountsPerOp(t *testing.T) {
 			e := newE2E(t, c.n)
 			e.run(e.params(c.mode))
 			want := coldStartOps(c.live, c.replay)
+			e.want(e.settle(want), want)
+		})
+	}
+}
+
+// The app asks for the read-state snapshot only when NIP-11 advertises it
+// (docs/desktop-requests.md §5.8); against a relay without the extension it
+// makes the plain bounded read, which succeeds, instead of a snapshot
+// request answered by an event array (an error on every cold start).
+func TestEndToEndReadStateFollowsNIP11(t *testing.T) {
+	for _, advertised := range []bool{true, false} {
+		t.Run(fmt.Sprint("advertised=", advertised), func(t *testing.T) {
+			e := newE2EWith(t, 5, func(c *relay.Config) { c.ReadStateSnapshot = advertised })
+			e.run(e.params(ModeCurrent))
+			want := coldStartOps(4, 0)
 			e.want(e.settle(want), want)
 		})
 	}

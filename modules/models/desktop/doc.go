@@ -79,9 +79,12 @@
 //   - desktop_notices is [{"kinds":[40099],"#h":[C],"limit":20}] per window.
 //   - desktop_probe is [{"kinds":[44100,44101],"#p":[V],"since":NOW,"limit":0}],
 //     closed at its EOSE; any frame within 10 s answers it.
-//   - desktop_read_state always asks for the snapshot object
-//     ([{"kinds":[30078],"authors":[V],"read_state_snapshot":1}]), as the
-//     loadgen does, whether or not NIP-11 advertises it.
+//   - desktop_read_state asks for the snapshot object
+//     ([{"kinds":[30078],"authors":[V],"read_state_snapshot":1}]) when the
+//     last NIP-11 read advertised read_state_snapshot version 1 with a
+//     community_id, as the app does (and checks the reply's community_id
+//     against it); otherwise the app's plain bounded read
+//     [{"kinds":[30078],"authors":[V],"#t":["read-state"],"limit":500}].
 //   - desktop_thread_root is the app's [{"ids":[root],"#h":[C],"limit":1}],
 //     made by every thread read (docs/desktop-requests.md §5.13). Before
 //     the first one in a channel the generator finds the seeded roots with

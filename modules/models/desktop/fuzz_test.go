@@ -34,7 +34,7 @@ func FuzzReadStateSnapshot(f *testing.F) {
 	f.Add([]byte(`{"read_state_snapshot":1,"pubkey":"vvvv","events":[1]}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		err := CheckReadStateSnapshot("vvvv")(body)
+		err := CheckReadStateSnapshot("vvvv", "")(body)
 		if err == nil && !json.Valid(body) {
 			t.Fatalf("invalid JSON accepted: %q", body)
 		}

@@ -177,20 +177,30 @@ func FixedRequests(r Read, id *Identity) []Request {
 	return out
 }
 
-// ReadStateFilter is the read-state snapshot request; the reply is an object.
+// ReadStateFilter is the read-state snapshot request; the reply is an
+// object. The app sends it only when NIP-11 advertises the extension.
 func ReadStateFilter(viewer string) relayclient.Filter {
 	return relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{viewer}, Extra: map[string]any{"read_state_snapshot": 1}}
 }
 
-// CheckReadStateSnapshot validates a snapshot reply: an object with
-// read_state_snapshot 1, the viewer's pubkey, an events array of at most
-// 4096 events and no two sharing a d coordinate.
-func CheckReadStateSnapshot(viewer string) func([]byte) error {
+// PlainReadStateFilter is the app's fallback without the extension: an
+// ordinary bounded read answered by an event array
+// (docs/desktop-requests.md §5.8).
+func PlainReadStateFilter(viewer string) relayclient.Filter {
+	return relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{viewer}, Tags: tags("t", "read-state"), Limit: 500}
+}
+
+// CheckReadStateSnapshot validates a snapshot reply as the app does: an
+// object with read_state_snapshot 1, the viewer's pubkey, the community id
+// NIP-11 named, an events array of at most 4096 events and no two sharing a
+// d coordinate.
+func CheckReadStateSnapshot(viewer, community string) func([]byte) error {
 	return func(body []byte) error {
 		var r struct {
-			Version *int              `json:"read_state_snapshot"`
-			Pubkey  string            `json:"pubkey"`
-			Events  []json.RawMessage `json:"events"`
+			Version   *int              `json:"read_state_snapshot"`
+			Pubkey    string            `json:"pubkey"`
+			Community string            `json:"community_id"`
+			Events    []json.RawMessage `json:"events"`
 		}
 		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("read-state snapshot: not an object: %w", err)
@@ -200,6 +210,8 @@ func CheckReadStateSnapshot(viewer string) func([]byte) error {
 			return fmt.Errorf("read-state snapshot: read_state_snapshot is not 1")
 		case r.Pubkey != viewer:
 			return fmt.Errorf("read-state snapshot: pubkey %q is not the viewer", r.Pubkey)
+		case community != "" && r.Community != community:
+			return fmt.Errorf("read-state snapshot: community_id %q is not NIP-11's %q", r.Community, community)
 		case r.Events == nil:
 			return fmt.Errorf("read-state snapshot: no events array")
 		case len(r.Events) > 4096:

@@ -367,17 +367,18 @@ func TestRosterPager(t *testing.T) {
 }
 
 func TestCheckReadStateSnapshot(t *testing.T) {
-	check := CheckReadStateSnapshot(viewer)
+	check := CheckReadStateSnapshot(viewer, "x")
 	ok := `{"read_state_snapshot":1,"complete":true,"pubkey":"vvvv","community_id":"x","snapshot_id":"y","events":[{"tags":[["d","a"]]},{"tags":[["d","b"]]}]}`
 	if err := check([]byte(ok)); err != nil {
 		t.Errorf("valid snapshot: %v", err)
 	}
 	for name, body := range map[string]string{
-		"an event array":   `[]`,
-		"another pubkey":   `{"read_state_snapshot":1,"pubkey":"x","events":[]}`,
-		"no version":       `{"pubkey":"vvvv","events":[]}`,
-		"no events":        `{"read_state_snapshot":1,"pubkey":"vvvv"}`,
-		"a repeated d tag": `{"read_state_snapshot":1,"pubkey":"vvvv","events":[{"tags":[["d","a"]]},{"tags":[["d","a"]]}]}`,
+		"an event array":    `[]`,
+		"another pubkey":    `{"read_state_snapshot":1,"pubkey":"x","events":[]}`,
+		"no version":        `{"pubkey":"vvvv","events":[]}`,
+		"no events":         `{"read_state_snapshot":1,"pubkey":"vvvv"}`,
+		"a repeated d tag":  `{"read_state_snapshot":1,"pubkey":"vvvv","community_id":"x","events":[{"tags":[["d","a"]]},{"tags":[["d","a"]]}]}`,
+		"another community": `{"read_state_snapshot":1,"pubkey":"vvvv","community_id":"z","events":[]}`,
 	} {
 		if check([]byte(body)) == nil {
 			t.Errorf("%s accepted", name)
