@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/buzzload/buzzload/modules/nostr"
 	"math"
 	"net"
 	"net/url"
@@ -190,9 +191,16 @@ func (s *Scenario) validateTarget(c *checker) {
 			c.add("run_id", "must be lower-case letters, digits and '-' (a host name label) when the host template uses {run}")
 		}
 		if !bad {
-			reason, hasPort := checkHost(s.CommunityHost(0))
+			host0 := s.CommunityHost(0)
+			reason, hasPort := checkHost(host0)
 			if reason != "" && !runBad { // a bad run_id is reported once, above
 				c.add("target.community_host_template", "expands to a host that %s", reason)
+			} else if err := nostr.ValidateCanonicalHost(host0); err != nil && !runBad {
+				// Buzz provisions only canonical hosts (provision_community →
+				// validate_host on the raw host): a template that merely
+				// normalises to one would be refused at seed time.
+				c.add("target.community_host_template", "expands to %q, which Buzz refuses to provision: %v; write it as %q",
+					host0, err, nostr.NormalizeHost(host0))
 			}
 			if hasPort && t.ConnectAddr != "" {
 				c.add("target.community_host_template", "has a port while target.connect_addr is set (the override maps host names, so HTTP would ignore the port)")
