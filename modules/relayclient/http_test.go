@@ -145,7 +145,7 @@ func TestHTTPStatusClassification(t *testing.T) {
 		{"429 with Retry-After", 429, map[string]string{"Retry-After": "9"}, `{"error":"rate-limited: quota exceeded; retry in 12s"}`, OutcomeThrottled, 9 * time.Second, "HTTP 429: rate-limited: quota exceeded", false},
 		{"429 retry from body", 429, nil, `{"error":"rate-limited: quota exceeded; retry in 12s"}`, OutcomeThrottled, 12 * time.Second, "429", false},
 		{"429 buzz v1", 429, map[string]string{"Retry-After": "60"}, `{"error":{"code":"rate_limited","request_id":"r1"}}`, OutcomeThrottled, 60 * time.Second, "rate_limited", false},
-		{"503 admission unavailable", 503, nil, `{"error":"rate-limited: shared admission unavailable"}`, OutcomeError, 0, "HTTP 503: rate-limited: shared admission unavailable", false},
+		{"503 admission unavailable", 503, nil, `{"error":"rate-limited: shared admission unavailable"}`, OutcomeThrottled, 0, "HTTP 503: rate-limited: shared admission unavailable", false},
 		{"401 replay", 401, nil, `{"error":"NIP-98: replay detected"}`, OutcomeError, 0, "HTTP 401: NIP-98: replay detected", false},
 		{"403 membership", 403, nil, `{"error":"relay_membership_required","message":"You must be a relay member to access this relay"}`, OutcomeError, 0, "relay_membership_required: You must be a relay member", false},
 		{"404 plain text", 404, nil, `relay: no community is configured for this host`, OutcomeError, 0, `"relay: no community is configured for this host"`, false},

@@ -157,9 +157,14 @@ func (c *Conn) onCount(f *Frame, at time.Time, n int64, b []byte) {
 }
 
 // onNotice handles NOTICE. A rate-limited NOTICE is how relay-v0.2.1
-// rejects an EVENT (no OK follows) or a COUNT: it settles the oldest
-// pending publish on this socket (else the oldest COUNT), so nothing waits
-// out its deadline for an OK that will never come.
+// rejects an EVENT or a COUNT (no OK follows), and how every Buzz version
+// reports handler saturation. A NOTICE names no event, so it settles an
+// operation only when exactly one publish or COUNT is in flight on this
+// socket (then it cannot be another's); with several in flight it settles
+// none by guess — each settles by its own OK or its deadline — and the
+// NOTICE is recorded as a throttle on the connection (OpNotice). A settled
+// operation's key is remembered, so an OK that still comes is late, not a
+// bad frame.
 func (c *Conn) onNotice(f *Frame, at time.Time, n int64) {
 	c.stats.notices.Add(1)
 	if c.cfg.OnNotice != nil {
@@ -169,31 +174,34 @@ func (c *Conn) onNotice(f *Frame, at time.Time, n int64) {
 		return
 	}
 	o, retry := Classify(f.Message)
-	msg := "NOTICE without OK: " + trimReason(f.Message)
 	c.mu.Lock()
-	var oldest *pending
-	for _, p := range c.pubs {
-		if p.kind == kindPublish && (oldest == nil || p.seq < oldest.seq) {
-			oldest = p
-		}
-	}
-	m := &c.pubs
-	if oldest == nil {
-		m = &c.counts
-		for _, p := range c.counts {
-			if oldest == nil || p.seq < oldest.seq {
-				oldest = p
+	var only *pending
+	var from *map[string]*pending
+	inFlight := 0
+	for _, m := range []*map[string]*pending{&c.pubs, &c.counts} {
+		for _, p := range *m {
+			if p.kind == kindAuth {
+				continue
 			}
+			inFlight++
+			only, from = p, m
 		}
 	}
-	if oldest != nil {
-		delete(*m, oldest.key)
+	if inFlight == 1 {
+		delete(*from, only.key)
+	} else {
+		only = nil
 	}
 	c.mu.Unlock()
-	if oldest == nil {
-		c.cfg.Sink.Record(Result{Op: OpNotice, Start: at, Outcome: o, Error: trimReason(f.Message),
+	if only == nil {
+		msg := trimReason(f.Message)
+		if inFlight > 1 {
+			msg = fmt.Sprintf("%s (NOTICE with %d operations in flight: none settled by guess)", msg, inFlight)
+		}
+		c.cfg.Sink.Record(Result{Op: OpNotice, Start: at, Outcome: o, Error: msg,
 			BytesReceived: n, RetryAfter: retry})
 		return
 	}
-	c.complete(oldest, oldest.result(at, o, msg, n, retry), 0)
+	c.rememberLate(only.key)
+	c.complete(only, only.result(at, o, "NOTICE without OK: "+trimReason(f.Message), n, retry), 0)
 }

@@ -138,17 +138,19 @@ var (
 
 // Relay reason prefixes that decide an outcome (docs/buzz-protocol.md §1.8, §2.2).
 const (
-	quotaPrefix = "rate-limited: quota exceeded"
+	throttlePrefix = "rate-limited:"
 )
 
 // Classify maps a relay reason carried by OK false, CLOSED or NOTICE to an
-// outcome: "rate-limited: quota exceeded[; retry in Ns]" is throttled (with
-// N seconds parsed into the duration); every other reason is an error,
-// including "rate-limited: shared admission unavailable" and
-// "rate-limited: too many concurrent requests". An OK true is always ok
-// ("duplicate:" and "info:" included) and never reaches Classify.
+// outcome: every "rate-limited:" reason is a throttle, the relay refusing
+// for capacity, with its text kept and "retry in Ns" parsed into the
+// duration — the quota ("quota exceeded"), the shared admission store
+// ("shared admission unavailable"), handler saturation ("too many
+// concurrent requests") and the per-agent observer-frame rate ("observer
+// frame rate exceeded"); every other reason is an error. An OK true is
+// always ok ("duplicate:" and "info:" included) and never reaches Classify.
 func Classify(reason string) (Outcome, time.Duration) {
-	if strings.HasPrefix(reason, quotaPrefix) {
+	if strings.HasPrefix(reason, throttlePrefix) {
 		return OutcomeThrottled, RetryIn(reason)
 	}
 	return OutcomeError, 0

@@ -94,7 +94,7 @@ func TestSubscribeClosedBeforeEOSE(t *testing.T) {
 		{"auth-required: not authenticated", OutcomeError, 0},
 		{"restricted: not a channel member", OutcomeError, 0},
 		{"rate-limited: quota exceeded; retry in 3s", OutcomeThrottled, 3 * time.Second},
-		{"rate-limited: too many concurrent requests", OutcomeError, 0},
+		{"rate-limited: too many concurrent requests", OutcomeThrottled, 0},
 		{"error: too many subscriptions", OutcomeError, 0},
 	} {
 		fr := newFakeRelay(t, func(fr *fakeRelay) {
