@@ -255,6 +255,9 @@ type SetupResult struct {
 	Created     int    `json:"created"`
 	Existing    int    `json:"existing"`
 	DurationMs  int64  `json:"duration_ms"`
+	// MemberTags is what the member read-back found a kind-9000 naming
+	// several members to do (seed.MemberTagsFirst: Buzz; "" when none did).
+	MemberTags string `json:"member_tags_applied,omitempty"`
 	// Role is what this instance did: "seed" (seeded, idempotently) or
 	// "wait" (waited for the seeding instance, then verified; wrote nothing).
 	Role string `json:"role"`
@@ -341,7 +344,7 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 	}
 	out := &SetupResult{RunID: sc.RunID, Embedded: l.base.Embedded(), WSURL: sc.Target.WSURL,
 		Communities: len(r.Communities), Channels: r.Channels.Settled(), Members: r.Members.Settled(),
-		Posts: r.Posts.Settled(), DurationMs: r.Duration.Milliseconds(), Role: RoleSeed}
+		Posts: r.Posts.Settled(), DurationMs: r.Duration.Milliseconds(), Role: RoleSeed, MemberTags: r.MemberTagsApplied}
 	for _, c := range []seed.Counts{r.Channels, r.Members, r.Posts} {
 		out.Created += c.Created
 		out.Existing += c.Existing

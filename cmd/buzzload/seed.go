@@ -271,6 +271,9 @@ func printSeedSummary(w io.Writer, sc *scenario.Scenario, r *seed.Result) {
 	fmt.Fprintf(w, "channels:    %s\n", countsLine(r.Channels, "created", "already there"))
 	if r.Members.Planned > 0 {
 		fmt.Fprintf(w, "members:     %s; %d kind-9000 events\n", countsLine(r.Members, "added", "already members"), r.MemberEvents)
+		if r.MemberTagsApplied != "" {
+			fmt.Fprintf(w, "             the relay applies %s of a kind-9000; member lists read back and completed one per event\n", r.MemberTagsApplied)
+		}
 	} else {
 		fmt.Fprintln(w, "members:     none (open channels: seeded identities join nothing)")
 	}

@@ -136,7 +136,9 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 				return reject("invalid: invalid role: " + role), nil
 			}
 		}
-		if reason := r.faults.refusedMember(target); reason != "" {
+		if reason := r.faults.refusedMember(target); reason == ignoredMember {
+			return accept(""), nil
+		} else if reason != "" {
 			return reject(reason), nil
 		}
 		current, isMember := ch.members[target]
@@ -163,6 +165,15 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 			kind int
 			pk   string
 		}{nostr.KindMemberAdded, target})
+		if r.faults.everyPTag.Load() { // test switch: a relay that applies every p
+			for _, t := range ev.Tags {
+				if len(t) >= 2 && t[0] == "p" && t[1] != target && validPubKey(t[1]) {
+					if _, ok := ch.members[t[1]]; !ok {
+						ch.members[t[1]] = "member"
+					}
+				}
+			}
+		}
 	case nostr.KindRemoveUser:
 		pk := ev.TagValue("p")
 		if pk == "" {

@@ -18,7 +18,13 @@ type Faults struct {
 	failOnce    map[string]int   // path -> HTTP status
 	httpLatency time.Duration
 	refused     map[string]string // pubkey -> reason
+	everyPTag   atomic.Bool       // a kind-9000 adds every p tag (not Buzz)
 }
+
+// ApplyEveryMemberTag makes a kind-9000 add every p tag it names, as some
+// NIP-29 relays do (Buzz applies the first only): for clients that must be
+// right against both.
+func (f *Faults) ApplyEveryMemberTag(on bool) { f.everyPTag.Store(on) }
 
 type eoseFault struct {
 	prefix   string
@@ -88,6 +94,20 @@ func (f *Faults) RefuseMembers(reason string, pubkeys ...string) {
 	}
 }
 
+// IgnoreMembers makes a kind-9000 naming one of pubkeys succeed (OK true)
+// without adding it: an acknowledged add that did not happen, which only a
+// read-back of the member list can see.
+func (f *Faults) IgnoreMembers(pubkeys ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, pk := range pubkeys {
+		f.refused[pk] = ignoredMember
+	}
+}
+
+// ignoredMember marks an IgnoreMembers pubkey in Faults.refused.
+const ignoredMember = "\x00ignore"
+
 // Reset removes every fault.
 func (f *Faults) Reset() {
 	f.mu.Lock()
@@ -98,6 +118,7 @@ func (f *Faults) Reset() {
 	f.failOnce = map[string]int{}
 	f.httpLatency = 0
 	f.refused = map[string]string{}
+	f.everyPTag.Store(false)
 }
 
 func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {

@@ -24,7 +24,7 @@ const (
 	maxThrottleWait    = time.Minute
 	minThrottleWait    = time.Second
 	transientBackoff   = 500 * time.Millisecond
-	maxTagsPerAddEvent = 1 // Buzz applies only the first p tag of a kind-9000 (side_effects.rs extract_p_tag)
+	maxTagsPerAddEvent = 100 // members named by the first kind-9000 of a chunk; Buzz applies only the first p (verifyMembers adds the rest)
 	queryPageLimit     = 500
 	authorsPerFilter   = 100
 )

@@ -109,8 +109,10 @@ type channelPlan struct {
 	hot     []int // in the hot thread's channel: the hot-thread authors among members
 
 	// Filled in as the seed goes.
-	mu    sync.Mutex
-	found map[string]existing // seeded content already on the relay
+	mu      sync.Mutex
+	found   map[string]existing // seeded content already on the relay
+	pending []int               // members missing before the members phase
+	refused map[int]bool        // members whose kind-9000 the relay refused
 }
 
 type existing struct {

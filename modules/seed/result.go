@@ -139,8 +139,12 @@ type Result struct {
 	Channels    Counts      `json:"channels"`
 	Members     Counts      `json:"members"`
 	// MemberEvents is the number of kind-9000 events the relay accepted.
-	MemberEvents int    `json:"member_events"`
-	Posts        Counts `json:"posts"`
+	MemberEvents int `json:"member_events"`
+	// MemberTagsApplied is what the read-back of the member lists found a
+	// kind-9000 naming several members to do: MemberTagsFirst (Buzz: the
+	// first p only) or MemberTagsEvery; "" when no event named several.
+	MemberTagsApplied string `json:"member_tags_applied,omitempty"`
+	Posts             Counts `json:"posts"`
 	// Refusals lists refused units, at most 1000 (RefusalsOmitted more).
 	Refusals        []Refusal `json:"refusals"`
 	RefusalsOmitted int       `json:"refusals_omitted,omitempty"`
@@ -150,6 +154,12 @@ type Result struct {
 	Success  bool          `json:"ok"`
 	Duration time.Duration `json:"duration_ns"`
 }
+
+// What a relay does with a kind-9000 naming several members.
+const (
+	MemberTagsFirst = "first p only"
+	MemberTagsEvery = "every p"
+)
 
 // OK reports whether the seed succeeded: no error, every community and
 // channel in place, every member present and every planned post accepted.

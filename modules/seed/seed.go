@@ -402,6 +402,9 @@ func (s *seeder) members(ctx context.Context) error {
 		there := len(p.members) - len(missing)
 		s.count(func(r *Result) { r.Members.Existing += there })
 		s.track.add(there)
+		p.mu.Lock()
+		p.pending = missing
+		p.mu.Unlock()
 		cmu.Lock()
 		for len(missing) > 0 {
 			k := min(len(missing), maxTagsPerAddEvent)
@@ -418,6 +421,20 @@ func (s *seeder) members(ctx context.Context) error {
 	}
 	forEach(ctx, len(chunks), s.conc, func(ctx context.Context, i int) {
 		if err := s.addMembers(ctx, chunks[i].p, chunks[i].gs); err != nil {
+			fe.set(err)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := fe.get(); err != nil {
+		return err
+	}
+	// An accepted kind-9000 is not proof: Buzz applies only its first p tag
+	// (side_effects.rs extract_p_tag), other relays every one. Read each
+	// channel's member list back and add whoever is missing, one per event.
+	forEach(ctx, len(priv), s.conc, func(ctx context.Context, i int) {
+		if err := s.verifyMembers(ctx, priv[i]); err != nil {
 			fe.set(err)
 		}
 	})
@@ -489,15 +506,12 @@ func (s *seeder) addMembers(ctx context.Context, p *channelPlan, gs []int) error
 		return err
 	}
 	why := pub.why
-	if why == "" && pub.dup {
-		// The same event was already there: these members were added.
-		s.count(func(r *Result) { r.Members.Existing += len(gs) })
-		s.track.add(len(gs))
-		return nil
-	}
 	if why == "" {
-		s.count(func(r *Result) { r.Members.Created += len(gs); r.MemberEvents++ })
-		s.track.add(len(gs))
+		// Accepted (or the same event was already there): whether the
+		// members are in is for verifyMembers to read back.
+		if !pub.dup {
+			s.count(func(r *Result) { r.MemberEvents++ })
+		}
 		return nil
 	}
 	if len(gs) > 1 && !strings.HasPrefix(why, "rate-limited:") {
@@ -511,7 +525,110 @@ func (s *seeder) addMembers(ctx context.Context, p *channelPlan, gs []int) error
 		s.refuse(Refusal{Phase: PhaseMembers, Community: p.ch.Community, Channel: p.ch.Index, ChannelID: p.id,
 			What: "member " + describe(s.sc, g), Pubkey: tags[i+1][1], Reason: why})
 	}
+	p.mu.Lock()
+	if p.refused == nil {
+		p.refused = map[int]bool{}
+	}
+	for _, g := range gs {
+		p.refused[g] = true
+	}
+	p.mu.Unlock()
 	s.count(func(r *Result) { r.Members.Refused += len(gs) })
 	s.track.add(len(gs))
+	return nil
+}
+
+// verifyMembers reads p's member list (39002) after its kind-9000s were
+// accepted: members on it are created; a first pass of several members per
+// event tells how many p tags the relay applies (Result.MemberTagsApplied);
+// whoever is missing is added one per event and read back again, and a
+// member still missing is refused by name.
+func (s *seeder) verifyMembers(ctx context.Context, p *channelPlan) error {
+	p.mu.Lock()
+	var pending []int
+	for _, g := range p.pending {
+		if !p.refused[g] {
+			pending = append(pending, g)
+		}
+	}
+	p.mu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
+	pk := func(g int) (string, error) {
+		a, err := s.ids.client(g)
+		if err != nil {
+			return "", err
+		}
+		return a.keys.PubKey(), nil
+	}
+	split := func(have map[string]bool, gs []int) (in, out []int, err error) {
+		for _, g := range gs {
+			k, err := pk(g)
+			if err != nil {
+				return nil, nil, err
+			}
+			if have[k] {
+				in = append(in, g)
+			} else {
+				out = append(out, g)
+			}
+		}
+		return in, out, nil
+	}
+	have, err := s.readMembers(ctx, p)
+	if err != nil {
+		return err
+	}
+	in, missing, err := split(have, pending)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 1 {
+		mode := MemberTagsEvery
+		if len(missing) > 0 {
+			mode = MemberTagsFirst
+		}
+		s.count(func(r *Result) {
+			if r.MemberTagsApplied == "" || mode == MemberTagsFirst {
+				r.MemberTagsApplied = mode
+			}
+		})
+	}
+	s.count(func(r *Result) { r.Members.Created += len(in) })
+	s.track.add(len(in))
+	if len(missing) == 0 {
+		return nil
+	}
+	for _, g := range missing {
+		if err := s.addMembers(ctx, p, []int{g}); err != nil {
+			return err
+		}
+	}
+	if have, err = s.readMembers(ctx, p); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	var retry []int
+	for _, g := range missing {
+		if !p.refused[g] {
+			retry = append(retry, g)
+		}
+	}
+	p.mu.Unlock()
+	in, missing, err = split(have, retry)
+	if err != nil {
+		return err
+	}
+	s.count(func(r *Result) { r.Members.Created += len(in) })
+	s.track.add(len(in))
+	for _, g := range missing {
+		k, _ := pk(g)
+		s.refuse(Refusal{Phase: PhaseMembers, Community: p.ch.Community, Channel: p.ch.Index, ChannelID: p.id,
+			What: "member " + describe(s.sc, g), Pubkey: k,
+			Reason: "accepted kind-9000 but not on the channel's member list (39002)"})
+	}
+	s.count(func(r *Result) { r.Members.Refused += len(missing) })
+	s.track.add(len(missing))
 	return nil
 }

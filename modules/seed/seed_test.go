@@ -306,12 +306,12 @@ func TestSeedRerunCompletesPartial(t *testing.T) {
 	}
 }
 
-// Buzz applies only the first p tag of a kind-9000 (side_effects.rs
-// extract_p_tag), so a large channel gets one 9000 per member and every
-// member is on the relay's list afterwards.
-func TestSeedMembersOnePerEvent(t *testing.T) {
-	r := startRelay(t, nil)
-	sc := scenarioFor(t, r, "chunks", `
+// A relay that applies only the first p tag of a kind-9000 (Buzz:
+// side_effects.rs extract_p_tag) and one that applies every p tag both end
+// with every member: the seed reads each member list back and adds whoever
+// is missing one per event, and says which relay it found.
+func TestSeedMembersVerifiedOnBothKindsOfRelay(t *testing.T) {
+	const src = `
 [shape]
 communities = 1
 channels_per_community = 1
@@ -326,34 +326,55 @@ channels_per_member = 1
 [[ramp]]
 users = 1
 hold_secs = 1
-`)
-	res, err := runSeed(t, r, sc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := scenario.Channel{}
-	if res.MemberEvents != 250 || res.Members.Created != 250 {
-		t.Fatalf("%d member events, members %+v", res.MemberEvents, res.Members)
-	}
-	evs := query(t, ownerHTTP(t, sc, 0), relayclient.Filter{Kinds: []int{nostr.KindPutUser}, Tags: map[string][]string{"h": {sc.ChannelID(ch)}}})
-	if len(evs) != 250 {
-		t.Fatalf("relay holds %d kind-9000 events", len(evs))
-	}
-	total := 0
-	for _, e := range evs {
-		n := 0
-		for _, tg := range e.Tags {
-			if tg[0] == "p" {
-				n++
+`
+	for _, c := range []struct {
+		every      bool
+		events     int
+		applied    string
+		maxPerEvnt int
+	}{
+		{false, 250, MemberTagsFirst, 100}, // 3 chunk events (one member each), then 247 single ones
+		{true, 3, MemberTagsEvery, 100},    // chunks of 100, 100 and 50
+	} {
+		t.Run(c.applied, func(t *testing.T) {
+			r := startRelay(t, nil)
+			r.Faults().ApplyEveryMemberTag(c.every)
+			sc := scenarioFor(t, r, "chunks", src)
+			res, err := runSeed(t, r, sc, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if n != 1 || e.PubKey != sc.OwnerKeys(0).PubKey() {
-			t.Errorf("kind-9000 with %d p tags by %s", n, e.PubKey)
-		}
-		total += n
+			ch := scenario.Channel{}
+			if res.MemberEvents != c.events || res.Members.Created != 250 || res.MemberTagsApplied != c.applied {
+				t.Fatalf("%d member events, members %+v, tags applied %q", res.MemberEvents, res.Members, res.MemberTagsApplied)
+			}
+			if n := len(members(t, sc, ch)); n != 251 {
+				t.Fatalf("%d members on the relay, want 250 and the owner", n)
+			}
+			// A rerun adds nobody new.
+			again, err := runSeed(t, r, sc, nil)
+			if err != nil || again.MemberEvents != 0 || again.Members.Existing != 250 {
+				t.Fatalf("rerun: %v, %d member events, members %+v", err, again.MemberEvents, again.Members)
+			}
+		})
 	}
-	if total != 250 || len(members(t, sc, ch)) != 251 {
-		t.Fatalf("%d p tags, %d members", total, len(members(t, sc, ch)))
+}
+
+// A member whose kind-9000 the relay acknowledged but who is not on the
+// member list afterwards fails the seed, named, and nothing is posted.
+func TestSeedAcknowledgedButMissingMemberFails(t *testing.T) {
+	r := startRelay(t, nil)
+	sc := scenarioFor(t, r, "ignored", privateShape)
+	g := sc.GlobalIndex(scenario.KindHuman, 3)
+	pk := sc.Keys(g).PubKey()
+	r.Faults().IgnoreMembers(pk)
+	res, err := runSeed(t, r, sc, nil)
+	if err == nil || res.OK() || res.Members.Refused == 0 {
+		t.Fatalf("seed succeeded with a member the relay never added: %v %+v", err, res.Members)
+	}
+	mustContain(t, err.Error(), "human 3", pk, "not on the channel's member list")
+	if res.Posts.Created != 0 {
+		t.Fatalf("%d posts after a failed members phase", res.Posts.Created)
 	}
 }
 
