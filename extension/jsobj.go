@@ -258,6 +258,9 @@ type SetupResult struct {
 	// MemberTags is what the member read-back found a kind-9000 naming
 	// several members to do (seed.MemberTagsFirst: Buzz; "" when none did).
 	MemberTags string `json:"member_tags_applied,omitempty"`
+	// RelayMembers is how many of the run's identities are NIP-43 relay
+	// members, when the relay requires relay membership (else 0).
+	RelayMembers int `json:"relay_members,omitempty"`
 	// Role is what this instance did: "seed" (seeded, idempotently) or
 	// "wait" (waited for the seeding instance, then verified; wrote nothing).
 	Role string `json:"role"`
@@ -339,12 +342,19 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 	r, err := seed.Seed(ctx, sc, opt)
 	if err != nil {
 		err = fmt.Errorf("seed %s: %w", l.base.File, err)
+		if errors.Is(err, seed.ErrRelayMembership) {
+			// The target, not the load: the run stops as a preflight failure.
+			pe := &PreflightError{What: "relay membership (NIP-43 kind 9030)", URL: sc.Target.HTTPURL, Err: err}
+			l.m.failPreflight(pe)
+			err = pe
+		}
 		l.seedErr = err
 		return nil, err
 	}
 	out := &SetupResult{RunID: sc.RunID, Embedded: l.base.Embedded(), WSURL: sc.Target.WSURL,
 		Communities: len(r.Communities), Channels: r.Channels.Settled(), Members: r.Members.Settled(),
-		Posts: r.Posts.Settled(), DurationMs: r.Duration.Milliseconds(), Role: RoleSeed, MemberTags: r.MemberTagsApplied}
+		Posts: r.Posts.Settled(), DurationMs: r.Duration.Milliseconds(), Role: RoleSeed, MemberTags: r.MemberTagsApplied,
+		RelayMembers: r.RelayMembers.Created + r.RelayMembers.Existing}
 	for _, c := range []seed.Counts{r.Channels, r.Members, r.Posts} {
 		out.Created += c.Created
 		out.Existing += c.Existing

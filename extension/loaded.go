@@ -272,7 +272,7 @@ func (l *loaded) checkTarget(ctx context.Context, sc *scenario.Scenario, seeding
 	if err != nil {
 		return err
 	}
-	err = preflight(ctx, sc, preflightTarget(sc, seeding), sc.OwnerKeys(0), pool)
+	err = preflight(ctx, sc, preflightTarget(sc, seeding), sc.OwnerKeys(0), seeding, pool)
 	if err == nil && seeding && op != nil {
 		err = preflightOperator(ctx, sc, op, origin, pool)
 	}

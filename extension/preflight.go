@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -55,7 +57,7 @@ func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
 
 // preflight checks that NIP-11 answers and that a WebSocket connects and
 // authenticates as keys. Nothing it does is recorded as an operation.
-func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, tr http.RoundTripper) error {
+func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, seeding bool, tr http.RoundTripper) error {
 	timeout := preflightTimeout
 	if sc.Target.ConnectTimeoutSecs > 0 {
 		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
@@ -64,19 +66,40 @@ func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Targe
 	if err != nil {
 		return &PreflightError{What: "NIP-11", URL: tgt.HTTPURL, Err: err}
 	}
-	var doc map[string]any
+	var doc struct {
+		NIPs []int `json:"supported_nips"`
+	}
 	if r := h.NIP11(ctx, "preflight", &doc); r.Outcome != relayclient.OutcomeOK {
 		return &PreflightError{What: "NIP-11 (GET / with Accept: application/nostr+json)", URL: tgt.HTTPURL, Err: errors.New(r.Error)}
+	}
+	membership := slices.Contains(doc.NIPs, 43) // Buzz lists NIP 43 only when it enforces relay membership
+	if membership && !seeding {
+		// The clients are about to authenticate: check one of them, so a
+		// closed relay that does not know the run's identities stops the run
+		// here instead of looping through refused sessions.
+		if hs := sc.Clients(scenario.KindHuman, sc.PeakUsers(), scenario.Shard{Count: 1}); len(hs) > 0 {
+			keys = sc.Keys(hs[0])
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := relayclient.Connect(cctx, relayclient.Config{Target: tgt, Keys: keys, ConnectTimeout: timeout})
 	if err != nil {
+		if strings.Contains(err.Error(), notRelayMember) {
+			if seeding {
+				return nil // reachable; the seed makes the run's identities members
+			}
+			return &PreflightError{What: "WebSocket NIP-42 AUTH of the run's identities", URL: tgt.WSURL,
+				Err: fmt.Errorf("%w: the relay requires relay membership (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true) and this identity is not a member: seed the run (buzzload seed, or the script's setup) so its owner adds them with kind 9030, or have an admin add them", err)}
+		}
 		return &PreflightError{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
 	}
 	c.Close()
 	return nil
 }
+
+// notRelayMember is Buzz's AUTH refusal on a closed relay (handlers/auth.rs).
+const notRelayMember = "restricted: not a relay member"
 
 // preflightOperator checks that the operator API answers the operator key:
 // a read-only availability query for community 0's host.

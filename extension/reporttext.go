@@ -28,6 +28,9 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
 			sd.Communities, sd.Channels, sd.Members, sd.Posts, where,
 			(time.Duration(sd.DurationMs) * time.Millisecond).String(), sd.Created, sd.Existing)
+		if sd.RelayMembers > 0 {
+			fmt.Fprintf(&b, "  seed: the relay requires relay membership (NIP-43): %d identities of the run are relay members\n", sd.RelayMembers)
+		}
 		if sd.MemberTags != "" {
 			fmt.Fprintf(&b, "  seed: the relay applies %s of a kind-9000 (member lists read back and completed)\n", sd.MemberTags)
 		}

@@ -92,7 +92,11 @@ func isScenarioFile(arg string) bool { return strings.HasSuffix(strings.ToLower(
 // report file (--report), and the exit code of a failed preflight.
 func finishBuzz(buzz *extension.Module, code int, stderr io.Writer) int {
 	if err := buzz.PreflightError(); err != nil {
-		fmt.Fprintf(stderr, "buzzload run: %v\nbuzzload run: stopped before any load: the target is unreachable (exit %d)\n", err, ExitUnreachable)
+		why := "the target is unreachable"
+		if strings.Contains(err.Error(), "relay membership") {
+			why = "the target refuses the run's identities"
+		}
+		fmt.Fprintf(stderr, "buzzload run: %v\nbuzzload run: stopped before any load: %s (exit %d)\n", err, why, ExitUnreachable)
 		code = ExitUnreachable
 	}
 	if err := buzz.FinishReports(); err != nil {

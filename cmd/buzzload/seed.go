@@ -271,6 +271,9 @@ func printSeedSummary(w io.Writer, sc *scenario.Scenario, r *seed.Result) {
 	fmt.Fprintf(w, "channels:    %s\n", countsLine(r.Channels, "created", "already there"))
 	if r.Members.Planned > 0 {
 		fmt.Fprintf(w, "members:     %s; %d kind-9000 events\n", countsLine(r.Members, "added", "already members"), r.MemberEvents)
+		if r.RelayMembershipRequired {
+			fmt.Fprintf(w, "relay members: %s (the relay requires NIP-43 relay membership; kind 9030)\n", countsLine(r.RelayMembers, "added", "already members"))
+		}
 		if r.MemberTagsApplied != "" {
 			fmt.Fprintf(w, "             the relay applies %s of a kind-9000; member lists read back and completed one per event\n", r.MemberTagsApplied)
 		}

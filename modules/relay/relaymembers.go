@@ -17,8 +17,23 @@ import (
 // mode; Config.RequireRelayMembership decides whether it gates AUTH and
 // the HTTP bridge (BUZZ_REQUIRE_RELAY_MEMBERSHIP).
 type roster struct {
-	mu    sync.Mutex
-	roles map[string]string
+	mu       sync.Mutex
+	roles    map[string]string
+	listedAt int64 // created_at of the last 13534: the next one is dated after it
+}
+
+// nextListAt is the created_at of a new 13534: now, or one second after the
+// last one, so a burst of changes in one second replaces it each time (the
+// store keeps the lowest id of a same-second tie).
+func (ro *roster) nextListAt() time.Time {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	at := time.Now().Unix()
+	if at <= ro.listedAt {
+		at = ro.listedAt + 1
+	}
+	ro.listedAt = at
+	return time.Unix(at, 0)
 }
 
 func (ro *roster) role(pk string) string {
@@ -161,7 +176,7 @@ func (r *Relay) nip43Events(c *community, kind int, target string) []*entry {
 	for _, pk := range c.roster.members() {
 		tags = append(tags, []string{"member", pk})
 	}
-	if e := r.signRelay(nostr.KindMembershipList, tags, "", timeZero); e != nil {
+	if e := r.signRelay(nostr.KindMembershipList, tags, "", c.roster.nextListAt()); e != nil {
 		if res := c.store().Add(e); res.Status == store.Stored {
 			out = append(out, newEntry(e, res.Channel))
 		}

@@ -12,17 +12,19 @@ import (
 // Operation names Seed and Teardown record to the Sink. They are distinct
 // from the run's own operations so a setup() seed does not count as load.
 const (
-	OpProvision = "seed_provision" // POST /operator/communities (create_only)
-	OpList      = "seed_list"      // GET /operator/communities?owner_pubkey=
-	OpChannel   = "seed_channel"   // kind-9007 through POST /events
-	OpMembers   = "seed_members"   // kind-9000 through POST /events
-	OpState     = "seed_state"     // POST /query reads of what a rerun finds
-	OpHistory   = "seed_history"   // history messages
-	OpThread    = "seed_thread"    // thread roots and chain replies
-	OpHot       = "seed_hot"       // the hot thread's root and replies
-	OpArchive   = "teardown_archive"
-	OpDelete    = "teardown_delete"
-	OpOwnerList = "teardown_list"
+	OpProvision    = "seed_provision"     // POST /operator/communities (create_only)
+	OpList         = "seed_list"          // GET /operator/communities?owner_pubkey=
+	OpChannel      = "seed_channel"       // kind-9007 through POST /events
+	OpMembers      = "seed_members"       // kind-9000 through POST /events
+	OpRelayMembers = "seed_relay_members" // NIP-43 kind-9030 through POST /events
+	OpNIP11        = "seed_nip11"         // the NIP-11 read that tells whether relay membership is required
+	OpState        = "seed_state"         // POST /query reads of what a rerun finds
+	OpHistory      = "seed_history"       // history messages
+	OpThread       = "seed_thread"        // thread roots and chain replies
+	OpHot          = "seed_hot"           // the hot thread's root and replies
+	OpArchive      = "teardown_archive"
+	OpDelete       = "teardown_delete"
+	OpOwnerList    = "teardown_list"
 )
 
 // Phase names reported through Options.Progress, in the order they run.
@@ -144,7 +146,11 @@ type Result struct {
 	// kind-9000 naming several members to do: MemberTagsFirst (Buzz: the
 	// first p only) or MemberTagsEvery; "" when no event named several.
 	MemberTagsApplied string `json:"member_tags_applied,omitempty"`
-	Posts             Counts `json:"posts"`
+	// RelayMembershipRequired: the relay's NIP-11 lists NIP 43, so the run's
+	// identities were made relay members (RelayMembers, kind 9030).
+	RelayMembershipRequired bool   `json:"relay_membership_required,omitempty"`
+	RelayMembers            Counts `json:"relay_members"`
+	Posts                   Counts `json:"posts"`
 	// Refusals lists refused units, at most 1000 (RefusalsOmitted more).
 	Refusals        []Refusal `json:"refusals"`
 	RefusalsOmitted int       `json:"refusals_omitted,omitempty"`

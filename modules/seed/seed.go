@@ -153,6 +153,9 @@ func (s *seeder) run(ctx context.Context) error {
 	if err := s.communities(ctx); err != nil {
 		return err
 	}
+	if err := s.relayMembers(ctx); err != nil {
+		return err
+	}
 	if err := s.channels(ctx); err != nil {
 		return err
 	}
