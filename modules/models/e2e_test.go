@@ -482,3 +482,31 @@ func TestWideActivityShareAgainstRelay(t *testing.T) {
 		})
 	}
 }
+
+// A live subscription the relay CLOSEs with "rate-limited: …" is a throttle:
+// the human subscribes again after the hint and the session goes on (the
+// old code failed the session and reconnected into the same burst).
+func TestThrottledLiveSubscriptionIsRetriedNotAFailedSession(t *testing.T) {
+	r := startRelay(t, func(c *relay.Config) {
+		c.RateLimit = true
+		c.WSFramesPerWindow = 4
+		c.WSFrameWindow = time.Second
+	})
+	u := r.URLs()
+	sc := testScenario(t, u.WS, u.HTTP, func(sc *scenario.Scenario) {
+		sc.Shape.ChannelsPerCommunity = 3
+		sc.Population.ChannelsPerMember = 3
+		sc.Human = scenario.Human{HistoryLimit: 0, PresenceIntervalSecs: 3600}
+	})
+	newSeeder(t, sc, sc.OwnerKeys(0)).channels()
+	sink := &collect{}
+	// 3 channel REQs, 1 mention REQ and 1 presence REQ against 4 frames a second.
+	runUntil(t, sc, map[int]relayclient.Sink{sc.GlobalIndex(scenario.KindHuman, 0): sink},
+		"every live subscription in place after a throttle", func() bool {
+			return sink.throt(relayclient.OpSubscribeEOSE) > 0 && sink.ok(relayclient.OpSubscribeEOSE) >= 5
+		})
+	sink.noErrors(t)
+	if n := sink.ok(relayclient.OpConnect); n != 1 {
+		t.Errorf("%d connects: the throttle ended the session", n)
+	}
+}

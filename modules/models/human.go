@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -266,6 +267,9 @@ func (a *Activity) threadRoots(halt, ops context.Context, conn *relayclient.Conn
 // humanState is what a basic human keeps across sessions.
 type humanState struct {
 	act *Activity
+	// adm paces connect-time REQs; kept across sessions because the relay's
+	// quota is per pubkey, whichever connection sent the frames.
+	adm *admission
 }
 
 // humanSession is one connection of a basic human: connect and
@@ -281,20 +285,62 @@ func (c *Client) humanSession(s *session) End {
 	if err != nil {
 		return connectEnd(err)
 	}
+	var subsMu sync.Mutex
 	var subs []*relayclient.Sub
-	defer func() { s.settle(conn, subs) }()
+	settled := false
+	defer func() {
+		subsMu.Lock()
+		settled = true
+		all := subs
+		subsMu.Unlock()
+		s.settle(conn, all)
+	}()
 	defer act.Settle(s.opCtx)
 
-	onClosed := func(reason string, _ time.Time) {
-		if conn.Err() != nil {
-			return // the connection ended: OnDisconnect reports it
+	// Connect-time REQs are paced within Buzz's WS admission (admission.go):
+	// a human in many channels would otherwise burst past 50 frames in 5 s
+	// and have its subscriptions refused.
+	if h.adm == nil {
+		h.adm = &admission{limit: connectFrameBudget, window: WSAdmissionWindow}
+	}
+	adm := h.adm
+	pace := func() bool {
+		if d := adm.wait(time.Now()); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-s.halt.Done():
+				return false
+			}
 		}
-		s.fail(fmt.Errorf("relay CLOSED a live subscription: %s", reason))
+		adm.record(time.Now())
+		return s.halt.Err() == nil
 	}
 	chIDs := act.ChannelIDs()
 	me := c.keys.PubKey()
-	live := func(filters []relayclient.Filter, onEvent func(*nostr.EventView, time.Time, bool)) {
+	var live func(filters []relayclient.Filter, onEvent func(*nostr.EventView, time.Time, bool))
+	live = func(filters []relayclient.Filter, onEvent func(*nostr.EventView, time.Time, bool)) {
 		if s.halt.Err() != nil {
+			return
+		}
+		onClosed := func(reason string, _ time.Time) {
+			if conn.Err() != nil {
+				return // the connection ended: OnDisconnect reports it
+			}
+			if strings.HasPrefix(reason, "rate-limited:") {
+				// A throttle, recorded as such by the subscription: the
+				// session goes on and subscribes again after the hint.
+				wait := relayclient.RetryIn(reason)
+				if wait <= 0 {
+					wait = time.Second
+				}
+				time.AfterFunc(wait, func() { live(filters, onEvent) })
+				return
+			}
+			s.fail(fmt.Errorf("relay CLOSED a live subscription: %s", reason))
+		}
+		subsMu.Lock()
+		defer subsMu.Unlock()
+		if settled || s.halt.Err() != nil {
 			return
 		}
 		sub, err := conn.Subscribe(filters, relayclient.SubOptions{OnEventView: onEvent, OnClosed: onClosed})
@@ -305,6 +351,9 @@ func (c *Client) humanSession(s *session) End {
 	}
 	// One REQ per channel: older relays treat several #h values as global.
 	for i, id := range chIDs {
+		if !pace() {
+			break
+		}
 		live([]relayclient.Filter{
 			{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
 			{Kinds: []int{nostr.KindTyping}, Tags: map[string][]string{"h": {id}}, LimitZero: true},
@@ -318,12 +367,16 @@ func (c *Client) humanSession(s *session) End {
 			}
 		})
 	}
-	if len(chIDs) > 0 {
-		// Mentions are channel events, so the filter names the channels.
+	// Mentions are channel events, so the filter names the channels: at
+	// most 128 per REQ (Buzz closes a REQ naming more).
+	for _, group := range chunkChannels(chIDs, MaxChannelValuesPerREQ) {
+		if !pace() {
+			break
+		}
 		live([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
-			Tags: map[string][]string{"h": chIDs, "p": {me}}, LimitZero: true}}, nil)
+			Tags: map[string][]string{"h": group, "p": {me}}, LimitZero: true}}, nil)
 	}
-	if peers := c.sc.CoMembers(c.cfg.Global, c.cfg.Users, presencePeers); len(peers) > 0 {
+	if peers := c.sc.CoMembers(c.cfg.Global, c.cfg.Users, presencePeers); len(peers) > 0 && pace() {
 		pub := c.cfg.PubKey
 		if pub == nil {
 			pub = c.sc.PubKey
@@ -338,7 +391,7 @@ func (c *Client) humanSession(s *session) End {
 	}
 
 	if n := c.sc.Human.HistoryLimit; n > 0 && s.halt.Err() == nil {
-		c.history(s, conn, chIDs, n, act)
+		c.history(s, conn, chIDs, n, act, pace)
 	}
 	if s.halt.Err() == nil {
 		act.Run(s.halt, s.opCtx, conn)
@@ -349,9 +402,12 @@ func (c *Client) humanSession(s *session) End {
 // history fetches the newest n messages of every channel, all at once, and
 // waits for their EOSE (bounded by the grace: a history fetch under way
 // at the stop finishes).
-func (c *Client) history(s *session, conn *relayclient.Conn, chIDs []string, n int, act *Activity) {
+func (c *Client) history(s *session, conn *relayclient.Conn, chIDs []string, n int, act *Activity, pace func() bool) {
 	subs := make([]*relayclient.Sub, 0, len(chIDs))
 	for _, id := range chIDs {
+		if !pace() {
+			break
+		}
 		sub, err := conn.Subscribe([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
 			Tags: map[string][]string{"h": {id}}, Limit: n}},
 			relayclient.SubOptions{Op: OpHistory, OnEventView: func(ev *nostr.EventView, _ time.Time, _ bool) { act.Observe(ev) }})

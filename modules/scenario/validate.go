@@ -356,6 +356,7 @@ func (s *Scenario) Warnings() []string {
 	if s.Desktop.Fraction > 0 && s.Population.Humans == 0 {
 		add("desktop.fraction", "has no effect with population.humans = 0")
 	}
+	w = append(w, s.connectBurstWarnings()...)
 	w = append(w, s.ShortRunWarnings(s.Duration())...)
 	prev := 0
 	for i, p := range s.Steps() {
@@ -404,6 +405,51 @@ func (s *Scenario) ShortRunWarnings(run time.Duration) []string {
 	}
 	if s.Abort.WarmupSecs > 0 && Secs(s.Abort.WarmupSecs) >= run {
 		w = append(w, fmt.Sprintf("%s: abort.warmup_secs: %s s covers the whole run (%s s): nothing is judged", s.File, num(s.Abort.WarmupSecs), num(run.Seconds())))
+	}
+	return w
+}
+
+// Buzz's admission limits a basic human's connect must fit
+// (docs/buzz-protocol.md §0): 50 REQ/COUNT/EVENT frames per 5 s per key
+// (connection.rs enforce_ws_admission), at most 128 #h values per REQ
+// (req.rs MAX_EXPLICIT_CHANNEL_VALUES) and 1024 subscriptions per
+// connection (req.rs MAX_SUBSCRIPTIONS). modules/models paces by them.
+const (
+	WSAdmissionFrames      = 50
+	WSAdmissionWindowSecs  = 5
+	MaxChannelValuesPerREQ = 128
+	MaxSubscriptions       = 1024
+)
+
+// connectBurstWarnings warns when the basic human with the most channels
+// sends more connect-time REQs (a live one per channel, mentions in groups
+// of 128, presence, a history one per channel) than Buzz admits in one
+// window — buzzload paces them, so its subscriptions take that long — or
+// holds more live subscriptions than one connection may.
+func (s *Scenario) connectBurstWarnings() []string {
+	most := 0
+	for i := 0; i < s.Population.Humans; i++ {
+		if s.IsDesktop(i) {
+			continue
+		}
+		most = max(most, len(s.MemberChannels(s.GlobalIndex(KindHuman, i))))
+	}
+	if most == 0 {
+		return nil
+	}
+	live := most + (most+MaxChannelValuesPerREQ-1)/MaxChannelValuesPerREQ + 1
+	frames := live
+	if s.Human.HistoryLimit > 0 {
+		frames += most
+	}
+	var w []string
+	if frames > WSAdmissionFrames {
+		w = append(w, fmt.Sprintf("%s: population: a basic human in %d channels sends %d REQs at connect; Buzz admits %d frames per %d s per key, so buzzload paces them over about %d s",
+			s.File, most, frames, WSAdmissionFrames, WSAdmissionWindowSecs, (frames/(WSAdmissionFrames-10))*WSAdmissionWindowSecs))
+	}
+	if live > MaxSubscriptions {
+		w = append(w, fmt.Sprintf("%s: population: a basic human in %d channels holds %d live subscriptions, above Buzz's %d per connection: the relay refuses the rest",
+			s.File, most, live, MaxSubscriptions))
 	}
 	return w
 }

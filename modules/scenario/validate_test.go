@@ -191,6 +191,8 @@ func TestWarnings(t *testing.T) {
 		{"wide fraction without wide channels", "[population]\nwide_member_fraction = 0.5", "t.toml: population.wide_member_fraction: has no effect with shape.wide_channels = 0"},
 		{"ramp faster than the connect rate", "[population]\nhumans = 100\nagents = 0\nconnect_rate_per_sec = 10\n[[ramp]]\nusers = 1\nramp_secs = 5\nhold_secs = 5",
 			"t.toml: ramp[0].ramp_secs: 5 s is shorter than the 10 s that 100 new clients take at population.connect_rate_per_sec 10"},
+		{"connect REQs beyond Buzz's WS admission", "[shape]\nchannels_per_community = 40\n[population]\nchannels_per_member = 30\n[human]\nhistory_limit = 20",
+			"t.toml: population: a basic human in 30 channels sends 62 REQs at connect; Buzz admits 50 frames per 5 s per key, so buzzload paces them over about 5 s"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
