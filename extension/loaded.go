@@ -70,6 +70,8 @@ type loaded struct {
 	preDone bool        // a preflight passed
 	preOK   atomic.Bool // preDone, read without the lock on the low-level API's path
 	preErr  error       // a preflight failed (sticky)
+	// relayLimits are the bounds in force, from the preflight's NIP-11.
+	relayLimits []RelayLimit
 
 	seedMu   sync.Mutex
 	seedDone bool
@@ -272,7 +274,10 @@ func (l *loaded) checkTarget(ctx context.Context, sc *scenario.Scenario, seeding
 	if err != nil {
 		return err
 	}
-	err = preflight(ctx, sc, preflightTarget(sc, seeding), sc.OwnerKeys(0), seeding, pool)
+	limits, err := preflight(ctx, sc, preflightTarget(sc, seeding), sc.OwnerKeys(0), seeding, pool)
+	if err == nil {
+		l.relayLimits = limits
+	}
 	if err == nil && seeding && op != nil {
 		err = preflightOperator(ctx, sc, op, origin, pool)
 	}

@@ -57,21 +57,23 @@ func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
 
 // preflight checks that NIP-11 answers and that a WebSocket connects and
 // authenticates as keys. Nothing it does is recorded as an operation.
-func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, seeding bool, tr http.RoundTripper) error {
+func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, seeding bool, tr http.RoundTripper) ([]RelayLimit, error) {
 	timeout := preflightTimeout
 	if sc.Target.ConnectTimeoutSecs > 0 {
 		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
 	}
 	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Transport: tr, Timeout: timeout})
 	if err != nil {
-		return &PreflightError{What: "NIP-11", URL: tgt.HTTPURL, Err: err}
+		return nil, &PreflightError{What: "NIP-11", URL: tgt.HTTPURL, Err: err}
 	}
 	var doc struct {
 		NIPs []int `json:"supported_nips"`
+		nip11Limitation
 	}
 	if r := h.NIP11(ctx, "preflight", &doc); r.Outcome != relayclient.OutcomeOK {
-		return &PreflightError{What: "NIP-11 (GET / with Accept: application/nostr+json)", URL: tgt.HTTPURL, Err: errors.New(r.Error)}
+		return nil, &PreflightError{What: "NIP-11 (GET / with Accept: application/nostr+json)", URL: tgt.HTTPURL, Err: errors.New(r.Error)}
 	}
+	limits := relayLimits(doc.nip11Limitation)
 	membership := slices.Contains(doc.NIPs, 43) // Buzz lists NIP 43 only when it enforces relay membership
 	if membership && !seeding {
 		// The clients are about to authenticate: check one of them, so a
@@ -87,15 +89,15 @@ func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Targe
 	if err != nil {
 		if strings.Contains(err.Error(), notRelayMember) {
 			if seeding {
-				return nil // reachable; the seed makes the run's identities members
+				return limits, nil // reachable; the seed makes the run's identities members
 			}
-			return &PreflightError{What: "WebSocket NIP-42 AUTH of the run's identities", URL: tgt.WSURL,
+			return nil, &PreflightError{What: "WebSocket NIP-42 AUTH of the run's identities", URL: tgt.WSURL,
 				Err: fmt.Errorf("%w: the relay requires relay membership (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true) and this identity is not a member: seed the run (buzzload seed, or the script's setup) so its owner adds them with kind 9030, or have an admin add them", err)}
 		}
-		return &PreflightError{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
+		return nil, &PreflightError{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
 	}
 	c.Close()
-	return nil
+	return limits, nil
 }
 
 // notRelayMember is Buzz's AUTH refusal on a closed relay (handlers/auth.rs).

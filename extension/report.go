@@ -124,11 +124,14 @@ type Report struct {
 	// DesktopMode is [desktop].mode (after buzz.load's desktopMode) when
 	// the scenario has desktop humans, so two reports of a comparison say
 	// which app each ran.
-	DesktopMode string               `json:"desktop_mode,omitempty"`
-	OK          bool                 `json:"ok"`
-	AbortReason string               `json:"abort_reason,omitempty"`
-	Limits      Limits               `json:"limits"`
-	Seed        *SetupResult         `json:"seed,omitempty"`
+	DesktopMode string       `json:"desktop_mode,omitempty"`
+	OK          bool         `json:"ok"`
+	AbortReason string       `json:"abort_reason,omitempty"`
+	Limits      Limits       `json:"limits"`
+	Seed        *SetupResult `json:"seed,omitempty"`
+	// RelayLimits are the relay's bounds the clients worked within, each
+	// from NIP-11 or Buzz's default.
+	RelayLimits []RelayLimit         `json:"relay_limits,omitempty"`
 	SetupError  string               `json:"setup_error,omitempty"`
 	Setup       map[string]*OpReport `json:"setup,omitempty"`
 	// Warmup is what settled in the warm-up ([abort] warmup_secs,
@@ -239,6 +242,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	if w := l.warmup(); w > 0 {
 		r.Warmup = &WarmupReport{Secs: w.Seconds(), Ops: opsReport(a.warmupOps())}
 	}
+	l.preMu.Lock()
+	r.RelayLimits = l.relayLimits
+	l.preMu.Unlock()
 	l.seedMu.Lock()
 	r.Seed = l.seedRes
 	seedErr := l.seedErr
@@ -319,7 +325,7 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		}
 		addCut(sd.Ops)
 	}
-	r.Warnings = throttleWarnings(r.Steps, sd)
+	r.Warnings = append(throttleWarnings(r.Steps, sd), relayLimitWarnings(l.base, r.RelayLimits)...)
 	for k, n := range a.exits {
 		r.ClientExits = append(r.ClientExits, ExitReport{Kind: k.kind, Reason: k.reason, Count: n})
 	}

@@ -20,6 +20,9 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, " desktop %s", r.DesktopMode)
 	}
 	fmt.Fprintf(&b, "   limits: p99 <= %g ms, error rate <= %g%%\n", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
+	if len(r.RelayLimits) > 0 {
+		b.WriteString(limitsLine(r.RelayLimits))
+	}
 	if sd := r.Seed; sd != nil {
 		where := sd.WSURL
 		if sd.Embedded {
