@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -156,7 +157,11 @@ func useArchive(cfg *engine.RunConfig, p string, envFlags []string) error {
 		return err
 	}
 	defer fh.Close()
-	a, err := archive.Read(fh)
+	lim, err := archiveLimits(os.Getenv)
+	if err != nil {
+		return err
+	}
+	a, err := archive.ReadLimited(fh, lim)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
@@ -181,4 +186,25 @@ func useArchive(cfg *engine.RunConfig, p string, envFlags []string) error {
 	}
 	cfg.ScriptEnv = env
 	return nil
+}
+
+// archiveLimits are archive.DefaultLimits, raised (or lowered) by
+// BUZZLOAD_ARCHIVE_MAX_BYTES and BUZZLOAD_ARCHIVE_MAX_ENTRIES.
+func archiveLimits(getenv func(string) string) (archive.Limits, error) {
+	lim := archive.DefaultLimits()
+	if v := getenv("BUZZLOAD_ARCHIVE_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return lim, fmt.Errorf("BUZZLOAD_ARCHIVE_MAX_BYTES: %q is not a positive number of bytes", v)
+		}
+		lim.MaxBytes = n
+	}
+	if v := getenv("BUZZLOAD_ARCHIVE_MAX_ENTRIES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return lim, fmt.Errorf("BUZZLOAD_ARCHIVE_MAX_ENTRIES: %q is not a positive number", v)
+		}
+		lim.MaxEntries = n
+	}
+	return lim, nil
 }

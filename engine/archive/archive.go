@@ -102,10 +102,32 @@ func entryName(p string) string {
 }
 
 // Read reads an archive written by Write.
-func Read(r io.Reader) (*Archive, error) {
+func Read(r io.Reader) (*Archive, error) { return ReadLimited(r, DefaultLimits()) }
+
+// Limits bound what reading an archive may expand to: the total of its
+// entries' sizes and the number of entries (every header counts, so a tar
+// of empty entries cannot spin either). grafana/k6-operator's initializer
+// runs `inspect` on user archives, so a small tar must not be able to take
+// the reader down (issue 30).
+type Limits struct {
+	MaxBytes   int64 // BUZZLOAD_ARCHIVE_MAX_BYTES
+	MaxEntries int   // BUZZLOAD_ARCHIVE_MAX_ENTRIES
+}
+
+// DefaultLimits: 256 MiB in all, 10,000 entries.
+func DefaultLimits() Limits { return Limits{MaxBytes: maxFile, MaxEntries: 10000} }
+
+// ReadLimited is Read within lim. Sparse entries (GNU sparse, in any of its
+// forms) are refused: their stored bytes are not their size, the shape of
+// an expansion bomb; so are duplicate names, which would let a later entry
+// silently replace a file the metadata describes.
+func ReadLimited(r io.Reader, lim Limits) (*Archive, error) {
 	tr := tar.NewReader(r)
 	a := &Archive{Files: map[string][]byte{}}
 	var haveMeta bool
+	var total int64
+	entries := 0
+	seen := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -114,11 +136,25 @@ func Read(r io.Reader) (*Archive, error) {
 		if err != nil {
 			return nil, fmt.Errorf("archive: %w", err)
 		}
+		entries++
+		if entries > lim.MaxEntries {
+			return nil, fmt.Errorf("archive: more than %d entries (raise BUZZLOAD_ARCHIVE_MAX_ENTRIES to read it)", lim.MaxEntries)
+		}
+		if isSparse(h) {
+			return nil, fmt.Errorf("archive: entry %s is a sparse file, which buzzload archives never contain", h.Name)
+		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
+		if seen[h.Name] {
+			return nil, fmt.Errorf("archive: entry %s appears twice", h.Name)
+		}
+		seen[h.Name] = true
 		if h.Size > maxFile {
 			return nil, fmt.Errorf("archive: entry %s is %d bytes, more than %d", h.Name, h.Size, maxFile)
+		}
+		if total += h.Size; total > lim.MaxBytes {
+			return nil, fmt.Errorf("archive: entries add up to more than %d bytes at %s (raise BUZZLOAD_ARCHIVE_MAX_BYTES to read it)", lim.MaxBytes, h.Name)
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, maxFile))
 		if err != nil {
@@ -151,6 +187,20 @@ func Read(r io.Reader) (*Archive, error) {
 		return nil, fmt.Errorf("archive: the script %s is missing", a.Script)
 	}
 	return a, nil
+}
+
+// isSparse reports a GNU sparse entry: the old GNU type 'S', or a PAX
+// header carrying GNU.sparse.* records (formats 0.0, 0.1 and 1.0).
+func isSparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadFile reads the file at an absolute path from the archive, as the

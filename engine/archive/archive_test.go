@@ -1,11 +1,13 @@
 package archive
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,45 @@ func TestReadRefusesWhatIsNotABuzzloadArchive(t *testing.T) {
 	}
 	if IsArchive(p) {
 		t.Fatal("a script counted as an archive")
+	}
+}
+
+// An expansion bomb is refused before anything is expanded (issue 30): a
+// GNU sparse entry (1 stored byte, 256 MiB logical: the audit's shape), a
+// total over the limit, too many entries, and a name that appears twice.
+func TestReadRefusesBombsAndDuplicates(t *testing.T) {
+	bomb, err := os.ReadFile("testdata/sparse-bomb.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(bytes.NewReader(bomb)); err == nil || !strings.Contains(err.Error(), "sparse") {
+		t.Fatalf("sparse entry: %v", err)
+	}
+	build := func(names []string, size int) []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, n := range names {
+			if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(size), Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Write(make([]byte, size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		return buf.Bytes()
+	}
+	lim := Limits{MaxBytes: 1000, MaxEntries: 5}
+	for name, c := range map[string]struct {
+		tar  []byte
+		want string
+	}{
+		"total":     {build([]string{"file/a", "file/b", "file/c"}, 400), "more than 1000 bytes at file/c"},
+		"entries":   {build([]string{"file/a", "file/b", "file/c", "file/d", "file/e", "file/f"}, 1), "more than 5 entries"},
+		"duplicate": {build([]string{"file/a", "file/a"}, 1), "entry file/a appears twice"},
+	} {
+		if _, err := ReadLimited(bytes.NewReader(c.tar), lim); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
 	}
 }
