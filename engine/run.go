@@ -109,9 +109,10 @@ type runner struct {
 	// cancelRun stops the execution (abort, abortOnFail, signal).
 	cancelRun context.CancelCauseFunc
 
-	mu       sync.Mutex
-	firstErr error
-	code     int
+	mu        sync.Mutex
+	firstErr  error
+	outputErr error // an output that could not be written (failOutput)
+	code      int
 	// endThresholds: the first error is the final threshold check.
 	endThresholds bool
 	failed        atomic.Bool
@@ -143,6 +144,17 @@ func Run(ctx context.Context, cfg RunConfig) Result {
 
 // fail records err with its exit code unless an earlier error already
 // decided it: the first error wins (§4.5).
+// failOutput records that an output (an --out, --summary-export) could not
+// be written: a run whose data was lost does not exit 0, even when nothing
+// else failed (issue 30 F9).
+func (r *runner) failOutput(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.outputErr == nil {
+		r.outputErr = err
+	}
+}
+
 func (r *runner) fail(code int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -155,6 +167,9 @@ func (r *runner) result() Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := Result{ExitCode: r.code, Err: r.firstErr}
+	if res.ExitCode == ExitOK && r.outputErr != nil {
+		res.ExitCode, res.Err = ExitGeneric, r.outputErr
+	}
 	// test.fail() wins over thresholds that failed at the end (errata 7).
 	if r.failed.Load() && (r.firstErr == nil || r.endThresholds) {
 		res.ExitCode, res.Err = ExitMarkedAsFailed, errors.New("test marked as failed")
@@ -318,6 +333,7 @@ func (r *runner) stopOutputs() {
 	for _, o := range r.outs {
 		if err := o.Stop(); err != nil {
 			r.log.Log(jshost.LevelError, "output: "+err.Error())
+			r.failOutput(fmt.Errorf("output: %w", err))
 		}
 	}
 	r.outs = nil

@@ -89,6 +89,7 @@ func (r *runner) summarize(ctx context.Context) {
 		}
 		if err != nil {
 			errs = append(errs, err.Error())
+			r.failOutput(fmt.Errorf("--summary-export: %w", err))
 		}
 	}
 	if len(errs) > 0 {

@@ -147,6 +147,9 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		}
 	}()
 	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
+	if err == nil {
+		err = checkOutputs(f, cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
 		return engine.ExitCode(err)

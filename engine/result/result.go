@@ -19,8 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/buzzload/buzzload/engine/outfile"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -226,31 +226,16 @@ func Read(path string) (*File, error) {
 
 // Write writes f to path through a temporary file in the same directory
 // and a rename, so a merge that watches a shared volume never reads half a
-// file.
+// file; a path that is not a regular file (a device, a symlink) is written
+// through instead of renamed over (outfile.Replace). 0644: a result is read
+// by the merge step, often another user on a shared volume.
 func Write(path string, f *File) error {
 	b, err := Marshal(f)
 	if err != nil {
 		return fmt.Errorf("result file %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := outfile.Replace(path, b, 0o644); err != nil {
 		return fmt.Errorf("result file %s: %w", path, err)
-	}
-	// CreateTemp makes the file private; a result is read by the merge
-	// step, often another user on a shared volume.
-	werr := tmp.Chmod(0o644)
-	if werr == nil {
-		_, werr = tmp.Write(b)
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("result file %s: %w", path, werr)
 	}
 	return nil
 }
