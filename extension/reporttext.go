@@ -7,24 +7,26 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/termtext"
 )
 
 // Text renders the report for a terminal.
 func (r *Report) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n  buzz %s (%s)", r.RunID, r.Scenario)
+	fmt.Fprintf(&b, "\n  buzz %s (%s)", tc(r.RunID), tc(r.Scenario))
 	if r.Shard != "" {
-		fmt.Fprintf(&b, " shard %s", r.Shard)
+		fmt.Fprintf(&b, " shard %s", tc(r.Shard))
 	}
 	if r.DesktopMode != "" {
-		fmt.Fprintf(&b, " desktop %s", r.DesktopMode)
+		fmt.Fprintf(&b, " desktop %s", tc(r.DesktopMode))
 	}
 	fmt.Fprintf(&b, "   limits: p99 <= %g ms, error rate <= %g%%\n", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
 	if len(r.RelayLimits) > 0 {
 		b.WriteString(limitsLine(r.RelayLimits))
 	}
 	if sd := r.Seed; sd != nil {
-		where := sd.WSURL
+		where := tc(sd.WSURL)
 		if sd.Embedded {
 			where = "the embedded relay"
 		}
@@ -35,7 +37,7 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "  seed: the relay requires relay membership (NIP-43): %d identities of the run are relay members\n", sd.RelayMembers)
 		}
 		if sd.MemberTags != "" {
-			fmt.Fprintf(&b, "  seed: the relay applies %s of a kind-9000 (member lists read back and completed)\n", sd.MemberTags)
+			fmt.Fprintf(&b, "  seed: the relay applies %s of a kind-9000 (member lists read back and completed)\n", tc(sd.MemberTags))
 		}
 	}
 	if w := r.Warmup; w != nil {
@@ -71,11 +73,11 @@ func (r *Report) Text() string {
 		if g := s.Generator; g != nil {
 			fmt.Fprintf(&b, "    generator: CPU %.0f %% of %d cores, scheduling lag p99 %.1f ms over %d scheduled operations\n", g.CPUPct, g.Cores, g.LagP99Ms, g.LagSamples)
 			if g.Saturated {
-				fmt.Fprintf(&b, "    ⚠ generator saturated: %s — these latencies measure the generator too\n", g.Reason)
+				fmt.Fprintf(&b, "    ⚠ generator saturated: %s — these latencies measure the generator too\n", tc(g.Reason))
 			}
 		}
 		if s.AbortReason != "" {
-			fmt.Fprintf(&b, "    ✗ %s\n", s.AbortReason)
+			fmt.Fprintf(&b, "    ✗ %s\n", tc(s.AbortReason))
 		}
 	}
 	fmt.Fprintf(&b, "\n  shutdown (grace %s)\n", secs(r.Shutdown.GraceS))
@@ -88,19 +90,19 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "    – cut by the abort at %s; not judged\n", secs(r.Shutdown.AbortedAtS))
 	}
 	if r.Shutdown.AbortReason != "" {
-		fmt.Fprintf(&b, "    ✗ %s\n", r.Shutdown.AbortReason)
+		fmt.Fprintf(&b, "    ✗ %s\n", tc(r.Shutdown.AbortReason))
 	}
 	if len(r.ClientExits) > 0 {
 		b.WriteString("\n  client exits:")
 		for _, e := range r.ClientExits {
-			fmt.Fprintf(&b, " %d %s (%s)", e.Count, e.Kind, e.Reason)
+			fmt.Fprintf(&b, " %d %s (%s)", e.Count, tc(e.Kind), tc(e.Reason))
 		}
 		b.WriteString("\n")
 	}
 	if len(r.ThresholdsFailed) > 0 {
 		b.WriteString("\n  thresholds crossed:\n")
 		for _, t := range r.ThresholdsFailed {
-			fmt.Fprintf(&b, "    ✗ %s\n", t)
+			fmt.Fprintf(&b, "    ✗ %s\n", tc(t))
 		}
 	}
 	if len(r.Interrupted) > 0 {
@@ -113,28 +115,32 @@ func (r *Report) Text() string {
 		b.WriteString("\n")
 	}
 	if r.Abort != nil {
-		fmt.Fprintf(&b, "  abort at %s (step %s): work in flight cut at once, not errors:", secs(r.Abort.AtS), r.Abort.Step)
+		fmt.Fprintf(&b, "  abort at %s (step %s): work in flight cut at once, not errors:", secs(r.Abort.AtS), tc(r.Abort.Step))
 		if len(r.Abort.Cut) == 0 {
 			b.WriteString(" nothing was in flight")
 		}
 		for _, op := range sortedOps(r.Abort.Cut) {
-			fmt.Fprintf(&b, " %s %d", op, r.Abort.Cut[op])
+			fmt.Fprintf(&b, " %s %d", tc(op), r.Abort.Cut[op])
 		}
 		b.WriteString("\n")
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\n  warnings:\n")
 		for _, w := range r.Warnings {
-			fmt.Fprintf(&b, "    ! %s\n", w)
+			fmt.Fprintf(&b, "    ! %s\n", tc(w))
 		}
 	}
 	if r.OK {
 		b.WriteString("\n  result: ok\n\n")
 	} else {
-		fmt.Fprintf(&b, "\n  result: FAILED — %s\n\n", r.AbortReason)
+		fmt.Fprintf(&b, "\n  result: FAILED — %s\n\n", tc(r.AbortReason))
 	}
 	return b.String()
 }
+
+// tc escapes control characters in text that came from the relay or a
+// script: op names, error texts, reasons (issue 30 F4).
+func tc(s string) string { return termtext.Clean(s) }
 
 func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
 
@@ -143,10 +149,10 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 	var errs []string
 	for _, name := range sortedOps(ops) {
 		o := ops[name]
-		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d %6d\n", name, o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
+		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d %6d\n", tc(name), o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
 			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending, o.Cut+o.Abandoned)
 		for _, e := range o.ErrorTexts {
-			errs = append(errs, fmt.Sprintf("%s: %d× %s", name, e.Count, e.Text))
+			errs = append(errs, fmt.Sprintf("%s: %d× %s", tc(name), e.Count, tc(e.Text)))
 		}
 	}
 	for _, e := range errs {
@@ -156,7 +162,7 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 	for _, name := range sortedOps(ops) {
 		if o := ops[name]; o.Scheduled > 0 {
 			fmt.Fprintf(b, "      ~ %s: %d scheduled, p99 %.1f ms from the due time (%.1f from the send), lag due→send p50 %.1f p99 %.1f ms\n",
-				name, o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)
+				tc(name), o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)
 		}
 	}
 }

@@ -311,7 +311,7 @@ func (a *aggregator) liveClients() map[string]int64 {
 // Text is the compact block printed every interval.
 func (w WindowReport) Text(runID string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n  buzz %s window %s–%s", runID, secs(w.StartS), secs(w.EndS))
+	fmt.Fprintf(&b, "\n  buzz %s window %s–%s", tc(runID), secs(w.StartS), secs(w.EndS))
 	var cl []string
 	for _, k := range []string{"human", "desktop", "agent", "hot_author"} {
 		if n := w.Clients[k]; n > 0 {
@@ -333,7 +333,7 @@ func (w WindowReport) Text(runID string) string {
 	fmt.Fprintf(&b, "    %-22s %8s %9s %9s %7s %6s\n", "op", "count", "p50 ms", "p99 ms", "errors", "thr")
 	for _, op := range sortedOps(w.Ops) {
 		o := w.Ops[op]
-		fmt.Fprintf(&b, "    %-22s %8d %9.1f %9.1f %7d %6d\n", op, o.Count, o.P50Ms, o.P99Ms, o.Errors, o.Throttled)
+		fmt.Fprintf(&b, "    %-22s %8d %9.1f %9.1f %7d %6d\n", tc(op), o.Count, o.P50Ms, o.P99Ms, o.Errors, o.Throttled)
 	}
 	return b.String()
 }

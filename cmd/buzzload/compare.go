@@ -18,6 +18,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/result"
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
 )
 
@@ -87,7 +88,7 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "buzzload compare: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload compare: %s\n", termtext.Lines(err.Error()))
 		return exitUsage
 	}
 	if help {
@@ -112,7 +113,7 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 			if htmlOut != "" {
 				page := htmlPage("buzzload compare: "+a.File+" vs "+b.File, htmlRun("A", a), htmlRun("B", b))
 				if err := writeHTML(htmlOut, page); err != nil {
-					fmt.Fprintf(stderr, "buzzload compare: %v\n", err)
+					fmt.Fprintf(stderr, "buzzload compare: %s\n", termtext.Lines(err.Error()))
 					return 1
 				}
 			}
@@ -124,13 +125,13 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 				err = writeComparison(stdout, c)
 			}
 			if err != nil {
-				fmt.Fprintf(stderr, "buzzload compare: %v\n", err)
+				fmt.Fprintf(stderr, "buzzload compare: %s\n", termtext.Lines(err.Error()))
 				return 1
 			}
 			return 0
 		}
 	}
-	fmt.Fprintf(stderr, "buzzload compare: %v\n", err)
+	fmt.Fprintf(stderr, "buzzload compare: %s\n", termtext.Lines(err.Error()))
 	return exitBadInput
 }
 
@@ -321,19 +322,21 @@ func ratio(b, a int64) *float64 {
 
 // writeComparison prints the table: one line per op, A and B side by side.
 func writeComparison(w io.Writer, c *comparison) error {
-	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", c.A.File, c.A.Script, c.B.File, c.B.Script)
+	fmt.Fprintf(w, "A: %s (%s)\nB: %s (%s)\n", termtext.Clean(c.A.File), termtext.Clean(c.A.Script), termtext.Clean(c.B.File), termtext.Clean(c.B.Script))
 	for _, n := range []struct{ side, note string }{{"A", c.A.Note}, {"B", c.B.Note}} {
 		if n.note != "" {
-			fmt.Fprintf(w, "%s: %s\n", n.side, n.note)
+			fmt.Fprintf(w, "%s: %s\n", n.side, termtext.Clean(n.note))
 		}
 	}
 	fmt.Fprintln(w)
 	// Numbers align right; op names are padded so they read left-aligned.
+	// Op names come from scripts and result files: control characters are
+	// escaped so they can neither drive the terminal nor break the table.
 	width := len("TOTAL")
 	for _, r := range c.Ops {
-		width = max(width, len(r.Op))
+		width = max(width, len(termtext.Clean(r.Op)))
 	}
-	pad := func(s string) string { return s + strings.Repeat(" ", width-len(s)) }
+	pad := func(s string) string { s = termtext.Clean(s); return s + strings.Repeat(" ", width-len(s)) }
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, pad("op")+"\tcount A\tcount B\tB/A\tp50 A\tp50 B\tp95 A\tp95 B\tp99 A\tp99 B\terr A\terr B\tthrottled A\tthrottled B\t")
 	row := func(r compareRow, lat bool) {

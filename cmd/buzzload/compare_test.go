@@ -178,3 +178,22 @@ func TestCompareTableAndReports(t *testing.T) {
 		t.Errorf("foreign JSON: exit %d %q", code, stderr)
 	}
 }
+
+// Op names and scripts of a result file print escaped in the table: a
+// script's op name cannot retitle or clear the terminal (reliability.md F4).
+// Fails without termtext.Clean in writeComparison.
+func TestCompareTableEscapesControlCharacters(t *testing.T) {
+	op := "\x1b[2J\x1b]0;PWNED\a"
+	a := &runOps{File: "a.json", Script: "s\x1bc.js", Ops: map[string]*opStats{op: {Count: 1, OK: 1}}}
+	b := &runOps{File: "b.json", Script: "s.js", Ops: map[string]*opStats{op: {Count: 2, OK: 2}}}
+	var out strings.Builder
+	if err := writeComparison(&out, compareRuns(a, b)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\x1b\a") {
+		t.Fatalf("table holds control characters: %q", out.String())
+	}
+	if !strings.Contains(out.String(), `\x1b[2J\x1b]0;PWNED\a`) || !strings.Contains(out.String(), `s\x1bc.js`) {
+		t.Fatalf("escaped names missing:\n%s", out.String())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/result"
 	"github.com/buzzload/buzzload/engine/summary"
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/engine/thresholds"
 )
 
@@ -47,7 +48,7 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload merge: %s\n", termtext.Lines(err.Error()))
 		return exitUsage
 	}
 	if help {
@@ -82,7 +83,7 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 	for _, p := range fs.Args() {
 		f, err := result.Read(p)
 		if err != nil {
-			fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload merge: %s\n", termtext.Lines(err.Error()))
 			return exitBadInput
 		}
 		ins = append(ins, result.Input{Name: p, File: f})
@@ -92,7 +93,7 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload merge: warning: %s\n", w)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload merge: %s\n", termtext.Lines(err.Error()))
 		return exitBadInput
 	}
 	if noThresholds {
@@ -102,7 +103,7 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 	}
 	set, err := result.ThresholdSet(merged)
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload merge: thresholds: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload merge: thresholds: %s\n", termtext.Lines(err.Error()))
 		return exitBadInput
 	}
 	statuses := result.Evaluate(set, merged)
@@ -136,7 +137,7 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		opts.Mode = "compact" // still needed for --summary-export
 	}
 	if err := opts.Validate(); err != nil {
-		fmt.Fprintf(stderr, "buzzload merge: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload merge: %s\n", termtext.Lines(err.Error()))
 		return exitUsage
 	}
 
@@ -146,7 +147,7 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 	if printMode != "disabled" {
 		text, err := summary.Text(in)
 		if err != nil {
-			fmt.Fprintf(stderr, "buzzload merge: summary: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload merge: summary: %s\n", termtext.Lines(err.Error()))
 			return engine.ExitGeneric
 		}
 		fmt.Fprint(stdout, text)
@@ -159,13 +160,13 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 			err = os.WriteFile(export, b, 0o666)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "buzzload merge: --summary-export: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload merge: --summary-export: %s\n", termtext.Lines(err.Error()))
 			code = engine.ExitGeneric
 		}
 	}
 	if out != "" {
 		if err := result.Write(out, merged); err != nil {
-			fmt.Fprintf(stderr, "buzzload merge: --output: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload merge: --output: %s\n", termtext.Lines(err.Error()))
 			code = engine.ExitGeneric
 		}
 	}

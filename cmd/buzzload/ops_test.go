@@ -142,12 +142,13 @@ func TestRunScenarioFileWritesReport(t *testing.T) {
 	}
 }
 
-// A report that cannot be written fails the run and says so.
+// A report that cannot be written fails the run before it starts and says
+// which flag and path (exit 104, issue 30 F3).
 func TestRunReportThatCannotBeWrittenFails(t *testing.T) {
 	t.Parallel() // a subprocess that mostly waits on its timeline
 	dir := copyTestdata(t, "ops-tiny.toml")
 	code, _, errs := runBin(t, dir, nil, "run", "-q", "ops-tiny.toml", "--report", filepath.Join(dir, "missing", "out.json"))
-	if code == 0 || !strings.Contains(errs, "writing the Buzz report") || !strings.Contains(errs, "missing/out.json") {
+	if code != 104 || !strings.Contains(errs, "--report") || !strings.Contains(errs, "missing/out.json") || strings.Contains(errs, ".check.") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errs)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/plan"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -83,11 +84,11 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	sc, err := scenario.Load(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
 		return 2
 	}
 	if err := reshapeRamp(sc, *users, step, *dur, ramp); err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
 		return 2
 	}
 	modes := []string{sc.Desktop.Mode}
@@ -121,7 +122,7 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	if *asJSON {
@@ -132,7 +133,7 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 			v = results
 		}
 		if err := enc.Encode(v); err != nil {
-			fmt.Fprintf(env.Stderr, "buzzload plan: %v\n", err)
+			fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
 			return 1
 		}
 		return 0

@@ -13,6 +13,7 @@ import (
 	"github.com/mstoykov/envconfig"
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/relay"
 )
 
@@ -39,17 +40,17 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
 		return 2
 	}
 	stopProfiles, err := startProfiles(profilePaths(fs, env.Env))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	defer func() {
 		if err := stopProfiles(); err != nil {
-			fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+			fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
 		}
 	}()
 	var logMu sync.Mutex
@@ -65,7 +66,7 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 		// at the path, and repeated starts never collide on one name.
 		dir, err := os.MkdirTemp("", "buzzload-relay-")
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "buzzload relay: private directory for the operator secret: %v\n", err)
+			fmt.Fprintf(env.Stderr, "buzzload relay: private directory for the operator secret: %s\n", termtext.Lines(err.Error()))
 			return 1
 		}
 		defer os.RemoveAll(dir)
@@ -73,14 +74,14 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	r, err := relay.New(cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	defer r.Close() // removes a generated secret file on every return
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload relay: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	u := r.URLs()
@@ -103,7 +104,7 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(env.Stdout, "buzzload relay: %v received, shutting down\n", s)
 	}
 	if err := r.Close(); err != nil {
-		fmt.Fprintf(env.Stderr, "buzzload relay: shutdown: %v\n", err)
+		fmt.Fprintf(env.Stderr, "buzzload relay: shutdown: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	st := r.Stats()

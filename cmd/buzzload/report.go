@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/extension/htmlreport"
 )
@@ -30,7 +31,7 @@ func reportCmd(_ context.Context, args []string, env cliEnv) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "buzzload report: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload report: %s\n", termtext.Lines(err.Error()))
 		return exitUsage
 	}
 	if help {
@@ -49,14 +50,14 @@ func reportCmd(_ context.Context, args []string, env cliEnv) int {
 	}
 	r, err := loadRunOps(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload report: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload report: %s\n", termtext.Lines(err.Error()))
 		return exitBadInput
 	}
 	if title == "" {
 		title = "buzzload report: " + r.File
 	}
 	if err := writeHTML(out, htmlPage(title, htmlRun(r.File, r))); err != nil {
-		fmt.Fprintf(stderr, "buzzload report: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload report: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	return 0

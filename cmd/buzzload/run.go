@@ -22,6 +22,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/js"
 )
@@ -123,7 +124,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitGeneric
 	}
 	if f.help {
@@ -138,12 +139,12 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	stopProfiles, err := startProfiles(profilePaths(f.fs, env.Env))
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitGeneric
 	}
 	defer func() {
 		if err := stopProfiles(); err != nil {
-			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		}
 	}()
 	cfg, err := buildRunConfig(f, f.fs.Arg(0), env)
@@ -151,7 +152,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		err = checkOutputs(f, cfg)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitCode(err)
 	}
 	ctl, linger, stopAPI, err := startAPI(f.api, f.fs, env.Env, stderr)
@@ -165,17 +166,17 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	console := engine.NewConsole(stdout) // report windows land above the progress block
 	bopts, err := f.buzz.moduleOptions(f.fs, console, func(err error) { cancel(err) })
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitCode(err)
 	}
 	reg, buzz, closeModules, err := newModuleRegistry(env.Env, env.Lookup, bopts)
 	if err != nil {
-		fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitGeneric
 	}
 	defer func() {
 		if err := closeModules(); err != nil {
-			fmt.Fprintf(stderr, "buzzload run: closing modules: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload run: closing modules: %s\n", termtext.Lines(err.Error()))
 		}
 	}()
 	cfg.Registry = reg
@@ -209,7 +210,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	if f.buzz.reportHTML != "" {
 		if err := writeRunHTML(f.buzz.reportHTML, f.fs.Arg(0), buzz); err != nil {
-			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 			if res.ExitCode == engine.ExitOK {
 				res.ExitCode = engine.ExitGeneric
 			}
@@ -218,7 +219,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	if f.result != "" {
 		// Written also when thresholds failed: merge judges them again.
 		if err := writeRunResult(f.result, cfg, res, buzz); err != nil {
-			fmt.Fprintf(stderr, "buzzload run: %v\n", err)
+			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 			if res.ExitCode == engine.ExitOK {
 				return finishBuzz(buzz, engine.ExitGeneric, stderr)
 			}

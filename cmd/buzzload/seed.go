@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
@@ -64,7 +65,7 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 	if sc.Target.CommunityHostTemplate != "" {
 		k, err := sc.OperatorKey(envLookup(env.Env))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "%s: operator key: %v\n", name, err)
+			fmt.Fprintf(env.Stderr, "%s: operator key: %s\n", name, termtext.Lines(err.Error()))
 			return 1
 		}
 		op = k
@@ -89,7 +90,7 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 // it did, or there is no result at all.
 func finish[R any](name string, env cliEnv, jsonOut bool, res *R, err error, summary func(*R), failed func(*R) bool) int {
 	if res == nil {
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, termtext.Lines(err.Error()))
 		return 1
 	}
 	if jsonOut {
@@ -101,7 +102,7 @@ func finish[R any](name string, env cliEnv, jsonOut bool, res *R, err error, sum
 		summary(res)
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, termtext.Lines(err.Error()))
 		return 1
 	}
 	if failed(res) {
@@ -129,7 +130,7 @@ func loadScenarioArgs(name, usageText string, fs *pflag.FlagSet, args []string, 
 	}
 	sc, err = scenario.Load(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, termtext.Lines(err.Error()))
 		return nil, 1, false
 	}
 	if sc.Embedded() {

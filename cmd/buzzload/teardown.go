@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
@@ -50,7 +51,7 @@ func teardownCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	op, err := sc.OperatorKey(envLookup(env.Env))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "%s: operator key: %v\n", name, err)
+		fmt.Fprintf(env.Stderr, "%s: operator key: %s\n", name, termtext.Lines(err.Error()))
 		return 1
 	}
 	ctx, stop := signalContext(ctx, name, env)

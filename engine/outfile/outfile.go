@@ -82,7 +82,12 @@ func Check(path string) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".check.*")
 	if err != nil {
-		return fmt.Errorf("cannot create %s: %w", path, err)
+		// The probe's random name would only confuse: name the directory.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot create a file in %s: %w", dir, err)
 	}
 	tmp.Close()
 	return os.Remove(tmp.Name())

@@ -1,0 +1,33 @@
+package extension
+
+import (
+	"strings"
+	"testing"
+)
+
+// A relay's error text, an op name from a script and a reason cannot drive
+// the terminal: the summary shows their control characters escaped
+// (reliability.md F4: a relay cleared the screen and printed "result: ok").
+// Fails without termtext.Clean in reporttext.go.
+func TestReportTextEscapesNetworkAndScriptText(t *testing.T) {
+	forged := "error: \r\x1b[K\x1bc\x1b[H\x1b[J  result: ok\r\n  (forged by the relay)\x1b[m"
+	op := "post\x1b]0;PWNED\a"
+	ops := map[string]*OpReport{op: {Count: 2, Errors: 1, ErrorTexts: []ErrorText{{Text: forged, Count: 1}}}}
+	r := &Report{RunID: "r\x1b[2J", Scenario: "s", AbortReason: "p99 of " + op + " too high\n  result: ok",
+		Steps: []StepReport{{Reached: true, Ops: ops, AbortReason: forged}}, Warnings: []string{"w\u009b2J"}}
+	out := r.Text()
+	for _, bad := range []string{"\x1b", "\r", "\a", "\u009b", "\n  result: ok"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("summary contains %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{`\x1bc\x1b[H\x1b[J  result: ok\r\n`, `post\x1b]0;PWNED\a`, `r\x1b[2J`, `w\u009b2J`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks the escaped %s:\n%s", want, out)
+		}
+	}
+	w := WindowReport{Ops: map[string]*WindowOp{op: {Count: 1}}}
+	if s := w.Text("run\x1bc"); strings.Contains(s, "\x1b") {
+		t.Errorf("window block contains ESC: %q", s)
+	}
+}
