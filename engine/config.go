@@ -76,6 +76,10 @@ type RunConfig struct {
 	ArchiveLayers []Layer
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// OnEnd, when set, learns how the run ended (its exit code so far and
+	// the first error) once the VUs are done and before handleSummary, so
+	// a module's report can follow the run's end (issue 30 F5).
+	OnEnd func(code int, err error)
 }
 
 var envKeyRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)

@@ -289,6 +289,10 @@ func (r *runner) run(ctx context.Context) Result {
 	stopColl()
 	<-collDone
 	r.stopOutputs()
+	if r.cfg.OnEnd != nil {
+		end := r.result()
+		r.cfg.OnEnd(end.ExitCode, end.Err)
+	}
 	r.summarize(context.WithoutCancel(ctx))
 	res := r.result()
 	res.Summary = r.coll.Snapshot(r.runEnd.Sub(r.runStart))

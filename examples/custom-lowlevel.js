@@ -34,6 +34,7 @@ export function greet(data) {
   const who = exec.scenario.iterationInTest % HUMANS;
   const s = sc.connect("human", who);
   if (!check(s, { connected: (x) => x.ok })) {
+    sleep(1); // back off as the built-in clients do: no reconnect storm on a restarting relay
     return;
   }
   const read = s.subscribeUntilEose([{ kinds: [9], "#h": [data.channel], limit: 20 }], { op: "greet_read" });

@@ -88,6 +88,51 @@ type Module struct {
 	reports      []string // report files written
 	reportErrs   []error  // report files that could not be written
 	lastReport   *Report  // the last report sc.report built (LastReport)
+	// runEnd is why the run ended before its plan or failed ("": it has
+	// not ended, or ended ok), from the engine (NoteRunEnd).
+	runEnd string
+}
+
+// NoteRunEnd learns how the run ended, before handleSummary: a run cut
+// short or failed (a signal, test.abort(), the REST API's stop, test.fail(),
+// a script error) makes every report built after it a failure with that
+// reason, whatever the script drove (reliability.md F5: custom scripts on
+// sc.connect/sc.http were reported ok when interrupted).
+func (m *Module) NoteRunEnd(code int, err error) {
+	why := runEndReason(code, err)
+	m.failMu.Lock()
+	m.runEnd = why
+	m.failMu.Unlock()
+}
+
+// runEndReason says why a run ended with code ("" for a pass, and for
+// thresholds, which the report names itself).
+func runEndReason(code int, err error) string {
+	var why string
+	switch code {
+	case 0, 99:
+		return ""
+	case 103:
+		why = "the run was stopped through the REST API"
+	case 105:
+		why = "the run was interrupted before its end (a signal)"
+	case 108:
+		why = "the run was aborted by test.abort()"
+	case 110:
+		why = "the run was marked as failed (test.fail())"
+	default:
+		why = "the run failed"
+	}
+	if err != nil {
+		why += ": " + err.Error()
+	}
+	return fmt.Sprintf("%s (exit %d)", why, code)
+}
+
+func (m *Module) runEndReason() string {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	return m.runEnd
 }
 
 // PreflightError is the preflight failure that stopped the run, if any.

@@ -368,6 +368,11 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	if r.AbortReason == "" && len(r.Interrupted) > 0 {
 		r.AbortReason = "the run was interrupted before its end (a signal or test.abort())"
 	}
+	if r.AbortReason == "" && l.m != nil {
+		// A run cut short or failed as a whole: what the clients saw cannot
+		// make it a pass (custom scripts have no built-in clients to cut).
+		r.AbortReason = l.m.runEndReason()
+	}
 	r.OK = r.AbortReason == ""
 	if len(windows) > 0 {
 		r.WindowSecs, r.Windows = every.Seconds(), windows

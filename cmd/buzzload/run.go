@@ -183,6 +183,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
 	cfg.Console = console
+	cfg.OnEnd = buzz.NoteRunEnd
 
 	finished := make(chan struct{})
 	defer close(finished)
