@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -83,7 +84,17 @@ func startAPI(a apiFlags, fs *pflag.FlagSet, environ []string, stderr io.Writer)
 		jshost.NewLogger(stderr, jshost.LevelInfo).Log(jshost.LevelWarn, "the REST API could not start; running without it: "+err.Error())
 		return ctl, linger, stop, nil
 	}
-	srv := &http.Server{Handler: restapi.Handler(ctl), ReadHeaderTimeout: 10 * time.Second}
+	// Only requests addressed to this API, never from a web page; slow
+	// bodies and idle connections are cut (issue 30 F2, F7; docs/security.md).
+	names := []string{}
+	if h, _, err := net.SplitHostPort(address); err == nil {
+		names = append(names, h)
+	}
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	srv := &http.Server{Handler: restapi.Guard(restapi.Handler(ctl), names...),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return ctl, linger, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

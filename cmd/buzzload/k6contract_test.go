@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -270,6 +271,41 @@ func (r *runner) curl(stopped bool) {
 	}
 }
 
+// pageCannotDrive sends what a web page can: a cross-origin form POST to
+// /v1/teardown and a DNS-rebinding-shaped PATCH (a foreign Host). Both are
+// refused and the runner is still paused (reliability.md F2).
+func (r *runner) pageCannotDrive() {
+	r.t.Helper()
+	send := func(method, path, body string, hdr map[string]string, host string) int {
+		req, err := http.NewRequest(method, "http://"+r.addr+path, strings.NewReader(body))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := send("POST", "/v1/teardown", "x=1", map[string]string{"Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"}, ""); c != http.StatusForbidden {
+		r.t.Fatalf("cross-origin POST /v1/teardown: status %d, want 403", c)
+	}
+	stop := `{"data":{"attributes":{"stopped":true},"id":"default","type":"status"}}`
+	if c := send("PATCH", "/v1/status", stop, map[string]string{"Content-Type": "application/json"}, "rebind.evil.example:6565"); c != http.StatusForbidden {
+		r.t.Fatalf("PATCH with a foreign Host: status %d, want 403", c)
+	}
+	if a := r.status(func(map[string]any) bool { return true }); a["paused"] != true || a["stopped"] == true {
+		r.t.Fatalf("a refused request changed the run: %v", a)
+	}
+}
+
 func (r *runner) exit() int {
 	r.t.Helper()
 	select {
@@ -297,6 +333,7 @@ export default function () {}`})
 	if a["paused"] != true || a["vus-max"] != float64(2) || a["running"] != false {
 		t.Fatalf("paused runner: %v", a)
 	}
+	r.pageCannotDrive()
 	r.curl(false)
 	if code := r.exit(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, r.errb.String())
@@ -406,5 +443,43 @@ func TestLingerKeepsTheAPIUntilAStop(t *testing.T) {
 	r.curl(true)
 	if code := r.exit(); code != 0 {
 		t.Fatalf("exit %d after the linger, want the test's 0\n%s", code, r.errb.String())
+	}
+}
+
+// A request body trickled a byte at a time does not hold the API's
+// connection for the run: it is cut at the read timeout (30 s)
+// (reliability.md F7: 50 such connections were all still open after 45 s).
+func TestAPICutsSlowBodies(t *testing.T) {
+	t.Parallel() // waits on the server's read timeout
+	bin := k6Bin(t)
+	dir := writeFiles(t, map[string]string{"test.js": `export const options = { vus: 1, iterations: 1 };
+export default function () {}`})
+	r := startRunner(t, bin, dir, "test.js")
+	r.status(func(a map[string]any) bool { return a["paused"] == true })
+	conn, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT /v1/setup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n{")
+	closed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, conn) // returns when the server closes
+		close(closed)
+	}()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	deadline := time.After(50 * time.Second)
+	for {
+		select {
+		case <-closed:
+			r.curl(true)
+			r.exit()
+			return
+		case <-tick.C:
+			_, _ = conn.Write([]byte(" "))
+		case <-deadline:
+			t.Fatal("the slow body's connection was still open after 50 s")
+		}
 	}
 }

@@ -16,7 +16,7 @@ func TestLowLevelScriptCutShortIsNotOK(t *testing.T) {
 	t.Parallel() // subprocesses that mostly wait
 	for _, c := range []struct {
 		name, call, want string
-		code         int
+		code             int
 	}{
 		{"abort", `exec.test.abort("probe abort")`, "aborted by test.abort()", 108},
 		{"fail", `exec.test.fail("probe fail")`, "marked as failed", 110},
