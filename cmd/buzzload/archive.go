@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -49,8 +51,12 @@ func archiveCmd(ctx context.Context, args []string, env cliEnv) int {
 	if insp == nil {
 		return code
 	}
+	packed, left := withoutSecrets(insp.cfg.ScriptEnv, insp.envFlags)
+	if len(left) > 0 {
+		fmt.Fprintf(env.Stderr, "buzzload archive: left out of the archive as secrets: %s (name one with -e KEY=VALUE to pack it)\n", strings.Join(left, ", "))
+	}
 	a := &archive.Archive{Metadata: archive.Metadata{
-		Script: insp.Script, Env: insp.cfg.ScriptEnv,
+		Script: insp.Script, Env: packed,
 		ConfigFile: insp.cfg.ConfigFile, ConfigFileName: insp.cfg.ConfigFileName,
 		Layers:  append(append([]engine.Layer(nil), insp.cfg.ArchiveLayers...), insp.cfg.Env, insp.cfg.CLI),
 		Options: insp.Merged,
@@ -88,6 +94,7 @@ type inspected struct {
 	*engine.Inspection
 	cfg         engine.RunConfig
 	fromArchive bool
+	envFlags    []string // the -e KEY=VALUE given
 }
 
 // inspectTest parses the flags of `buzzload <name>` (run's, plus extra),
@@ -135,7 +142,7 @@ func inspectTest(ctx context.Context, name, usage string, args []string, env cli
 	if err != nil {
 		return nil, logError(stderr, err, engine.ExitCode(err))
 	}
-	return &inspected{Inspection: insp, cfg: cfg, fromArchive: cfg.ReadFile != nil}, engine.ExitOK
+	return &inspected{Inspection: insp, cfg: cfg, fromArchive: cfg.ReadFile != nil, envFlags: f.env}, engine.ExitOK
 }
 
 // logError writes err as one k6-style logfmt line (`level=error`) and
@@ -207,4 +214,31 @@ func archiveLimits(getenv func(string) string) (archive.Limits, error) {
 		lim.MaxEntries = n
 	}
 	return lim, nil
+}
+
+// secretEnv are the variables buzzload knows to hold secrets: the operator
+// key, Buzz's secrets, Prometheus and Grafana Cloud credentials, the
+// identity secret. --include-system-env-vars packs every variable (as k6
+// does), so these are left out unless -e names them (issue 30 F8).
+var secretEnv = regexp.MustCompile(`^(BUZZLOAD_OPERATOR_KEY|BUZZLOAD_IDENTITY_SECRET|BUZZ_.*SECRET.*|K6_PROMETHEUS_RW_(PASSWORD|BEARER_TOKEN|CLIENT_CERTIFICATE_KEY|HEADERS_.*)|K6_CLOUD_TOKEN|.*(PASSWORD|PASSWD|SECRET|TOKEN|PRIVATE_KEY|NSEC|API_KEY|CREDENTIALS).*)$`)
+
+// withoutSecrets is env less the secret variables that no -e flag named,
+// and the names it left out, sorted.
+func withoutSecrets(env map[string]string, flags []string) (map[string]string, []string) {
+	named := map[string]bool{}
+	for _, kv := range flags {
+		k, _, _ := strings.Cut(kv, "=")
+		named[k] = true
+	}
+	out := make(map[string]string, len(env))
+	var left []string
+	for k, v := range env {
+		if secretEnv.MatchString(strings.ToUpper(k)) && !named[k] {
+			left = append(left, k)
+			continue
+		}
+		out[k] = v
+	}
+	sort.Strings(left)
+	return out, left
 }
