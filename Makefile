@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test test-go node-deps bench bench-scale bench-clients lint run clean image
+.PHONY: all build test test-go node-deps bench bench-scale bench-clients lint fuzz run clean image
 
 all: build
 
@@ -76,6 +76,13 @@ bench-clients: build
 		BENCH_TIME=2000x BENCH_TOTAL_TIMEOUT=5m \
 		BENCH_EXTRA="scripts/publish-cpu.sh $(RUNS) 500 30; scripts/allin-human.sh $(RUNS) 100 1000; scripts/idle-vu.sh $(RUNS) 1000 4000 20; scripts/scale-humans.sh wide $(RUNS) 5000 60 14; scripts/scale-humans.sh humans $(RUNS) 19000 60" \
 		BENCH_EXTRA_TIMEOUT=20m scripts/bench.sh out/bench-clients.txt out/bench-clients-report.md
+
+# Every fuzz target for FUZZTIME each (default 60s; FUZZTIME=10m for a deep
+# run, recorded in docs/benchmarks.md), one after the other; per-target
+# executions and rate in out/fuzz.txt (docs/security.md).
+FUZZTIME ?= 60s
+fuzz:
+	GO='$(GO)' FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

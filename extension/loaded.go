@@ -64,7 +64,9 @@ type loaded struct {
 	claims   map[string]*atomic.Int64 // k6 scenario name → next local slot
 
 	agg *aggregator
-	win *windows // the report intervals (windows.go)
+	// identityWarning says the identities carry no secret on a shared relay.
+	identityWarning string
+	win             *windows // the report intervals (windows.go)
 
 	preMu   sync.Mutex
 	preDone bool        // a preflight passed

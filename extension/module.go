@@ -72,7 +72,7 @@ type Module struct {
 	relay     *relay.Relay
 	relayErr  error
 	stopRelay context.CancelFunc
-	transport *http.Transport
+	transport http.RoundTripper // the shared pool, within the body budget
 	closed    bool
 
 	segOnce sync.Once // the execution segment, read once from test.options
@@ -179,8 +179,8 @@ func (m *Module) Close() error {
 		m.relay = nil
 		m.relayErr = errors.New("the embedded relay was stopped at the end of the run")
 	}
-	if m.transport != nil {
-		m.transport.CloseIdleConnections()
+	if c, ok := m.transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
 	}
 	return err
 }
@@ -230,7 +230,7 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 }
 
 // httpPool is the run's shared HTTP connection pool.
-func (m *Module) httpPool() (*http.Transport, error) {
+func (m *Module) httpPool() (http.RoundTripper, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.transport == nil {
@@ -238,7 +238,7 @@ func (m *Module) httpPool() (*http.Transport, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.transport = t
+		m.transport = relayclient.WithBodyBudget(t, relayclient.DefaultBodyBudget)
 	}
 	return m.transport, nil
 }
@@ -305,7 +305,17 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	if lo.desktopMode != "" {
 		sc.Desktop.Mode = lo.desktopMode // after parsing: the file's other keys still validate
 	}
+	// Before any key is derived: the identities mix in the run's secret.
+	if _, err := sc.SetIdentitySecret(m.opts.LookupEnv); err != nil {
+		return nil, fmt.Errorf("%s: identity secret: %w", path, err)
+	}
 	l := newLoaded(m, sc, lo.shard)
+	if !sc.IdentitiesSecret() && sc.SharedTarget() {
+		l.identityWarning = scenario.NoSecretWarning
+		if m.opts.Console != nil {
+			fmt.Fprintf(m.opts.Console, "  ! %s\n", scenario.NoSecretWarning)
+		}
+	}
 	m.scenarios[key] = l
 	return l, nil
 }

@@ -326,6 +326,9 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		addCut(sd.Ops)
 	}
 	r.Warnings = append(throttleWarnings(r.Steps, sd), relayLimitWarnings(l.base, r.RelayLimits)...)
+	if l.identityWarning != "" {
+		r.Warnings = append(r.Warnings, l.identityWarning)
+	}
 	for k, n := range a.exits {
 		r.ClientExits = append(r.ClientExits, ExitReport{Kind: k.kind, Reason: k.reason, Count: n})
 	}

@@ -137,6 +137,14 @@ func loadScenarioArgs(name, usageText string, fs *pflag.FlagSet, args []string, 
 		fmt.Fprintf(env.Stderr, "%s: %s: %v\n", name, fs.Arg(0), seed.ErrEmbedded)
 		return nil, 2, false
 	}
+	// The same identities as the run's: the same secret mixed in.
+	if _, err := sc.SetIdentitySecret(envLookup(env.Env)); err != nil {
+		fmt.Fprintf(env.Stderr, "%s: identity secret: %s\n", name, termtext.Lines(err.Error()))
+		return nil, 1, false
+	}
+	if !sc.IdentitiesSecret() && sc.SharedTarget() {
+		fmt.Fprintf(env.Stderr, "%s: warning: %s\n", name, scenario.NoSecretWarning)
+	}
 	return sc, 0, true
 }
 

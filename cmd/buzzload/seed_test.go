@@ -109,9 +109,14 @@ func TestSeedCommandRefusedMemberExitsOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}
+	// The seed mixes the operator key into the identities: so do we.
+	if src, err := sc.SetIdentitySecret(envLookup(env)); err != nil || src != "the operator key" {
+		t.Fatalf("identity secret: %q %v", src, err)
+	}
 	pk := sc.Keys(sc.GlobalIndex(scenario.KindAgent, 0)).PubKey()
 	r.Faults().RefuseMembers("restricted: not today", pk)
-	code, out, errs := runWith(t, []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}, "seed", "-q", path)
+	code, out, errs := runWith(t, env, "seed", "-q", path)
 	if code != 1 {
 		t.Fatalf("code %d\n%s\n%s", code, out, errs)
 	}

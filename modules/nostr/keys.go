@@ -1,6 +1,7 @@
 package nostr
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -166,9 +167,19 @@ const (
 // taking the first retry (starting with none) whose digest is a valid scalar.
 // The seed, every VU and every shard compute the same keys with no
 // coordination; anyone holding the run id can recompute them, so these are
-// load-test identities, never real ones.
+// load-test identities, never real ones: runs against a shared relay mix in
+// a secret (DeriveSecretKeys).
 func DeriveKeys(runID string, role Role, index int) *Keys {
-	k, _ := KeysFromBytes(deriveSecret(runID, role, index))
+	return DeriveSecretKeys(nil, runID, role, index)
+}
+
+// DeriveSecretKeys is DeriveKeys with secret mixed in: the digest is
+// HMAC-SHA-256 keyed by secret over the same message, so only who holds the
+// secret (BUZZLOAD_IDENTITY_SECRET or the operator key, the same on every
+// shard and runner) can sign as the run's identities (issue 30; reliability.md
+// F6). An empty secret is DeriveKeys.
+func DeriveSecretKeys(secret []byte, runID string, role Role, index int) *Keys {
+	k, _ := KeysFromBytes(deriveSecret(secret, runID, role, index))
 	return k
 }
 
@@ -176,8 +187,13 @@ func DeriveKeys(runID string, role Role, index int) *Keys {
 // signer: what a client needs of the other members it subscribes to
 // (presence peers, co-members), one scalar multiplication each.
 func DerivePubKey(runID string, role Role, index int) string {
+	return DeriveSecretPubKey(nil, runID, role, index)
+}
+
+// DeriveSecretPubKey is DeriveSecretKeys(...).PubKey() without the signer.
+func DeriveSecretPubKey(secret []byte, runID string, role Role, index int) string {
 	var s btcec.ModNScalar
-	s.SetByteSlice(deriveSecret(runID, role, index))
+	s.SetByteSlice(deriveSecret(secret, runID, role, index))
 	var p btcec.JacobianPoint
 	btcec.ScalarBaseMultNonConst(&s, &p)
 	p.ToAffine()
@@ -188,14 +204,21 @@ func DerivePubKey(runID string, role Role, index int) string {
 
 // deriveSecret is the first SHA-256 of the derivation message (with a retry
 // counter appended from the second try) that is a valid secret scalar.
-func deriveSecret(runID string, role Role, index int) []byte {
+func deriveSecret(secret []byte, runID string, role Role, index int) []byte {
 	base := "buzzload/v1\x00" + runID + "\x00" + string(role) + "\x00" + strconv.Itoa(index)
 	for retry := 0; ; retry++ {
 		msg := base
 		if retry > 0 {
 			msg += "\x00" + strconv.Itoa(retry)
 		}
-		sum := sha256.Sum256([]byte(msg))
+		var sum [32]byte
+		if len(secret) == 0 {
+			sum = sha256.Sum256([]byte(msg))
+		} else {
+			mac := hmac.New(sha256.New, secret)
+			mac.Write([]byte(msg))
+			mac.Sum(sum[:0])
+		}
 		var s btcec.ModNScalar
 		if overflow := s.SetByteSlice(sum[:]); !overflow && !s.IsZero() {
 			return sum[:]

@@ -26,6 +26,8 @@ const (
 	OpHTTPCount             = "http_count"
 	OpNIP11                 = "nip11"
 	maxErrorBodyForMessages = 4096
+	// maxErrorBody is what is read of a non-2xx body: its reason.
+	maxErrorBody = 64 << 10
 )
 
 // TransportOptions configure a shared HTTP connection pool.
@@ -258,9 +260,21 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 	}
 	defer r.Body.Close()
 	resp.Status, resp.Header = r.StatusCode, r.Header
-	b, err := io.ReadAll(io.LimitReader(r.Body, h.cfg.MaxBodyBytes+1))
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		// Refused before reading: a hostile relay's announced 100 MB body
+		// costs nothing (reliability.md F10).
+		return end(OutcomeError, fmt.Sprintf("%s: HTTP %d: body of %d bytes larger than %d bytes", what, r.StatusCode, r.ContentLength, h.cfg.MaxBodyBytes), 0)
+	}
+	limit := h.cfg.MaxBodyBytes
+	if r.StatusCode < 200 || r.StatusCode > 299 {
+		limit = min(limit, maxErrorBody) // only the reason is read from a refusal
+	}
+	b, err := readBody(r.Body, r.ContentLength, limit)
 	res.BytesReceived = int64(len(b))
 	resp.Body = b
+	if errors.Is(err, ErrBodyBudget) {
+		return end(OutcomeError, fmt.Sprintf("%s: HTTP %d: %v", what, r.StatusCode, err), 0)
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			// the caller gave up (a stop) while the body was still coming
@@ -271,7 +285,7 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 		}
 		return end(OutcomeError, fmt.Sprintf("%s: HTTP %d: reading body: %v", what, r.StatusCode, err), 0)
 	}
-	if int64(len(b)) > h.cfg.MaxBodyBytes {
+	if int64(len(b)) > limit && limit == h.cfg.MaxBodyBytes {
 		resp.Body = b[:h.cfg.MaxBodyBytes]
 		return end(OutcomeError, fmt.Sprintf("%s: HTTP %d: body larger than %d bytes", what, r.StatusCode, h.cfg.MaxBodyBytes), 0)
 	}
@@ -500,4 +514,26 @@ func (h *HTTP) NIP11(ctx context.Context, op string, out any) Result {
 	_, r := h.JSON(ctx, Request{Op: op, Method: http.MethodGet, Path: "/", Unsigned: true,
 		Header: http.Header{"Accept": {"application/nostr+json"}}}, nil, out)
 	return r
+}
+
+// readBody reads at most limit+1 bytes of body (one more than allowed tells
+// an oversize body), in one allocation when the length is announced.
+func readBody(body io.Reader, announced, limit int64) ([]byte, error) {
+	if announced >= 0 && announced <= limit {
+		b := make([]byte, announced)
+		n, err := io.ReadFull(body, b)
+		if err == nil {
+			// A body longer than announced is the transport's error to
+			// report; read one more byte to notice it.
+			var one [1]byte
+			if m, _ := body.Read(one[:]); m > 0 {
+				return append(b[:n], one[0]), nil
+			}
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("body shorter than its Content-Length %d: %w", announced, err)
+		}
+		return b[:n], err
+	}
+	return io.ReadAll(io.LimitReader(body, limit+1))
 }

@@ -1,12 +1,17 @@
 package scenario
 
 import (
+	"errors"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
-// Keys is client g's identity: nostr.DeriveKeys(run_id, kind role, g), with
+// Keys is client g's identity: nostr.DeriveSecretKeys(identity secret,
+// run_id, kind role, g), with
 // desktop humans on human keys. It is nil for an index that is not a client.
 // Deriving costs a hash and a scalar multiplication, so callers keep it.
 func (s *Scenario) Keys(g int) *nostr.Keys {
@@ -14,7 +19,7 @@ func (s *Scenario) Keys(g int) *nostr.Keys {
 	if !ok {
 		return nil
 	}
-	return nostr.DeriveKeys(s.RunID, c.Kind.Role(), g)
+	return nostr.DeriveSecretKeys(s.identitySecret, s.RunID, c.Kind.Role(), g)
 }
 
 // PubKey is Keys(g).PubKey() without preparing a signer: what a client
@@ -25,7 +30,7 @@ func (s *Scenario) PubKey(g int) string {
 	if !ok {
 		return ""
 	}
-	return nostr.DerivePubKey(s.RunID, c.Kind.Role(), g)
+	return nostr.DeriveSecretPubKey(s.identitySecret, s.RunID, c.Kind.Role(), g)
 }
 
 // KeyMemo is s.Keys memoised and safe for concurrent use, with PubKey from
@@ -72,13 +77,13 @@ func (s *Scenario) AgentOwnerKeys(g int) *nostr.Keys {
 	if c, ok := s.Client(g); !ok || c.Kind != KindAgent {
 		return nil
 	}
-	return nostr.DeriveKeys(s.RunID, nostr.RoleAgentOwner, g)
+	return nostr.DeriveSecretKeys(s.identitySecret, s.RunID, nostr.RoleAgentOwner, g)
 }
 
 // OwnerKeys is community n's fixture owner, which seed provisions the
 // community for and which signs its channel and membership events.
 func (s *Scenario) OwnerKeys(n int) *nostr.Keys {
-	return nostr.DeriveKeys(s.RunID, nostr.RoleOwner, n)
+	return nostr.DeriveSecretKeys(s.identitySecret, s.RunID, nostr.RoleOwner, n)
 }
 
 // CoMembers is up to limit other clients that share a channel with g among
@@ -106,3 +111,66 @@ func (s *Scenario) CoMembers(g int, users float64, limit int) []int {
 	}
 	return out
 }
+
+// IdentitySecretEnv names the variable whose value is mixed into every
+// derived identity; without it, the operator key is (docs/security.md).
+const IdentitySecretEnv = "BUZZLOAD_IDENTITY_SECRET"
+
+// SetIdentitySecret mixes a secret into every identity the run derives, so
+// that the run id (in reports, host names, ConfigMaps) is not enough to sign
+// as the run's members and community owners: $BUZZLOAD_IDENTITY_SECRET when
+// set, else the operator key when one is configured (both are the same on
+// every shard, runner, seed and teardown). It returns where the secret came
+// from ("" when there is none: keys derive from run_id alone, as before).
+// Call it before deriving any key.
+func (s *Scenario) SetIdentitySecret(lookupEnv func(string) (string, bool)) (string, error) {
+	if lookupEnv != nil {
+		if v, ok := lookupEnv(IdentitySecretEnv); ok && v != "" {
+			s.identitySecret = []byte("env\x00" + v)
+			return "$" + IdentitySecretEnv, nil
+		}
+	}
+	if s.Embedded() {
+		return "", nil // the embedded relay's operator derives from run_id too
+	}
+	k, err := s.OperatorKey(lookupEnv)
+	if errors.Is(err, ErrNoOperatorKey) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.identitySecret = []byte("operator\x00" + k.SecretHex())
+	return "the operator key", nil
+}
+
+// IdentitiesSecret reports whether a secret is mixed into the identities.
+func (s *Scenario) IdentitiesSecret() bool { return len(s.identitySecret) > 0 }
+
+// SharedTarget reports whether the target relay is not on this machine
+// (ws_url's host is neither loopback nor localhost): identities without a
+// secret are then a credential anyone holding the run id has.
+func (s *Scenario) SharedTarget() bool {
+	if s.Embedded() {
+		return false
+	}
+	for _, raw := range []string{s.Target.WSURL, s.Target.HTTPURL} {
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		h := strings.ToLower(u.Hostname())
+		if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+			continue
+		}
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// NoSecretWarning is what a run against a shared relay without an identity
+// secret is told.
+const NoSecretWarning = "identities derive from run_id alone: anyone who reads a report can sign as this run's members and community owners on the target; set " + IdentitySecretEnv + " (or an operator key) on every runner (docs/security.md)"

@@ -18,6 +18,9 @@ package scenario
 // not a key.
 type Scenario struct {
 	File string `toml:"-"`
+	// identitySecret is mixed into every derived key (SetIdentitySecret);
+	// never in the file, never printed.
+	identitySecret []byte
 
 	RunID      string     `toml:"run_id"`
 	Target     Target     `toml:"target"`

@@ -44,8 +44,11 @@ function fetchAll(relay, filter) {
       onevent: (e) => got.push(e),
       oneose: () => { done = true; resolve(got); sub.close() },
       onclose: (reason) => done || reject(new Error('CLOSED ' + reason)),
+      // nostr-tools fakes an EOSE after 4.4 s by default: a 1000-event page
+      // verified on a loaded machine takes longer, so wait for the real one.
+      eoseTimeout: 60000,
     })
-  }), 10000, 'REQ')
+  }), 60000, 'REQ')
 }
 
 async function post(url, sk, body) {
