@@ -66,10 +66,10 @@ type Client struct {
 	mu            sync.Mutex // guards box, relayPK, snapCommunity, roots, conn
 	box           []Event
 	relayPK       string
-	snapCommunity string // NIP-11's read_state_snapshot community ("": not advertised)
-	roots   map[int][]string // seeded thread roots per channel index
-	conn    *relayclient.Conn
-	wake    chan struct{}
+	snapCommunity string           // NIP-11's read_state_snapshot community ("": not advertised)
+	roots         map[int][]string // seeded thread roots per channel index
+	conn          *relayclient.Conn
+	wake          chan struct{}
 
 	subs map[string]*relayclient.Sub // run goroutine only
 	wg   sync.WaitGroup
