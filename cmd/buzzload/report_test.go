@@ -185,4 +185,27 @@ func TestHTMLReportInChromium(t *testing.T) {
 	if n := ink(one.img, one.img.Bounds()); n < 40 {
 		t.Errorf("#plot=op-publish-latency: blank (%d coloured pixels)", n)
 	}
+
+	// A cut link (a bad percent escape) shows the whole page, no exception.
+	cut := loadPage(t, filepath.Join(dir, "run.html"), "#plot=%E0%A4%A", 1600, 3000)
+	if len(cut.console) > 0 || !strings.Contains(cut.dom, "data-height=") {
+		t.Errorf("#plot=%%E0%%A4%%A stopped the page: %v", cut.console)
+	}
+
+	// Op names are the run's: ones that are also names of Object.prototype
+	// are drawn like any other (issue 30 F11: "__proto__" vanished,
+	// "constructor" read Object's constructor as its data).
+	res, err := os.ReadFile(filepath.Join(dir, "res.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = bytes.ReplaceAll(res, []byte(`"publish"`), []byte(`"__proto__"`))
+	res = bytes.ReplaceAll(res, []byte(`"hot_reply"`), []byte(`"constructor"`))
+	if err := os.WriteFile(filepath.Join(dir, "proto.json"), res, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runBin(t, dir, nil, "report", "-o", "proto.html", "proto.json"); code != 0 {
+		t.Fatalf("report exit %d: %s", code, errs)
+	}
+	checkPage(t, filepath.Join(dir, "proto.html"), []string{"op-__proto__-latency", "op-__proto__-rate", "op-constructor-rate"}, nil)
 }

@@ -26,6 +26,11 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
+  // Op names come from the run (a relay's or a script's): "__proto__",
+  // "constructor" and "toString" are names like any other, so maps are
+  // prototype-free and lookups ask for own properties only.
+  function own(o, k) { return o && Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined; }
+  function set() { return Object.create(null); }
   function num(v, d) { return typeof v === "number" && isFinite(v) ? v : (d === undefined ? 0 : d); }
   function fmt(v) {
     v = num(v);
@@ -200,7 +205,7 @@
 
   // Operations: the union of every run's ops; desktop_* grouped apart.
   // Ops with no step or window data (the seed's, setup's) go under Setup.
-  var ops = {}, timed = {}, inWin = {};
+  var ops = set(), timed = set(), inWin = set();
   runs.forEach(function (r) {
     windows(r).forEach(function (w) { for (var k in w.ops || {}) { ops[k] = timed[k] = inWin[k] = true; } });
     steps(r).forEach(function (s) { for (var k in s.ops || {}) ops[k] = timed[k] = true; });
@@ -216,13 +221,13 @@
     var t = { count: 0, ok: 0, errors: 0, throttled: 0, p50_ms: 0, p95_ms: 0, p99_ms: 0, due_p99_ms: 0, lag_p99_ms: 0 };
     var p = rep(r) || {};
     steps(r).concat([p.shutdown || {}, { ops: p.setup }]).forEach(function (s) {
-      var o = (s.ops || {})[op];
+      var o = own(s.ops, op);
       if (!o) return;
       t.count += num(o.count); t.ok += num(o.ok); t.errors += num(o.errors); t.throttled += num(o.throttled);
       ["p50_ms", "p95_ms", "p99_ms", "due_p99_ms", "lag_p99_ms"].forEach(function (k) { t[k] = Math.max(t[k], num(o[k])); });
     });
     // A result file's whole-run sinks are exact where the steps' worst is not.
-    var x = r.ops && r.ops[op];
+    var x = own(r.ops, op);
     if (x) ["count", "ok", "errors", "throttled", "p50_ms", "p95_ms", "p99_ms"].forEach(function (k) { t[k] = num(x[k]); });
     return t;
   }
@@ -242,14 +247,14 @@
       if (inWin[op]) {
         var lat = [], rate = [];
         runs.forEach(function (r, ri) {
-          var ws = windows(r).filter(function (w) { return w.ops && w.ops[op]; });
-          var pick = function (k) { return ws.filter(function (w) { return num(w.ops[op].count) - num(w.ops[op].errors) - num(w.ops[op].throttled) > 0; }).map(function (w) { return [w.end_s, num(w.ops[op][k])]; }); };
+          var ws = windows(r).filter(function (w) { return own(w.ops, op); });
+          var pick = function (k) { return ws.filter(function (w) { var o = own(w.ops, op); return num(o.count) - num(o.errors) - num(o.throttled) > 0; }).map(function (w) { return [w.end_s, num(own(w.ops, op)[k])]; }); };
           lat.push({ name: prefix(r) + "p50", color: COL.p50, dash: dashOf(ri), pts: pick("p50_ms") });
           lat.push({ name: prefix(r) + "p95", color: COL.p95, dash: dashOf(ri), pts: pick("p95_ms") });
           lat.push({ name: prefix(r) + "p99", color: COL.p99, dash: dashOf(ri), pts: pick("p99_ms") });
           var due = pick("due_p99_ms").filter(function (p) { return p[1] > 0; });
           if (due.length) lat.push({ name: prefix(r) + "p99 from due", color: COL.due, dash: dashOf(ri), pts: due });
-          var per = function (f) { return ws.map(function (w) { return [w.end_s, f(w.ops[op]) / Math.max(0.001, num(w.end_s) - num(w.start_s))]; }); };
+          var per = function (f) { return ws.map(function (w) { return [w.end_s, f(own(w.ops, op)) / Math.max(0.001, num(w.end_s) - num(w.start_s))]; }); };
           rate.push({ name: prefix(r) + "ops/s", color: COL.tput, dash: dashOf(ri), pts: per(function (o) { return num(o.count); }) });
           rate.push({ name: prefix(r) + "errors/s", color: COL.err, dash: dashOf(ri), pts: per(function (o) { return num(o.errors); }) });
           rate.push({ name: prefix(r) + "throttled/s", color: COL.thr, dash: dashOf(ri), pts: per(function (o) { return num(o.throttled); }) });
@@ -278,8 +283,11 @@
   // #plot=ID shows that plot alone (for a link, or a screenshot of one).
   var m = /^#plot=(.+)$/.exec(location.hash);
   if (m) {
-    var want = decodeURIComponent(m[1]);
-    var keep = document.getElementById("plot-" + want);
+    // A hand-edited or cut link must not stop the page: a bad escape
+    // shows the whole report.
+    var want = null;
+    try { want = decodeURIComponent(m[1]); } catch (e) { want = null; }
+    var keep = want === null ? null : document.getElementById("plot-" + want);
     if (keep) {
       document.body.classList.add("single");
       keep.classList.add("shown");
