@@ -13,10 +13,20 @@ var (
 	durationRE = regexp.MustCompile(`\b\d+(\.\d+)?(ns|us|µs|ms|s|m|h)(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))*\b`)
 	hexIDRE    = regexp.MustCompile(`\b[0-9a-fA-F]{16,}\b`)
 	numberRE   = regexp.MustCompile(`\d+(\.\d+)*`)
+	// A relay frame quoted after a bad-frame error (wire.Quote) is a sample
+	// of the failure, not its name: its subscription id, content and the
+	// place its length limit cut it differ between frames of one flood and
+	// split it into rows (issue 30, reliability.md). Only its verb stays.
+	framePreviewRE = regexp.MustCompile(`"\[\\"([A-Za-z_-]{1,16})\\"(?:[^"\\]|\\.)*"…?$`)
+	// Any other quoted text cut at its limit ends inside a token (an id too
+	// short to look like one, part of a word): that fragment goes.
+	cutTailRE = regexp.MustCompile(`[^\s"\\,:{}\[\]]*"…$`)
 )
 
 // NormaliseError strips ids, durations and numbers from an error text.
 func NormaliseError(text string) string {
+	text = framePreviewRE.ReplaceAllString(text, `"[\"$1\",…]"`)
+	text = cutTailRE.ReplaceAllString(text, `"…`)
 	text = hexIDRE.ReplaceAllString(text, "<id>")
 	text = durationRE.ReplaceAllString(text, "<d>")
 	return numberRE.ReplaceAllString(text, "<n>")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
@@ -24,6 +25,35 @@ func TestNormaliseErrorStripsIDsNumbersDurations(t *testing.T) {
 		if got := NormaliseError(in); got != want {
 			t.Errorf("NormaliseError(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Bad frames of one flood, whose quoted previews are cut at different
+// places of their ids and words, are one text (issue 30: a flood made three
+// rows). Fails without cutTailRE.
+func TestNormaliseErrorGroupsCutFramePreviews(t *testing.T) {
+	seen := map[string]bool{}
+	for _, sub := range []string{"a", "sub-1", "sub-12345", "subscription-x"} {
+		for _, content := range []string{"hello", "zqxwvutsrponmlkjihgfedcba"} {
+			frame := fmt.Sprintf(`["EVENT",%q,{"id":"%s","pubkey":"%s","content":%q}]`, sub,
+				strings.Repeat("ab12", 16), strings.Repeat("9f3e", 16), content)
+			seen[NormaliseError("EVENT for a subscription id that is not open: "+wire.Quote([]byte(frame)))] = true
+		}
+	}
+	if len(seen) != 1 {
+		t.Errorf("one failure, %d texts: %v", len(seen), seen)
+	}
+	if got, want := NormaliseError(`EOSE for a subscription id that is not open: "[\"EOSE\",\"s9\"]"`),
+		`EOSE for a subscription id that is not open: "[\"EOSE\",…]"`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// Quoted HTTP bodies keep what tells them apart; a cut one loses only
+	// the fragment its limit left.
+	if a, b := NormaliseError(`POST /query: HTTP 500: "{\"error\":\"x\"}"`), NormaliseError(`POST /query: HTTP 500: "{\"error\":\"y\"}"`); a == b {
+		t.Errorf("different bodies merged: %q", a)
+	}
+	if a, b := NormaliseError(`HTTP 500: "{\"error\":\"database is locke"…`), NormaliseError(`HTTP 500: "{\"error\":\"database is lo"…`); a != b {
+		t.Errorf("one body cut at two places: %q, %q", a, b)
 	}
 }
 
