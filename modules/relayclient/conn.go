@@ -96,6 +96,9 @@ type Conn struct {
 	idleFrom int64
 
 	lastFrame atomic.Int64 // nanoseconds after born
+	// reading: the reader goroutine has a frame in hand (false while it
+	// waits in NextReader, when everything that arrived has been read).
+	reading atomic.Bool
 	stats     struct {
 		framesIn, bytesIn, framesOut, bytesOut, badFrames, notices, late atomic.Int64
 	}
@@ -347,7 +350,9 @@ func (c *Conn) readLoop() {
 	for {
 		var typ int
 		var r io.Reader
+		c.reading.Store(false)
 		typ, r, err = c.ws.NextReader()
+		c.reading.Store(true)
 		if err != nil {
 			return
 		}

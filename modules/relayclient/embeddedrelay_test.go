@@ -177,33 +177,47 @@ func TestLocalRelayOperatorAndCommunityHostMapping(t *testing.T) {
 	}
 }
 
-// With EOSEGrace the EOSE is judged by its arrival: the wait lasts one
-// more grace for frames that arrived in time but are not yet read, and an
-// EOSE that arrived after EOSETimeout is the timeout all the same. Mutant
-// "an EOSE within the grace is ok" fails the second case.
+// With EOSEGrace the EOSE is judged by its arrival: past the timeout the
+// wait goes on only while the reader may hold frames that arrived in time,
+// and an EOSE that arrived after EOSETimeout is the timeout all the same.
+// Mutant "an EOSE within the grace is ok" fails the second case. A reader
+// that is caught up when no EOSE came ends the wait at the timeout, on
+// both readers (audit desktop.md #98: it always waited timeout + grace;
+// the old code fails the last two cases at 2.25 s).
 func TestEOSEGraceJudgesTheEOSEByItsArrival(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		delay time.Duration
-		want  Outcome
-		text  string
+		name   string
+		delay  time.Duration
+		grace  time.Duration
+		noPoll bool
+		want   Outcome
+		text   string
+		within time.Duration
 	}{
-		{"an EOSE before the timeout is ok", 50 * time.Millisecond, OutcomeOK, ""},
-		{"an EOSE after the timeout but within the grace is the timeout", 400 * time.Millisecond, OutcomeError, "arrived after"},
-		{"no EOSE by the timeout plus the grace is the timeout", 3 * time.Second, OutcomeError, "no EOSE within 250ms"},
+		{"an EOSE before the timeout is ok", 50 * time.Millisecond, 500 * time.Millisecond, false, OutcomeOK, "", 0},
+		{"an EOSE after the timeout, reader caught up, is the timeout at the timeout", 400 * time.Millisecond, 2 * time.Second, false, OutcomeError, "no EOSE within 250ms", 1250 * time.Millisecond},
+		{"no EOSE on an idle poller connection fails at the timeout", 10 * time.Second, 2 * time.Second, false, OutcomeError, "no EOSE within 250ms", 1250 * time.Millisecond},
+		{"no EOSE on an idle reader goroutine fails at the timeout", 10 * time.Second, 2 * time.Second, true, OutcomeError, "no EOSE within 250ms", 1250 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := startLocalRelay(t, nil)
 			r.Faults().DelayEOSE("g", c.delay)
-			conn, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: nostr.DeriveKeys(t.Name(), "a", 0)})
+			conn, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: nostr.DeriveKeys(t.Name(), "a", 0), NoPoller: c.noPoll})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close()
+			start := time.Now()
 			_, res, _ := conn.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{nostr.KindProfile}, Limit: 1}},
-				SubOptions{ID: "g1", EOSETimeout: 250 * time.Millisecond, EOSEGrace: 500 * time.Millisecond})
+				SubOptions{ID: "g1", EOSETimeout: 250 * time.Millisecond, EOSEGrace: c.grace})
 			if res.Outcome != c.want || !strings.Contains(res.Error, c.text) {
 				t.Errorf("%v %q, want %v %q", res.Outcome, res.Error, c.want, c.text)
+			}
+			if took := time.Since(start); c.within > 0 && took > c.within {
+				t.Errorf("the wait took %v, want about the 250ms timeout (under %v; timeout+grace is 2.25s)", took, c.within)
+			}
+			if c.within > 0 && res.Duration > c.within {
+				t.Errorf("recorded %v", res.Duration)
 			}
 		})
 	}
@@ -259,5 +273,32 @@ func TestDuplicateReactionIsOkWhenAskedFor(t *testing.T) {
 	bad, _ := alice.NewEvent(nostr.KindReaction, [][]string{{"p", alice.PubKey()}}, "+", time.Now())
 	if res := c.Publish(context.Background(), bad, PublishOptions{DuplicateOK: true}); res.Outcome != OutcomeError {
 		t.Fatalf("a reaction without a target with DuplicateOK: %+v", res)
+	}
+}
+
+// A reader that is behind at the deadline (it may hold frames that arrived
+// in time) keeps the wait open, and once it has caught up the wait ends:
+// the extension is conditional, up to the grace. Mutant "never extend"
+// ends at 250 ms; mutant "always extend" at 2.25 s.
+func TestEOSEGraceWaitsOnlyWhileTheReaderIsBehind(t *testing.T) {
+	r := startLocalRelay(t, nil)
+	r.Faults().DelayEOSE("g", 10*time.Second)
+	conn, err := Connect(context.Background(), Config{Target: Target{WSURL: r.URLs().WS}, Keys: nostr.DeriveKeys(t.Name(), "a", 0), NoPoller: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.reading.Store(true) // as if it were busy with a backlog; the idle reader does not touch it
+	caughtUp := 700 * time.Millisecond
+	time.AfterFunc(caughtUp, func() { conn.reading.Store(false) })
+	start := time.Now()
+	_, res, _ := conn.SubscribeEOSE(context.Background(), []Filter{{Kinds: []int{nostr.KindProfile}, Limit: 1}},
+		SubOptions{ID: "g1", EOSETimeout: 250 * time.Millisecond, EOSEGrace: 2 * time.Second})
+	took := time.Since(start)
+	if res.Outcome != OutcomeError || !strings.Contains(res.Error, "no EOSE within 250ms") {
+		t.Fatalf("%v %q", res.Outcome, res.Error)
+	}
+	if took < caughtUp || took > caughtUp+time.Second {
+		t.Errorf("the wait ended after %v, want soon after the reader caught up at %v", took, caughtUp)
 	}
 }

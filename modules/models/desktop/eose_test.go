@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -56,5 +57,49 @@ func TestAPresenceSubscriptionsMissedDeadlineIsNotACut(t *testing.T) {
 	s.wantReads()
 	if s.m.carry != true {
 		t.Error("the presence failure ended the renewal's carry")
+	}
+}
+
+// A relay that never sends EOSE: each of the first four REQs fails at its
+// EOSE timeout and frees its setup slot then, so the fifth goes out one
+// timeout after the first, not two (audit desktop.md #98: 801 ms for a
+// 400 ms timeout on the old code, where the wait was always extended).
+func TestEndToEndAWithheldEOSEFreesItsSetupSlotAtTheTimeout(t *testing.T) {
+	e := newE2E(t, 25)
+	e.relay.Faults().WithholdEOSE("")
+	p := e.params(ModeCurrent)
+	p.EOSETimeout = 400 * time.Millisecond
+	e.run(p)
+	deadline := time.Now().Add(10 * time.Second)
+	var first, fifth time.Time
+	var waits []time.Duration
+	for time.Now().Before(deadline) && fifth.IsZero() {
+		time.Sleep(50 * time.Millisecond)
+		waits, first, fifth = nil, time.Time{}, time.Time{}
+		var starts []time.Time
+		for _, r := range e.sink.Results() {
+			if r.Op == OpLiveEOSE || r.Op == OpReplayEOSE {
+				starts = append(starts, r.Start)
+				if len(starts) <= 4 {
+					waits = append(waits, r.Duration)
+				}
+			}
+		}
+		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+		if len(starts) >= 5 {
+			first, fifth = starts[0], starts[4]
+		}
+	}
+	e.stop()
+	if fifth.IsZero() {
+		t.Fatal("no fifth REQ settled within 10 s")
+	}
+	if gap := fifth.Sub(first); gap < 350*time.Millisecond || gap > 700*time.Millisecond {
+		t.Errorf("the fifth REQ went out %v after the first, want one 400ms timeout", gap)
+	}
+	for _, w := range waits {
+		if w > 700*time.Millisecond {
+			t.Errorf("a withheld EOSE was waited for %v (timeout 400ms)", w)
+		}
 	}
 }

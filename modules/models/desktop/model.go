@@ -82,6 +82,7 @@ type Model struct {
 	prevEnd     time.Time // when the previous session ended
 	since       int64     // this connection's since
 	attempts    int       // consecutive failures, for the backoff
+	coldDone    bool      // names and sidebar read: once, on the first successful connection
 	reconnectAt time.Time
 
 	nextTick, nextRenewal time.Time
@@ -215,8 +216,18 @@ func (m *Model) connect(k connKind) {
 	m.emit(Connect{Epoch: m.epoch, NIP11: k != connRenewal, Renewal: k == connRenewal})
 }
 
-// endSession closes the current connection on our side.
+// endSession closes the current connection on our side: a renewal or the
+// human's session end, a healthy session however short it was, so the
+// backoff restarts (audit desktop.md #105: after five minutes of 25 s
+// renewals one drop waited 8 s).
 func (m *Model) endSession(at time.Time) {
+	m.closeSession(at)
+	m.attempts = 0
+}
+
+// closeSession ends the connection; a failed session restarts the backoff
+// only if it lasted HealthySession.
+func (m *Model) closeSession(at time.Time) {
 	m.prevEnd = at
 	if at.Sub(m.sessionAt) >= HealthySession {
 		m.attempts = 0
@@ -226,7 +237,7 @@ func (m *Model) endSession(at time.Time) {
 }
 
 func (m *Model) sessionFailed(at time.Time) {
-	m.endSession(at)
+	m.closeSession(at)
 	m.attempts++
 	m.waitAndReconnect(at)
 }
@@ -284,14 +295,23 @@ func (m *Model) connected(at time.Time) {
 		r.prevCaughtUp, r.caughtUp = r.caughtUp, false
 		r.settled, r.held, r.replacing = false, false, ""
 		r.since = m.since
-		r.lastReplaced = at
+		if r.lastReplaced.IsZero() {
+			// The replacement backstop runs from the last replacement
+			// (the PR), not from every connect: with renewals shorter
+			// than the backstop a connect-restarted one never fired
+			// (audit desktop.md #72). The first connection starts it.
+			r.lastReplaced = at
+		}
 		if m.carry && r.cutAtOpen() {
 			m.carry = false
 		}
 		r.sub = m.open(SubSpec{Op: r.Kind.Op(), Route: r.Kind, Channels: r.Channels, Since: m.since,
 			LiveOnly: !r.Kind.Replays()}, i, rolePrimary, "")
 	}
-	cold := m.kind == connCold
+	// Names and sidebar belong to the first successful connection, which
+	// a failed first attempt makes a reconnect (audit desktop.md #46).
+	cold := !m.coldDone
+	m.coldDone = true
 	if m.p.Mode == ModeLegacy {
 		// legacy makes every read as it connects (names and sidebar on a
 		// cold start only).

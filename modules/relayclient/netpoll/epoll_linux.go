@@ -113,6 +113,10 @@ func (p *Poller) Add(sock *Socket, h Handler) (*Reg, error) {
 	return r, nil
 }
 
+// Behind reports whether r's loop is busy handing over reads: data that
+// arrived for r may then still be unread. False while the loop waits.
+func (r *Reg) Behind() bool { return r.l.busy.Load() }
+
 // Remove takes the socket out of its loop; OnDetach(nil) follows on the
 // loop goroutine (unless the registration had already ended). It does not
 // wait, may be called from any goroutine or from the handler, and is
@@ -170,6 +174,10 @@ type loop struct {
 	detached []*Reg // awaiting OnDetach
 	running  bool   // the goroutine runs (while n > 0 or detached is not empty)
 	closed   bool
+
+	// busy is false while the loop waits on epoll: then every socket of
+	// the loop has been read up to what the kernel reported ready.
+	busy atomic.Bool
 
 	// loop goroutine only
 	ticks   []*Reg
@@ -278,7 +286,9 @@ func (l *loop) run() {
 			_ = l.epf.SetReadDeadline(deadline)
 		}
 		l.waitN, l.waitE = 0, nil
+		l.busy.Store(false)
 		err := l.eprc.Read(l.waitFn)
+		l.busy.Store(true)
 		n := l.waitN
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):

@@ -34,5 +34,8 @@ func (p *Poller) Close() error { return nil }
 // Remove does nothing.
 func (r *Reg) Remove() {}
 
+// Behind is false: there is no loop.
+func (r *Reg) Behind() bool { return false }
+
 // Fd is -1: there are no detached sockets here.
 func (s *Socket) Fd() int { return -1 }
