@@ -53,7 +53,7 @@ func newDesk(s *sim, g int, users float64) (*desk, error) {
 		return nil, err
 	}
 	chans := s.denseAll(s.sc.MemberChannels(g))
-	co := s.coMemberCount(g, chans, users, desktop.DefaultCoMemberLimit)
+	co := s.coMemberCount(g, chans, users, s.sc.Desktop.CoMemberLimitOrDefault())
 	p.Channels = s.channelSlots(len(chans))
 	p.Presence = co > 0
 	m, err := desktop.NewModel(p)

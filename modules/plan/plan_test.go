@@ -299,3 +299,36 @@ func TestShardedDesktopsStayClose(t *testing.T) {
 		}
 	}
 }
+
+// plan counts a wide channel's profile and status reads as the desktop
+// model makes them: every co-member, bounded by desktop.co_member_limit
+// (audit desktop.md #28/29: it counted 256). Fails on the old code.
+func TestDesktopReadsEveryCoMember(t *testing.T) {
+	const wide = `run_id = "plan-wide"
+[shape]
+communities = 1
+channels_per_community = 1
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+thread_depth = 0
+[population]
+humans = 1300
+agents = 0
+channels_per_member = 1
+[human]
+messages_per_hour = 0
+typing_per_hour = 0
+reactions_per_hour = 0
+mean_session_secs = 0
+[desktop]
+fraction = 1.0
+[[ramp]]
+users = 1
+hold_secs = 10
+`
+	sc := load(t, wide)
+	r := run(t, Config{Scenario: sc, Starts: allAt(sc, 0), Duration: 10 * time.Second})
+	if p, s := r.Op("desktop_profiles").Count, r.Op("desktop_statuses").Count; p != 1300*3 || s != 1300*13 {
+		t.Errorf("cold starts of 1300 clients with 1299 co-members: %v profile and %v status requests, want %d and %d", p, s, 1300*3, 1300*13)
+	}
+}

@@ -148,6 +148,20 @@ type Desktop struct {
 	// #h values per REQ, so the default is 128 and 2048 reproduces the spec
 	// for a relay without that cap.
 	LiveOnlyScope int `toml:"live_only_scope"`
+	// CoMemberLimit bounds the distinct co-members a desktop human reads
+	// profiles and statuses of (the app reads every one: ⌈M/500⌉ and
+	// ⌈M/100⌉ requests); presence watches the first 256 of them. A bound
+	// because each client holds its co-members' keys.
+	CoMemberLimit int `toml:"co_member_limit"`
+}
+
+// CoMemberLimitOrDefault is desktop.co_member_limit, the default when unset
+// (a Scenario built in code rather than parsed).
+func (d *Desktop) CoMemberLimitOrDefault() int {
+	if d.CoMemberLimit > 0 {
+		return d.CoMemberLimit
+	}
+	return DefaultCoMemberLimit
 }
 
 // Live-only scope: the default fits Buzz's cap on explicit #h values per REQ;
@@ -155,6 +169,10 @@ type Desktop struct {
 const (
 	DefaultLiveOnlyScope = 128
 	MaxLiveOnlyScope     = 2048
+	// DefaultCoMemberLimit reads every co-member of communities of up to
+	// 10,000 people; MaxCoMemberLimit keeps a client's keys under ~16 MB.
+	DefaultCoMemberLimit = 10000
+	MaxCoMemberLimit     = 250000
 )
 
 // Step is one [[ramp]] entry: grow to Users times the population over
@@ -239,6 +257,7 @@ func Defaults() Scenario {
 			TickSecs:      60,
 			BackstopSecs:  900,
 			LiveOnlyScope: DefaultLiveOnlyScope,
+			CoMemberLimit: DefaultCoMemberLimit,
 		},
 		Abort: Abort{
 			MaxP99Ms:          5000,

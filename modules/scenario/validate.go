@@ -301,6 +301,7 @@ func (s *Scenario) validateBehaviour(c *checker) {
 	c.floatAtLeast("desktop.renewal_secs", d.RenewalSecs, 0, true)
 	c.intRange("desktop.live_only_scope", d.LiveOnlyScope, 1, MaxLiveOnlyScope,
 		strconv.Itoa(MaxLiveOnlyScope)+" (the desktop app's scope)")
+	c.intRange("desktop.co_member_limit", d.CoMemberLimit, 1, MaxCoMemberLimit, strconv.Itoa(MaxCoMemberLimit))
 }
 
 func (s *Scenario) validateRamp(c *checker) {

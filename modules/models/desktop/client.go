@@ -25,6 +25,10 @@ type Config struct {
 	// client (profiles, statuses and presence read them).
 	Channels  []string
 	CoMembers []string
+	// LoadCoMembers, when set, gives the co-members instead of CoMembers,
+	// each time a read needs them: a client in a wide channel would
+	// otherwise hold thousands of keys for reads it makes every 15 minutes.
+	LoadCoMembers func() []string
 	// RootMarker, when set, is the word seeded thread roots carry
 	// (scenario.RootMarker(run_id)): the root lookup searches for
 	// it. Empty: the lookup takes the channel head's most-replied row.
@@ -93,8 +97,9 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.Channels) != len(cfg.Params.Channels) {
 		return nil, fmt.Errorf("desktop: %d channels in Config but %d in Params", len(cfg.Channels), len(cfg.Params.Channels))
 	}
-	ident := Identity{Viewer: cfg.Keys.PubKey(), Channels: cfg.Channels, CoMembers: cfg.CoMembers}
-	cfg.Params.Presence = len(ident.PresenceAuthors()) > 0
+	ident := Identity{Viewer: cfg.Keys.PubKey(), Channels: cfg.Channels, CoMembers: cfg.CoMembers, LoadCoMembers: cfg.LoadCoMembers}
+	ident.presence = ident.PresenceAuthors() // at most 256, sent on every connect: kept
+	cfg.Params.Presence = len(ident.presence) > 0
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
 	}

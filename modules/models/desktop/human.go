@@ -19,11 +19,6 @@ import (
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// DefaultCoMemberLimit bounds the co-members a desktop human watches and
-// reads (presence takes at most 256 authors; profiles and statuses read the
-// same people).
-const DefaultCoMemberLimit = PresenceMax
-
 // HumanConfig is one desktop human of a scenario, named like
 // modules/models's Config.
 type HumanConfig struct {
@@ -35,7 +30,9 @@ type HumanConfig struct {
 	Rand *rand.Rand
 	// Users is the ramp step's users, for the co-members; 0 = largest step.
 	Users float64
-	// CoMemberLimit bounds the co-members; 0 = DefaultCoMemberLimit.
+	// CoMemberLimit bounds the co-members; 0 = the scenario's
+	// desktop.co_member_limit. Presence watches the first 256 of them
+	// (sorted); profiles and statuses read them all.
 	CoMemberLimit int
 	// LiveOnlyScope, when above 0, overrides the scenario's
 	// desktop.live_only_scope (Params.LiveOnlyScope); 0 keeps the scenario's.
@@ -78,7 +75,7 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	}
 	limit := hc.CoMemberLimit
 	if limit <= 0 {
-		limit = DefaultCoMemberLimit
+		limit = sc.Desktop.CoMemberLimitOrDefault()
 	}
 	users := hc.Users
 	if users <= 0 {
@@ -88,8 +85,14 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	if pub == nil {
 		pub = sc.PubKey
 	}
-	for _, m := range sc.CoMembers(hc.Global, users, limit) {
-		cfg.CoMembers = append(cfg.CoMembers, pub(m))
+	g := hc.Global
+	cfg.LoadCoMembers = func() []string {
+		ms := sc.CoMembers(g, users, limit)
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = pub(m)
+		}
+		return out
 	}
 	p.Channels = cfg.Channels
 	if hc.LiveOnlyScope > 0 {

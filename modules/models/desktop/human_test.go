@@ -92,8 +92,8 @@ func TestConfigForResolvesTheScenariosDesktopHuman(t *testing.T) {
 	if cfg.Keys.PubKey() != sc.Keys(g25).PubKey() {
 		t.Error("keys")
 	}
-	if slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()) || len(cfg.CoMembers) == 0 {
-		t.Errorf("co-members %d, self included %v", len(cfg.CoMembers), slices.Contains(cfg.CoMembers, cfg.Keys.PubKey()))
+	if co := cfg.LoadCoMembers(); slices.Contains(co, cfg.Keys.PubKey()) || len(co) == 0 {
+		t.Errorf("co-members %d, self included %v", len(co), slices.Contains(co, cfg.Keys.PubKey()))
 	}
 	if cfg.RootMarker != scenario.RootMarker(sc.RunID) {
 		t.Error("root marker")
@@ -273,5 +273,71 @@ func TestStopAndGraceSinks(t *testing.T) {
 	stop.Record(relayclient.Result{Op: "history", Outcome: relayclient.OutcomePending, Error: relayclient.ClosedBeforeEOSE})
 	if r := inner.Results()[len(inner.Results())-1]; r.Outcome != relayclient.OutcomePending || r.Error != relayclient.ClosedBeforeEOSE {
 		t.Errorf("a root search closed before EOSE after the grace: %s %q", r.Outcome, r.Error)
+	}
+}
+
+// wideTOML: one channel of 1300 desktop humans, each with 1299 co-members.
+const wideTOML = `run_id = "desk-wide"
+[target]
+ws_url = "ws://127.0.0.1:1"
+http_url = "http://127.0.0.1:1"
+community_host_template = "c{n}.{run}.test"
+[shape]
+communities = 1
+channels_per_community = 1
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+thread_depth = 0
+[population]
+humans = 1300
+agents = 0
+channels_per_member = 1
+[human]
+messages_per_hour = 0
+typing_per_hour = 0
+reactions_per_hour = 0
+[desktop]
+fraction = 1.0
+%s
+[[ramp]]
+users = 1
+hold_secs = 10
+`
+
+// A desktop human in a wide channel reads the profile and status of every
+// distinct co-member, ⌈M/500⌉ and ⌈M/100⌉ requests, while presence
+// watches 256 of them; desktop.co_member_limit bounds it. Fails on the old
+// code (audit desktop.md #28/29: 256 co-members, so 1 and 3 requests).
+func TestWideChannelsReadEveryCoMember(t *testing.T) {
+	for _, c := range []struct {
+		knob                   string
+		co, profiles, statuses int
+	}{
+		{"", 1299, 3, 13},
+		{"co_member_limit = 1000", 1000, 2, 10},
+	} {
+		sc, err := scenario.Parse("wide.toml", []byte(fmt.Sprintf(wideTOML, c.knob)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ConfigFor(HumanConfig{Scenario: sc, Global: sc.GlobalIndex(scenario.KindDesktop, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		co := cfg.LoadCoMembers()
+		if len(cfg.CoMembers) != 0 || len(co) != c.co {
+			t.Errorf("%q: %d co-members (%d held), want %d, none held", c.knob, len(co), len(cfg.CoMembers), c.co)
+		}
+		id := &Identity{Viewer: cfg.Keys.PubKey(), Channels: cfg.Channels, LoadCoMembers: cfg.LoadCoMembers}
+		if n := len(id.PresenceAuthors()); n != PresenceMax {
+			t.Errorf("%q: presence watches %d, want %d", c.knob, n, PresenceMax)
+		}
+		count := func(k ReadKind) int { return len(FixedRequests(Read{Key: ReadKey{Kind: k}}, id)) }
+		if p, s := count(ReadProfiles), count(ReadStatuses); p != c.profiles || s != c.statuses {
+			t.Errorf("%q: %d profile and %d status requests, want %d and %d", c.knob, p, s, c.profiles, c.statuses)
+		}
+		if p, s := len(Read{Key: ReadKey{Kind: ReadProfiles}}.Requests(1, len(co))), len(Read{Key: ReadKey{Kind: ReadStatuses}}.Requests(1, len(co))); p != c.profiles || s != c.statuses {
+			t.Errorf("%q: the planned counts %d and %d differ from the wire's", c.knob, p, s)
+		}
 	}
 }

@@ -44,13 +44,27 @@ type Identity struct {
 	Viewer    string   // V: the client's pubkey (hex)
 	Channels  []string // channel ids, as in Params.Channels
 	CoMembers []string // distinct co-member pubkeys (V excluded)
-	Relay     string   // R: the relay key from NIP-11 `self`; "" skips the signer check
+	// LoadCoMembers, when set, gives the co-members instead of CoMembers.
+	LoadCoMembers func() []string
+	Relay         string // R: the relay key from NIP-11 `self`; "" skips the signer check
+
+	presence []string // PresenceAuthors, once computed by New
+}
+
+func (id *Identity) coMembers() []string {
+	if id.LoadCoMembers != nil {
+		return id.LoadCoMembers()
+	}
+	return id.CoMembers
 }
 
 // PresenceAuthors are the presence subscription's authors: the co-members
 // deduplicated and sorted, at most 256.
 func (id *Identity) PresenceAuthors() []string {
-	a := dedupSorted(id.CoMembers)
+	if id.presence != nil {
+		return id.presence
+	}
+	a := dedupSorted(id.coMembers())
 	if len(a) > PresenceMax {
 		a = a[:PresenceMax]
 	}
@@ -153,11 +167,11 @@ func FixedRequests(r Read, id *Identity) []Request {
 			relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{id.Viewer}, Tags: tags("d", "channel-sections"), Limit: 1},
 			relayclient.Filter{Kinds: []int{nostr.KindReadState}, Authors: []string{id.Viewer}, Tags: tags("d", "channel-stars"), Limit: 1})
 	case ReadProfiles:
-		for _, c := range chunkStrings(dedupSorted(id.CoMembers), ProfileChunk) {
+		for _, c := range chunkStrings(dedupSorted(id.coMembers()), ProfileChunk) {
 			add(OpProfiles, relayclient.Filter{Kinds: []int{nostr.KindProfile}, Authors: c, Limit: 500})
 		}
 	case ReadStatuses:
-		for _, c := range chunkStrings(dedupSorted(id.CoMembers), StatusChunk) {
+		for _, c := range chunkStrings(dedupSorted(id.coMembers()), StatusChunk) {
 			add(OpStatuses, relayclient.Filter{Kinds: []int{nostr.KindUserStatus}, Authors: c, Tags: tags("d", "general"), Limit: len(c)})
 		}
 	case ReadEmoji:
