@@ -155,7 +155,7 @@ func (e *e2e) want(got, want map[string]int) {
 
 func coldStartOps(live, replay int) map[string]int {
 	m := map[string]int{
-		OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1, OpStatuses: 1, OpEmoji: 1,
+		OpNIP11: 1, OpLiveEOSE: live, OpPresenceEOSE: 1, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1, OpStatuses: 1, OpEmoji: 1,
 		OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 3, OpNotices: 3, OpThreadWindow: 1,
 		// the generator's search for the seeded root, then the app's lookup by id
 		relayclient.OpHTTPQuery: 1, OpThreadRoot: 1,
@@ -173,10 +173,10 @@ func TestEndToEndColdStartCountsPerOp(t *testing.T) {
 		n            int
 		live, replay int
 	}{
-		{"legacy 5 channels", ModeLegacy, 5, 4, 0},
-		{"current 5 channels", ModeCurrent, 5, 4, 0},
-		{"legacy 25 channels", ModeLegacy, 25, 6, 0},
-		{"current 25 channels", ModeCurrent, 25, 4, 3},
+		{"legacy 5 channels", ModeLegacy, 5, 3, 0},
+		{"current 5 channels", ModeCurrent, 5, 3, 0},
+		{"legacy 25 channels", ModeLegacy, 25, 5, 0},
+		{"current 25 channels", ModeCurrent, 25, 3, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newE2E(t, c.n)
@@ -196,7 +196,7 @@ func TestEndToEndReadStateFollowsNIP11(t *testing.T) {
 		t.Run(fmt.Sprint("advertised=", advertised), func(t *testing.T) {
 			e := newE2EWith(t, 5, func(c *relay.Config) { c.ReadStateSnapshot = advertised })
 			e.run(e.params(ModeCurrent))
-			want := coldStartOps(4, 0)
+			want := coldStartOps(3, 0)
 			e.want(e.settle(want), want)
 		})
 	}
@@ -215,12 +215,12 @@ func addOps(a map[string]int, b map[string]int) map[string]int {
 func TestEndToEndDroppedConnectionReadsOnlyNIP11ChannelRecoveryAndACoveredRepair(t *testing.T) {
 	e := newE2E(t, 5)
 	e.run(e.params(ModeCurrent))
-	cold := coldStartOps(4, 0)
+	cold := coldStartOps(3, 0)
 	e.want(e.settle(cold), cold)
 
 	e.dropOnce()
 
-	want := addOps(cold, map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpUnread: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+	want := addOps(cold, map[string]int{OpNIP11: 1, OpLiveEOSE: 3, OpPresenceEOSE: 1, OpUnread: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 	e.want(e.settle(want), want)
 }
 
@@ -233,13 +233,13 @@ func TestEndToEndARouteThatMissedItsDeadlineIsRecoveredInFullAfterARenewal(t *te
 	p.Renewal, p.RenewalPhase = 3*time.Second, 0.5    // renewals at 1.5 s, 4.5 s, ...
 	e.relay.Faults().DelayEOSE("live-2", time.Second) // the cold start's membership REQ
 	e.run(p)
-	cold := coldStartOps(3, 0)
+	cold := coldStartOps(2, 0)
 	cold[OpLiveEOSE+" error"] = 1
 	e.want(e.settle(cold), cold)
 
 	// the renewal: every replay complete, no NIP-11; membership was never
 	// caught up, so it is cut and every route establishes
-	want := addOps(cold, map[string]int{OpLiveEOSE: 4, OpRoster: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1,
+	want := addOps(cold, map[string]int{OpLiveEOSE: 3, OpPresenceEOSE: 1, OpRoster: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1,
 		OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 	got := e.settle(want)
 	e.stop()
@@ -252,9 +252,9 @@ func TestEndToEndCurrentRenewalOfASmallSessionReadsNothing(t *testing.T) {
 	p := e.params(ModeCurrent)
 	p.Renewal, p.RenewalPhase = 3*time.Second, 0.5 // renewals at 1.5 s, 4.5 s, ...
 	e.run(p)
-	cold := coldStartOps(4, 0)
+	cold := coldStartOps(3, 0)
 	e.want(e.settle(cold), cold)
-	want := addOps(cold, map[string]int{OpLiveEOSE: 4})
+	want := addOps(cold, map[string]int{OpLiveEOSE: 3, OpPresenceEOSE: 1})
 	got := e.settle(want)
 	e.stop()
 	e.want(got, want)
@@ -269,8 +269,8 @@ func TestEndToEndLegacyTickReplacesAndRereads(t *testing.T) {
 	p := e.params(ModeLegacy)
 	p.Tick = 2 * time.Second // one tick inside the settle window
 	e.run(p)
-	cold := e.settle(coldStartOps(4, 0))
-	e.want(cold, coldStartOps(4, 0))
+	cold := e.settle(coldStartOps(3, 0))
+	e.want(cold, coldStartOps(3, 0))
 	delta := map[string]int{OpLiveEOSE: 1, OpRoster: 1, OpReadState: 1, OpUnread: 1}
 	got := withoutProbes(since(cold, e.settle(addOps(cold, delta))))
 	e.stop()
@@ -314,12 +314,12 @@ func TestEndToEndAReplacementPastItsDeadlineIsRetriedByTheNextTick(t *testing.T)
 	// live-1..4 are the cold start's; live-5 is the first tick's replacement
 	e.relay.Faults().DelayEOSE("live-5", 5*time.Second)
 	e.run(p)
-	cold := coldStartOps(4, 0)
+	cold := coldStartOps(3, 0)
 	e.want(e.settle(cold), cold)
 	want := addOps(cold, map[string]int{OpLiveEOSE + " error": 1, OpLiveEOSE: 1, OpRoster: 2, OpReadState: 2, OpUnread: 2})
 	got := e.settle(want)
 	e.stop()
-	if got[OpLiveEOSE+" error"] != 1 || got[OpLiveEOSE] < 5 {
+	if got[OpLiveEOSE+" error"] != 1 || got[OpLiveEOSE] < 4 {
 		t.Errorf("replacements: %v", got)
 	}
 	// one batch wire stays open: the model holds exactly one channel REQ
@@ -337,7 +337,7 @@ func TestEndToEndLiveOnlyScopeAgainstA128ChannelCap(t *testing.T) {
 	e := newE2E(t, 130)
 	p := e.params(ModeCurrent)
 	e.run(p)
-	want := coldStartOps(3, 13)
+	want := coldStartOps(2, 13)
 	want[OpLiveEOSE+" error"] = 1
 	want[OpUnread] = 2 // 130 channels: two chunks of at most 128
 	e.want(e.settle(want), want)
@@ -346,7 +346,7 @@ func TestEndToEndLiveOnlyScopeAgainstA128ChannelCap(t *testing.T) {
 	e2 := newE2E(t, 130)
 	p.LiveOnlyScope = 128
 	e2.run(p)
-	want = coldStartOps(5, 13) // profiles, membership, presence, live(128), live(2)
+	want = coldStartOps(4, 13) // profiles, membership, live(128), live(2); and presence
 	want[OpUnread] = 2
 	e2.want(e2.settle(want), want)
 }

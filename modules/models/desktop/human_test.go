@@ -171,16 +171,16 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 				stop, halt := context.WithCancel(context.Background())
 				done := make(chan error, 1)
 				go func() { done <- h.Run(stop, nil) }()
-				live, replay := 4, 0
+				live, replay := 3, 0 // and a presence REQ
 				if n > 10 {
-					live = 6
+					live = 5
 					if mode == "current" {
-						live, replay = 4, 3
+						live, replay = 3, 3
 					}
 				}
 				// 21 top-level rows per channel: a head page with has_more,
 				// then one older page that exhausts history
-				want := map[string]int{OpNIP11: 1, OpLiveEOSE: live, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1,
+				want := map[string]int{OpNIP11: 1, OpLiveEOSE: live, OpPresenceEOSE: 1, OpRoster: 1, OpMetadata: 1, OpSidebar: 1, OpProfiles: 1,
 					OpStatuses: 1, OpEmoji: 1, OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 6, OpNotices: 3,
 					relayclient.OpHTTPQuery: 1, OpThreadRoot: 1, OpThreadWindow: 1} // the marked-root search, then the lookup by id
 				if replay > 0 {

@@ -57,15 +57,15 @@ func TestColdStartCountsPerOp(t *testing.T) {
 		n            int
 		live, replay int
 	}{
-		{"legacy 5 channels", ModeLegacy, 5, 4, 0},
-		{"current 5 channels", ModeCurrent, 5, 4, 0},
-		{"legacy 25 channels", ModeLegacy, 25, 6, 0},
-		{"current 25 channels", ModeCurrent, 25, 4, 3},
+		{"legacy 5 channels", ModeLegacy, 5, 3, 0},
+		{"current 5 channels", ModeCurrent, 5, 3, 0},
+		{"legacy 25 channels", ModeLegacy, 25, 5, 0},
+		{"current 25 channels", ModeCurrent, 25, 3, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSim(t, params(c.mode, c.n))
 			s.coldStart()
-			want := map[string]int{OpLiveEOSE: c.live}
+			want := map[string]int{OpLiveEOSE: c.live, OpPresenceEOSE: 1}
 			if c.replay > 0 {
 				want[OpReplayEOSE] = c.replay
 			}
@@ -73,8 +73,8 @@ func TestColdStartCountsPerOp(t *testing.T) {
 				want[k] = v
 			}
 			s.wantOps(want)
-			// current closes each replay at its EOSE; everything else stays open
-			if got, want := len(s.wire), c.live; got != want {
+			// current closes each replay at its EOSE; everything else (and presence) stays open
+			if got, want := len(s.wire), c.live+1; got != want {
 				t.Errorf("%d REQs left open, want %d", got, want)
 			}
 		})
@@ -122,7 +122,7 @@ func TestAtMostFourREQsAreSetUpAtOnce(t *testing.T) {
 		t.Fatalf("%d REQs awaiting after one EOSE, want 4 (one more sent)", n)
 	}
 	s.quiesce()
-	if s.ops[OpLiveEOSE]+s.ops[OpReplayEOSE] != 7 {
+	if s.ops[OpLiveEOSE]+s.ops[OpPresenceEOSE]+s.ops[OpReplayEOSE] != 7 {
 		t.Errorf("sent %v", s.ops)
 	}
 }

@@ -5,6 +5,7 @@ const (
 	OpNIP11        = "desktop_nip11"
 	OpLiveEOSE     = "desktop_live_eose"
 	OpReplayEOSE   = "desktop_replay_eose"
+	OpPresenceEOSE = "desktop_presence_eose"
 	OpProbe        = "desktop_probe"
 	OpRoster       = "desktop_roster"
 	OpMetadata     = "desktop_metadata"
@@ -23,7 +24,7 @@ const (
 
 // Ops lists every desktop operation name.
 var Ops = []string{
-	OpNIP11, OpLiveEOSE, OpReplayEOSE, OpProbe, OpRoster, OpMetadata, OpSidebar, OpProfiles,
+	OpNIP11, OpLiveEOSE, OpReplayEOSE, OpPresenceEOSE, OpProbe, OpRoster, OpMetadata, OpSidebar, OpProfiles,
 	OpStatuses, OpEmoji, OpReadState, OpUnread, OpReminders, OpWindow, OpNotices, OpThreadRoot,
 	OpThreadWindow,
 }

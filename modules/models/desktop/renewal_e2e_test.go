@@ -112,8 +112,8 @@ func TestEndToEndCurrentRenewalWith499And500ReplayedEvents(t *testing.T) {
 			p := e.params(ModeCurrent)
 			p.Renewal, p.RenewalPhase = 6*time.Second, 0.5 // the first renewal at 3 s
 			e.run(p)
-			cold := e.settle(coldStartOps(4, 0))
-			delta := map[string]int{OpLiveEOSE: 4}
+			cold := e.settle(coldStartOps(3, 0))
+			delta := map[string]int{OpLiveEOSE: 3, OpPresenceEOSE: 1}
 			if c.cut {
 				delta = addOps(delta, map[string]int{OpUnread: 1, OpWindow: cold[OpWindow], OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 			}
@@ -134,8 +134,8 @@ func TestEndToEndCurrentRenewalOfALargeSessionRecoversChannelsButNotGlobals(t *t
 	p := e.params(ModeCurrent)
 	p.Renewal, p.RenewalPhase = 4*time.Second, 0.5
 	e.run(p)
-	cold := e.settle(coldStartOps(4, 3))
-	delta := map[string]int{OpLiveEOSE: 4, OpReplayEOSE: 3, OpUnread: 1, OpWindow: cold[OpWindow], OpNotices: 3,
+	cold := e.settle(coldStartOps(3, 3))
+	delta := map[string]int{OpLiveEOSE: 3, OpPresenceEOSE: 1, OpReplayEOSE: 3, OpUnread: 1, OpWindow: cold[OpWindow], OpNotices: 3,
 		OpThreadRoot: 1, OpThreadWindow: 1}
 	got := e.settleMore(cold, delta)
 	e.stop()
@@ -150,7 +150,7 @@ func TestEndToEndCurrentTicksIdleUntilTheBackstop(t *testing.T) {
 	p := e.params(ModeCurrent)
 	p.Tick, p.Backstop = time.Second, 3*time.Second
 	e.run(p)
-	cold := e.settle(coldStartOps(4, 0))
+	cold := e.settle(coldStartOps(3, 0))
 	time.Sleep(2300 * time.Millisecond) // the ticks at 1 s and 2 s
 	if got := withoutProbes(since(cold, e.counts())); len(got) != 0 {
 		t.Fatalf("ticks before the backstop recorded %v", got)
@@ -177,7 +177,7 @@ func TestEndToEndAFailingHTTPReadIsRetriedAtTheNextTick(t *testing.T) {
 	p := e.params(ModeCurrent)
 	p.Tick, p.Backstop = 2*time.Second, 3*time.Second // ticks at 2 s (idle), 4 s (backstop), 6 s (retry)
 	e.run(p)
-	cold := e.settle(coldStartOps(4, 0))
+	cold := e.settle(coldStartOps(3, 0))
 	e.relay.Faults().FailHTTPOnce("/query", 500) // the first read of the backstop tick fails
 	first := e.settleMore(cold, map[string]int{OpLiveEOSE: 1})
 	deadline := time.Now().Add(3 * time.Second)
@@ -318,10 +318,10 @@ func TestEndToEndATruncatedReplayAfterADroppedConnectionRereadsItsRouteInFull(t 
 				t.Fatalf("%v replays %d events, want %d", c.route, n, ReplayLimit)
 			}
 			e.run(e.params(ModeCurrent))
-			cold := e.settle(coldStartOps(4, 0))
-			e.want(cold, coldStartOps(4, 0))
+			cold := e.settle(coldStartOps(3, 0))
+			e.want(cold, coldStartOps(3, 0))
 			e.dropOnce()
-			delta := addOps(c.reads, map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+			delta := addOps(c.reads, map[string]int{OpNIP11: 1, OpLiveEOSE: 3, OpPresenceEOSE: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 			got := withoutProbes(e.settleMore(cold, delta))
 			e.stop()
 			e.want(got, delta)

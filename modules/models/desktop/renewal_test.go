@@ -52,7 +52,7 @@ func TestCurrentRenewalWithMoreThanTenChannelsRecoversChannelsButNotGlobals(t *t
 	s.connected()
 	s.quiesce()
 	s.wantReads("unread", "window[0]", "notices[0]", "window[1]", "notices[1]", "window[2]", "notices[2]", "thread[0]")
-	s.wantOps(map[string]int{OpLiveEOSE: 4, OpReplayEOSE: 3, OpUnread: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
+	s.wantOps(map[string]int{OpLiveEOSE: 3, OpPresenceEOSE: 1, OpReplayEOSE: 3, OpUnread: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 }
 
 func TestLegacyRenewalIsAFullReconnect(t *testing.T) {
@@ -67,7 +67,7 @@ func TestLegacyRenewalIsAFullReconnect(t *testing.T) {
 	s.connected()
 	s.quiesce()
 	// everything but channel names and sidebar preferences
-	s.wantOps(map[string]int{OpNIP11: 1, OpLiveEOSE: 4, OpRoster: 1, OpProfiles: 1, OpStatuses: 1, OpEmoji: 1,
+	s.wantOps(map[string]int{OpNIP11: 1, OpLiveEOSE: 3, OpPresenceEOSE: 1, OpRoster: 1, OpProfiles: 1, OpStatuses: 1, OpEmoji: 1,
 		OpReadState: 1, OpUnread: 1, OpReminders: 1, OpWindow: 3, OpNotices: 3, OpThreadRoot: 1, OpThreadWindow: 1})
 }
 
