@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/plan"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // planFor runs `buzzload plan --json` on a scenario and decodes it.
@@ -120,4 +121,33 @@ func TestPlanFlagErrors(t *testing.T) {
 			t.Errorf("plan %v: exit %d, stderr %q; want an error naming %q", tc.args, code, errb.String(), tc.want)
 		}
 	}
+}
+
+// scenarios/local-desktop.toml shows every knob inside its minute, current's
+// backstop replacement included: its plan counts more desktop_live_eose
+// than the same scenario with the backstop out of reach. Fails before the
+// backstop ran from the last replacement (audit desktop.md #72: every
+// renewal restarted it, and current replaced nothing in the run).
+func TestLocalDesktopCurrentReplacesAtTheBackstop(t *testing.T) {
+	sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", "local-desktop.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Desktop.Mode != scenario.ModeCurrent {
+		t.Fatalf("mode %q", sc.Desktop.Mode)
+	}
+	with, err := plan.Run(planConfig(sc, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Desktop.BackstopSecs = 1e6
+	without, err := plan.Run(planConfig(sc, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, wo := with.Op("desktop_live_eose").Count, without.Op("desktop_live_eose").Count
+	if w <= wo {
+		t.Errorf("desktop_live_eose %v with the 25 s backstop, %v without: current makes no backstop replacement", w, wo)
+	}
+	t.Logf("current: %v backstop replacements in the minute", w-wo)
 }
