@@ -39,8 +39,8 @@
 //     replays recover their channels' windows and threads, so a cold start
 //     reads each window once.
 //   - At most 4 REQs await EOSE at once (the silence probe excepted). The
-//     EOSE deadline is the relay client's: an EOSE that arrived after it is
-//     a timeout. A route that misses it is cut and recovered at once; its
+//     EOSE deadline is the relay client's (EOSETimeout): a withheld EOSE
+//     fails there, and one that arrived after it is a timeout. A route that misses it is cut and recovered at once; its
 //     REQ stays open as a live route (a replay is closed), and it is not
 //     caught up, so the next connection cannot resume or carry it.
 //   - current establishes each route at its EOSE by its replay outcome (cut:
@@ -49,19 +49,22 @@
 //   - A current renewal holds continuous routes back; the first cut
 //     establishes all held routes as on a reconnect, and every later route
 //     as it arrives. It reads no NIP-11. A legacy renewal is an ordinary
-//     reconnect. Every reconnect reads NIP-11, and no reconnect rereads
-//     channel names or sidebar preferences.
+//     reconnect. Every reconnect reads NIP-11; channel names and sidebar
+//     preferences are read once, on the first successful connection (a
+//     failed first attempt does not skip them).
 //   - Ticks run on the client's clock from its start, across connections;
 //     a tick while disconnected does nothing. current's replacement
-//     backstop runs from the last successful replacement or the last
-//     connect (a connect opens fresh subscriptions). A tick that is due
+//     backstop runs from the route's last successful replacement (the
+//     first connection starts it), not from every connect, as the PR
+//     measures it. A tick that is due
 //     for a full unread repair while a covered one runs cannot add it: the
 //     snapshot is then owed.
 //   - A full unread repair is one read: the read-state snapshot, then the
 //     unread chunks (the app runs the repair after the read-state read).
 //     Its outcome reports the snapshot and the repair apart.
 //   - Backoff after a failed connect or session: 500 ms doubling to 30 s;
-//     a session that lasted 60 s restarts it from 500 ms. A desktop human
+//     a session that lasted 60 s, or that our side ended (a renewal, the
+//     human's session end), restarts it from 500 ms. A desktop human
 //     draws each delay from the upper half of that (its own seeded stream),
 //     so clients dropped together do not reconnect together.
 //
@@ -94,10 +97,12 @@
 //     one of them in turn; without it the channel's top-level head with
 //     summaries (limit 50), taking the row with the most replies. Without a
 //     root the thread page is not read.
-//   - EOSEs are judged by arrival: a REQ's wait lasts EOSETimeout plus one
-//     more timeout for frames that arrived in time but were not yet read
+//   - EOSEs are judged by arrival: a REQ's wait ends at EOSETimeout unless
+//     the reader is behind, when it goes on (up to one more timeout) for
+//     frames that arrived in time but were not yet read
 //     (relayclient.SubOptions.EOSEGrace); an EOSE that arrived after the
-//     timeout is a timeout. Each kept-open channel route counts its
+//     timeout is a timeout. Presence is reported as desktop_presence_eose.
+//     Deliberate deviations: docs/desktop-requests.md §8. Each kept-open channel route counts its
 //     replacement backstop from its own last replacement.
 //   - Window bounds are checked for the relay's pubkey (NIP-11 self), not
 //     its signature: one Schnorr verification per page is load on the
