@@ -22,6 +22,7 @@ import (
 type opAgg struct {
 	trend                            metrics.Sink // successes, ms
 	ok, errors, throttled, abandoned int64
+	expected                         int64       // errors an [[expect]] rule matched (expected.go): not failures
 	cut, unfinished, started         int64       // cut by an abort; of errors, unfinished at stop; started in the cell
 	pending                          int64       // in flight at the end of the window (set when merging)
 	errTexts                         errorCounts // normalised (errtext.go)
@@ -58,6 +59,8 @@ func (o *opAgg) add(r relayclient.Result, at time.Time) {
 		}
 	case relayclient.OutcomeThrottled:
 		o.throttled++
+	case outcomeExpected:
+		o.expected++
 	case relayclient.OutcomePending:
 		if isCut(r) {
 			o.cut++
@@ -77,6 +80,7 @@ func (o *opAgg) merge(b *opAgg) {
 	o.ok += b.ok
 	o.errors += b.errors
 	o.throttled += b.throttled
+	o.expected += b.expected
 	o.abandoned += b.abandoned
 	o.cut += b.cut
 	o.unfinished += b.unfinished

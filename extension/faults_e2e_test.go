@@ -33,7 +33,7 @@ func checkAccounting(t *testing.T, rep *extension.Report) {
 		}
 		for op, o := range w.Ops {
 			in := o.Started + prev[op]
-			out := o.OK + o.Errors + o.Throttled + o.Abandoned + o.Cut + o.Pending
+			out := o.OK + o.Errors + o.Throttled + o.Expected + o.Abandoned + o.Cut + o.Pending
 			if in != out {
 				t.Errorf("%s %s: started %d + carried %d != ok %d + errors %d + throttled %d + abandoned %d + cut %d + pending %d",
 					name, op, o.Started, prev[op], o.OK, o.Errors, o.Throttled, o.Abandoned, o.Cut, o.Pending)

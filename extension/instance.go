@@ -50,7 +50,7 @@ func (in *instance) throw(err error) {
 	panic(in.rt().NewGoError(err))
 }
 
-// jsLoad is buzz.load(path, {shard, desktopMode}): init code only.
+// jsLoad is buzz.load(path, {shard, desktopMode, expect}): init code only.
 func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 	env := in.vu.InitEnv()
 	if env == nil {
@@ -77,6 +77,13 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 				in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
 			}
 			lo.desktopMode = mode
+		}
+		if s := obj.Get("expect"); s != nil && !sobek.IsUndefined(s) && !sobek.IsNull(s) {
+			rules, err := parseExpectOption(s.Export())
+			if err != nil {
+				in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
+			}
+			lo.expect = rules
 		}
 	}
 	if cli := in.m.opts.Shard; cli.Count > 1 {

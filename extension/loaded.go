@@ -64,6 +64,8 @@ type loaded struct {
 	claims   map[string]*atomic.Int64 // k6 scenario name → next local slot
 
 	agg *aggregator
+	// expected counts the errors the [[expect]] rules matched (nil: no rules).
+	expected *expectedTally
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
 	win             *windows // the report intervals (windows.go)

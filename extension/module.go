@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/segment"
+	"github.com/buzzload/buzzload/modules/expect"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -195,6 +197,7 @@ func (m *Module) EmbeddedRelay() *relay.Relay {
 // metricSet is the module's metrics (docs/architecture.md).
 type metricSet struct {
 	duration, failed, throttled, pending, clients, exits *metrics.Metric
+	expected                                             *metrics.Metric // buzz_op_expected: errors an [[expect]] rule matched
 	generator                                            *metrics.Metric // buzz_generator_saturated{step}: saturated steps
 	generatorCPU                                         *metrics.Metric // buzz_generator_cpu: the process's share of its cores, live
 	generatorLag                                         *metrics.Metric // buzz_generator_lag: due → started of each scheduled op
@@ -210,6 +213,7 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 			{Dst: &ms.duration, Name: "buzz_op_duration", Type: metrics.Trend, Contains: metrics.Time},
 			{Dst: &ms.failed, Name: "buzz_op_failed", Type: metrics.Rate, Contains: metrics.Default},
 			{Dst: &ms.throttled, Name: "buzz_op_throttled", Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.expected, Name: "buzz_op_expected", Type: metrics.Counter, Contains: metrics.Default},
 			{Dst: &ms.pending, Name: "buzz_op_pending", Type: metrics.Gauge, Contains: metrics.Default},
 			{Dst: &ms.clients, Name: "buzz_clients", Type: metrics.Gauge, Contains: metrics.Default},
 			{Dst: &ms.exits, Name: "buzz_client_exits", Type: metrics.Counter, Contains: metrics.Default},
@@ -286,13 +290,16 @@ type loadOptions struct {
 	shard scenario.Shard
 	// desktopMode, when set, replaces the file's [desktop].mode.
 	desktopMode string
+	// expect are the script's expected errors, added to the file's.
+	expect []expect.Rule
 }
 
 // load parses a scenario file once per run (and options) and shares it. The
 // file is known by its path as written and its content.
 func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error) {
 	sum := sha256.Sum256(data)
-	key := fmt.Sprintf("%s#%x#%d/%d#%s", path, sum[:8], lo.shard.Index, lo.shard.Count, lo.desktopMode)
+	exp, _ := json.Marshal(lo.expect)
+	key := fmt.Sprintf("%s#%x#%d/%d#%s#%s", path, sum[:8], lo.shard.Index, lo.shard.Count, lo.desktopMode, exp)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l := m.scenarios[key]; l != nil {
@@ -305,11 +312,18 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	if lo.desktopMode != "" {
 		sc.Desktop.Mode = lo.desktopMode // after parsing: the file's other keys still validate
 	}
+	set, err := expectRules(sc, lo.expect)
+	if err != nil {
+		return nil, err
+	}
 	// Before any key is derived: the identities mix in the run's secret.
 	if _, err := sc.SetIdentitySecret(m.opts.LookupEnv); err != nil {
 		return nil, fmt.Errorf("%s: identity secret: %w", path, err)
 	}
 	l := newLoaded(m, sc, lo.shard)
+	if set != nil {
+		l.expected = newExpectedTally(set)
+	}
 	if !sc.IdentitiesSecret() && sc.SharedTarget() {
 		l.identityWarning = scenario.NoSecretWarning
 		if m.opts.Console != nil {

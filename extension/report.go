@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/expect"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -33,6 +34,7 @@ type OpReport struct {
 	Errors     int64   `json:"errors"`
 	ErrorRate  float64 `json:"error_rate"` // errors / (ok + errors)
 	Throttled  int64   `json:"throttled"`
+	Expected   int64   `json:"expected,omitempty"`   // errors an [[expect]] rule matched: not in errors or the error rate
 	Pending    int64   `json:"pending"`              // in flight at the end of the window (not judged)
 	Started    int64   `json:"started"`              // started within the window
 	Abandoned  int64   `json:"abandoned,omitempty"`  // cut short by the client's own close (a session end, the stop): an EOSE or OK it stopped waiting for
@@ -146,6 +148,9 @@ type Report struct {
 	Interrupted      map[string]int64 `json:"interrupted,omitempty"`
 	Abort            *AbortReport     `json:"abort,omitempty"`
 	ThresholdsFailed []string         `json:"thresholds_failed,omitempty"`
+	// Expected are the [[expect]] rules (and buzz.load's) with what each
+	// matched: errors counted apart, not failures.
+	Expected []ExpectedReport `json:"expected,omitempty"`
 	// Warnings say what passed but should not be read as healthy: an
 	// operation throttled more often than it succeeded.
 	Warnings []string `json:"warnings,omitempty"`
@@ -177,7 +182,7 @@ var stats = func() (out [4]metrics.Stat) {
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 func (a *opAgg) report() *OpReport {
-	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Pending: a.pending,
+	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Expected: a.expected, Pending: a.pending,
 		Started: a.started, Abandoned: a.abandoned, Cut: a.cut, Unfinished: a.unfinished,
 		Count: a.ok + a.errors + a.throttled, ErrorTexts: a.errTexts.top(topErrorTexts)}
 	if a.ok+a.errors > 0 {
@@ -328,6 +333,12 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 	r.Warnings = append(throttleWarnings(r.Steps, sd), relayLimitWarnings(l.base, r.RelayLimits)...)
 	if l.identityWarning != "" {
 		r.Warnings = append(r.Warnings, l.identityWarning)
+	}
+	r.Expected = l.expected.report()
+	for _, e := range r.Expected {
+		if e.Level == expect.LevelWarn && e.Count > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d expected errors (%s): not counted as failures", e.Count, e.Rule))
+		}
 	}
 	for k, n := range a.exits {
 		r.ClientExits = append(r.ClientExits, ExitReport{Kind: k.kind, Reason: k.reason, Count: n})

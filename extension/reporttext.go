@@ -124,6 +124,19 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.Expected) > 0 {
+		b.WriteString("\n  expected errors (known refusals of the deployment, not failures):\n")
+		for _, e := range r.Expected {
+			fmt.Fprintf(&b, "    %-6s %s: %d", e.Level, tc(e.Rule), e.Count)
+			for _, op := range sortedOps(e.Ops) {
+				fmt.Fprintf(&b, " %s %d", tc(op), e.Ops[op])
+			}
+			if len(e.Samples) > 0 {
+				fmt.Fprintf(&b, " (e.g. %s)", tc(e.Samples[0]))
+			}
+			b.WriteString("\n")
+		}
+	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\n  warnings:\n")
 		for _, w := range r.Warnings {

@@ -178,6 +178,7 @@ func (s *opSink) Record(r relayclient.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
 	}
+	s.l.expected.classify(&r)
 	end := r.Start.Add(r.Duration)
 	if r.Start.IsZero() {
 		end = time.Now()
@@ -235,6 +236,9 @@ func (s *opSink) Record(r relayclient.Result) {
 	case relayclient.OutcomeThrottled:
 		buf[0] = metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1}
 		n = 1
+	case outcomeExpected:
+		buf[0] = metrics.Sample{Metric: s.met.expected, Tags: tags, Time: end, Value: 1}
+		n = 1
 	}
 	if !r.Due.IsZero() {
 		// At the start, not the end: the lag is the generator's at that moment.
@@ -265,6 +269,7 @@ type setupSink struct {
 }
 
 func (s *setupSink) Record(r relayclient.Result) {
+	s.l.expected.classify(&r)
 	end := r.Start.Add(r.Duration)
 	s.l.agg.recordSetup(r, end)
 	step := s.step
@@ -282,5 +287,7 @@ func (s *setupSink) Record(r relayclient.Result) {
 		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
 	case relayclient.OutcomeThrottled:
 		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
+	case outcomeExpected:
+		s.push(metrics.Sample{Metric: s.met.expected, Tags: tags, Time: end, Value: 1})
 	}
 }

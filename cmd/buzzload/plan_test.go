@@ -147,7 +147,7 @@ func TestLocalDesktopCurrentReplacesAtTheBackstop(t *testing.T) {
 	}
 	w, wo := with.Op("desktop_live_eose").Count, without.Op("desktop_live_eose").Count
 	if w <= wo {
-		t.Errorf("desktop_live_eose %v with the 25 s backstop, %v without: current makes no backstop replacement", w, wo)
+		t.Errorf("desktop_live_eose %v with the scenario's backstop, %v without: current makes no backstop replacement", w, wo)
 	}
 	t.Logf("current: %v backstop replacements in the minute", w-wo)
 }

@@ -13,6 +13,8 @@
 // keys and rules.
 package scenario
 
+import "github.com/buzzload/buzzload/modules/expect"
+
 // Scenario is one parsed and validated scenario file. The TOML keys map to
 // the fields one to one; File is where it was read from (for messages) and is
 // not a key.
@@ -32,6 +34,9 @@ type Scenario struct {
 	Desktop    Desktop    `toml:"desktop"`
 	Ramp       []Step     `toml:"ramp"`
 	Abort      Abort      `toml:"abort"`
+	// Expect are the errors the deployment gives by design ([[expect]]):
+	// counted apart, not as failures (modules/expect).
+	Expect []expect.Rule `toml:"expect"`
 }
 
 // Target says where the relay is and how to reach its communities.

@@ -24,8 +24,8 @@ func tomlKeys(t reflect.Type, section string, out map[string][]string) {
 				sub = section + "." + name
 			}
 			tomlKeys(ft, sub, out)
-		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && name == "ramp":
-			tomlKeys(ft.Elem(), "[ramp]", out)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && (name == "ramp" || name == "expect"):
+			tomlKeys(ft.Elem(), "["+name+"]", out)
 		default:
 			out[section] = append(out[section], name)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/expect"
 	"github.com/buzzload/buzzload/modules/localaddr"
 )
 
@@ -135,6 +136,9 @@ func (s *Scenario) validate() []Problem {
 	c.fraction("abort.max_error_rate", s.Abort.MaxErrorRate)
 	c.floatAtLeast("abort.warmup_secs", s.Abort.WarmupSecs, 0, true)
 	c.positive("abort.generator_max_lag_ms", s.Abort.GeneratorMaxLagMs, false)
+	for _, p := range expect.Check("expect", s.Expect) {
+		c.add(p.Key, "%s", p.Msg)
+	}
 	return c.probs
 }
 
