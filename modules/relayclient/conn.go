@@ -99,7 +99,7 @@ type Conn struct {
 	// reading: the reader goroutine has a frame in hand (false while it
 	// waits in NextReader, when everything that arrived has been read).
 	reading atomic.Bool
-	stats     struct {
+	stats   struct {
 		framesIn, bytesIn, framesOut, bytesOut, badFrames, notices, late atomic.Int64
 	}
 }
