@@ -402,7 +402,7 @@ func TestReportWarnsWhenThrottlesOutnumberSuccesses(t *testing.T) {
 	if len(rep.Warnings) != 1 || !strings.HasPrefix(rep.Warnings[0], "publish: 5 throttled, 4 ok") {
 		t.Fatalf("warnings %q: want publish only (http_query is throttled as often as it succeeds)", rep.Warnings)
 	}
-	if txt := rep.Text(); !strings.Contains(txt, "warnings:") || !strings.Contains(txt, "publish: 5 throttled") {
+	if txt := rep.Text(); !strings.Contains(txt, "1 warn") || !strings.Contains(txt, "! warning: publish: 5 throttled") {
 		t.Errorf("the text summary lacks the warning:\n%s", txt)
 	}
 }

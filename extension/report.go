@@ -154,6 +154,10 @@ type Report struct {
 	// Warnings say what passed but should not be read as healthy: an
 	// operation throttled more often than it succeeded.
 	Warnings []string `json:"warnings,omitempty"`
+	// Checks are every judgement of the run with its level (checks.go);
+	// CheckCounts tallies them.
+	Checks      []Check     `json:"checks"`
+	CheckCounts CheckCounts `json:"check_counts"`
 	// Windows are the report intervals (--report-interval) from the start of
 	// the populations, at most MaxWindows (older ones merged).
 	WindowSecs float64        `json:"window_s,omitempty"`
@@ -388,6 +392,8 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		r.AbortReason = l.m.runEndReason()
 	}
 	r.OK = r.AbortReason == ""
+	r.Checks = checksOf(r)
+	r.CheckCounts = countChecks(r.Checks)
 	if len(windows) > 0 {
 		r.WindowSecs, r.Windows = every.Seconds(), windows
 	}

@@ -137,12 +137,12 @@ func (r *Report) Text() string {
 			b.WriteString("\n")
 		}
 	}
-	if len(r.Warnings) > 0 {
-		b.WriteString("\n  warnings:\n")
-		for _, w := range r.Warnings {
-			fmt.Fprintf(&b, "    ! %s\n", tc(w))
-		}
+	// The warnings are checks at level warn: listed with the failures.
+	cs := r.Checks
+	if cs == nil { // a report built elsewhere (a merge, a test): same rules
+		cs = checksOf(r)
 	}
+	b.WriteString(checksText(cs))
 	if r.OK {
 		b.WriteString("\n  result: ok\n\n")
 	} else {

@@ -1,0 +1,164 @@
+package extension
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/buzzload/buzzload/modules/expect"
+)
+
+// Checks (issue 26): every judgement the run made, each with a level, so a
+// reader sees what was judged, what failed and what only warns, in the
+// console, the JSON and the HTML report alike (the soak tool's check
+// levels, ../shared/seeds/soak-tool-load_test.zh.md §4). They are a pure
+// function of the report: the same numbers the verdict rests on.
+
+// Check levels.
+const (
+	CheckPass = "pass"
+	CheckFail = "fail"
+	CheckWarn = "warn"
+	CheckSkip = "skip" // not judged, with the reason
+)
+
+// Check is one judgement.
+type Check struct {
+	Name   string `json:"name"`
+	Level  string `json:"level"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// CheckCounts tallies checks by level.
+type CheckCounts struct {
+	Pass int `json:"pass"`
+	Fail int `json:"fail"`
+	Warn int `json:"warn"`
+	Skip int `json:"skip"`
+}
+
+// checksOf lists the judgements behind r's verdict: a failure for each
+// reason the run failed, a warning for each warning.
+func checksOf(r *Report) []Check {
+	var out []Check
+	add := func(name, level, detail string) { out = append(out, Check{Name: name, Level: level, Detail: detail}) }
+	if r.SetupError != "" {
+		add("setup", CheckFail, r.SetupError)
+	}
+	lim := fmt.Sprintf("every op: p99 ≤ %g ms, error rate ≤ %g%% (deliver excepted); no client exits", r.Limits.MaxP99Ms, 100*r.Limits.MaxErrorRate)
+	for _, s := range r.Steps {
+		name := fmt.Sprintf("step %d abort rules", s.Index)
+		switch {
+		case s.AbortedAtS > 0:
+			add(name, CheckSkip, fmt.Sprintf("cut by the abort at %s: its window never completed", secs(s.AbortedAtS)))
+		case !s.Reached:
+			add(name, CheckSkip, "not reached")
+		case s.AbortReason != "":
+			add(name, CheckFail, s.AbortReason)
+		default:
+			add(name, CheckPass, lim)
+		}
+		if g := s.Generator; g != nil {
+			gname := fmt.Sprintf("step %d generator", s.Index)
+			switch {
+			case g.Saturated && strings.Contains(s.AbortReason, "fail_on_generator_saturation"):
+				add(gname, CheckFail, "saturated: "+g.Reason)
+			case g.Saturated:
+				add(gname, CheckWarn, "saturated: "+g.Reason+" (its latencies measure the generator too)")
+			default:
+				add(gname, CheckPass, "not saturated")
+			}
+		}
+	}
+	if len(r.Steps) > 0 {
+		switch {
+		case r.Shutdown.AbortedAtS > 0:
+			add("shutdown abort rules", CheckSkip, "cut by the abort")
+		case r.Shutdown.AbortReason != "":
+			add("shutdown abort rules", CheckFail, r.Shutdown.AbortReason)
+		default:
+			add("shutdown abort rules", CheckPass, "what settled after the last hold: "+lim)
+		}
+	}
+	if len(r.ThresholdsFailed) > 0 {
+		for _, t := range r.ThresholdsFailed {
+			add("threshold "+t, CheckFail, "crossed")
+		}
+	} else {
+		add("thresholds", CheckPass, "every threshold held")
+	}
+	if len(r.Interrupted) > 0 {
+		add("run end", CheckFail, "interrupted before its end (a signal or test.abort())")
+	}
+	for _, e := range r.Expected {
+		name := "expected " + e.Rule
+		switch {
+		case e.Level == expect.LevelWarn && e.Count > 0:
+			add(name, CheckWarn, fmt.Sprintf("%d matched: known refusals, not failures", e.Count))
+		default:
+			add(name, CheckPass, fmt.Sprintf("%d matched (%s)", e.Count, e.Level))
+		}
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "expected errors (") {
+			continue // the expected rules' own checks say it
+		}
+		add("warning", CheckWarn, w)
+	}
+	// A failure the checks above do not name (a run cut short as a whole,
+	// a test.fail()): the verdict's own reason.
+	if !r.OK && !hasLevel(out, CheckFail) {
+		add("run", CheckFail, r.AbortReason)
+	}
+	return out
+}
+
+func hasLevel(cs []Check, level string) bool {
+	for _, c := range cs {
+		if c.Level == level {
+			return true
+		}
+	}
+	return false
+}
+
+func countChecks(cs []Check) CheckCounts {
+	var n CheckCounts
+	for _, c := range cs {
+		switch c.Level {
+		case CheckPass:
+			n.Pass++
+		case CheckFail:
+			n.Fail++
+		case CheckWarn:
+			n.Warn++
+		case CheckSkip:
+			n.Skip++
+		}
+	}
+	return n
+}
+
+// checksText is the console's closing block: the tally, then each failure
+// and warning on its own line.
+func checksText(cs []Check) string {
+	n := countChecks(cs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  checks: %d pass / %d fail / %d warn", n.Pass, n.Fail, n.Warn)
+	if n.Skip > 0 {
+		fmt.Fprintf(&b, " / %d skipped", n.Skip)
+	}
+	b.WriteString("\n")
+	for _, level := range []string{CheckFail, CheckWarn} {
+		for _, c := range cs {
+			if c.Level != level {
+				continue
+			}
+			mark := "✗"
+			if level == CheckWarn {
+				mark = "!"
+			}
+			fmt.Fprintf(&b, "    %s %s: %s\n", mark, tc(c.Name), tc(c.Detail))
+		}
+	}
+	return b.String()
+}
