@@ -104,6 +104,9 @@ func checksOf(r *Report) []Check {
 		}
 		add("warning", CheckWarn, w)
 	}
+	if r.Durability != nil {
+		out = append(out, durabilityCheck(r.Durability))
+	}
 	// A failure the checks above do not name (a run cut short as a whole,
 	// a test.fail()): the verdict's own reason.
 	if !r.OK && !hasLevel(out, CheckFail) {

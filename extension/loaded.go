@@ -66,6 +66,11 @@ type loaded struct {
 	agg *aggregator
 	// expected counts the errors the [[expect]] rules matched (nil: no rules).
 	expected *expectedTally
+	// acks are the acknowledged events for the durability audit (nil:
+	// [verify] sample = 0); durability is the audit's outcome, once run.
+	acks       *ackLog
+	auditOnce  sync.Once
+	durability *DurabilityReport
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
 	win             *windows // the report intervals (windows.go)
@@ -163,6 +168,7 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l.agg = newAggregator(sc, l.plan)
 	l.win = newWindows(&l.agg.ops)
 	l.gen = newGeneratorMeter(len(l.plan))
+	l.acks = newAckLog(sc.Verify.Sample)
 	return l
 }
 

@@ -156,8 +156,10 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Checks are every judgement of the run with its level (checks.go);
 	// CheckCounts tallies them.
-	Checks      []Check     `json:"checks"`
-	CheckCounts CheckCounts `json:"check_counts"`
+	// Durability is the audit of what the relay acknowledged (durability.go).
+	Durability  *DurabilityReport `json:"durability,omitempty"`
+	Checks      []Check           `json:"checks"`
+	CheckCounts CheckCounts       `json:"check_counts"`
 	// Windows are the report intervals (--report-interval) from the start of
 	// the populations, at most MaxWindows (older ones merged).
 	WindowSecs float64        `json:"window_s,omitempty"`
@@ -390,6 +392,10 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		// A run cut short or failed as a whole: what the clients saw cannot
 		// make it a pass (custom scripts have no built-in clients to cut).
 		r.AbortReason = l.m.runEndReason()
+	}
+	r.Durability = l.durability
+	if d := r.Durability; r.AbortReason == "" && d != nil && d.Missing > 0 {
+		r.AbortReason = fmt.Sprintf("durability: %d acknowledged events missing when read back (%v)", d.Missing, d.MissingIDs)
 	}
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)

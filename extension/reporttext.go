@@ -124,6 +124,17 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	if d := r.Durability; d != nil {
+		fmt.Fprintf(&b, "\n  durability: %d events acknowledged, %d read back in %s: %d found as their author, %d as a member, %d missing",
+			d.Acknowledged, d.Checked, secs(d.Secs), d.FoundAuthor, d.FoundMember, d.Missing)
+		if d.Unverified > 0 {
+			fmt.Fprintf(&b, ", %d unverified (%s)", d.Unverified, tc(d.FirstError))
+		}
+		b.WriteString("\n")
+		for _, id := range d.MissingIDs {
+			fmt.Fprintf(&b, "    ✗ missing %s\n", tc(id))
+		}
+	}
 	if len(r.Expected) > 0 {
 		b.WriteString("\n  expected errors (known refusals of the deployment, not failures):\n")
 		for _, e := range r.Expected {

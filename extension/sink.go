@@ -179,6 +179,9 @@ func (s *opSink) Record(r relayclient.Result) {
 		r.Op = "unknown"
 	}
 	s.l.expected.classify(&r)
+	if r.Event != nil && r.Outcome == relayclient.OutcomeOK {
+		s.l.acks.add(r.Event)
+	}
 	end := r.Start.Add(r.Duration)
 	if r.Start.IsZero() {
 		end = time.Now()

@@ -9,6 +9,7 @@
 #   scripts/desktop-compare.sh                   # into out/desktop-compare/
 #   scripts/desktop-compare.sh /tmp/cmp          # elsewhere
 #   SCRIPT=my-desktop.js scripts/desktop-compare.sh   # another script reading DESKTOP_MODE
+#   scripts/desktop-compare.sh --wide 0.45 out/wide   # 45 % of the members in 12 channels
 #
 # Files in the output directory: legacy.json and current.json (run --result),
 # legacy-report.json and current-report.json (the Buzz report),
@@ -21,12 +22,29 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+wide=""
+if [ "${1:-}" = "--wide" ]; then
+	wide=${2:-}
+	if ! [[ "$wide" =~ ^(0(\.[0-9]+)?|1(\.0+)?)$ ]]; then
+		echo "usage: $0 [--wide FRACTION] [output-dir]: FRACTION is the share of members in 12 channels, 0..1" >&2
+		exit 2
+	fi
+	shift 2
+fi
 out=${1:-out/desktop-compare}
 buzzload=${BUZZLOAD:-bin/buzzload}
 script=${SCRIPT:-scenarios/local-desktop.js}
 if [ $# -gt 1 ]; then
-	echo "usage: $0 [output-dir]" >&2
+	echo "usage: $0 [--wide FRACTION] [output-dir]" >&2
 	exit 2
+fi
+if [ -n "$wide" ]; then
+	# The same scenario with another share of members in more than 10
+	# channels (the one knob window recovery follows in current mode).
+	mkdir -p "$out/scenario"
+	cp scenarios/local-desktop.js "$out/scenario/"
+	sed -E "s/^tiers = \[\{ fraction = [0-9.]+/tiers = [{ fraction = $wide/" scenarios/local-desktop.toml >"$out/scenario/local-desktop.toml"
+	script=$out/scenario/local-desktop.js
 fi
 
 if [ -z "${BUZZLOAD:-}" ]; then

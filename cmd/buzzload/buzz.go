@@ -20,6 +20,11 @@ import (
 // "relay too slow" (99). README "Exit codes".
 const ExitUnreachable = 111
 
+// ExitLost is the exit code of a run whose durability audit found
+// acknowledged events missing when read back (and that failed nothing
+// else): the relay lost data it had confirmed. README "Exit codes".
+const ExitLost = 112
+
 // buzzFlags are the Buzz options of `buzzload run` (buzz-loadgen's
 // --shard and --report, and the long-run options of issue 13).
 type buzzFlags struct {
@@ -98,6 +103,10 @@ func finishBuzz(buzz *extension.Module, code int, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "buzzload run: %v\nbuzzload run: stopped before any load: %s (exit %d)\n", err, why, ExitUnreachable)
 		code = ExitUnreachable
+	}
+	if rep := buzz.LastReport(); rep != nil && rep.Durability != nil && rep.Durability.Missing > 0 && code == engine.ExitOK {
+		fmt.Fprintf(stderr, "buzzload run: %d acknowledged events were missing when read back after the run (exit %d)\n", rep.Durability.Missing, ExitLost)
+		code = ExitLost
 	}
 	if err := buzz.FinishReports(); err != nil {
 		for _, e := range unjoin(err) {

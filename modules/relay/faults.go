@@ -19,6 +19,50 @@ type Faults struct {
 	httpLatency time.Duration
 	refused     map[string]string // pubkey -> reason
 	everyPTag   atomic.Bool       // a kind-9000 adds every p tag (not Buzz)
+	lose        map[int]int       // kind -> accepted events of that kind to pass before losing one
+	anyLoss     atomic.Bool       // lose is not empty
+	lost        []string          // ids acknowledged and not stored
+}
+
+// LoseAcked makes the relay acknowledge the n-th (1-based) event of kind
+// it would store from now on, then drop it: not stored, not delivered —
+// what a durability audit must find (issue 26). Lost lists the ids.
+func (f *Faults) LoseAcked(kind, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lose == nil {
+		f.lose = map[int]int{}
+	}
+	f.lose[kind] = n
+	f.anyLoss.Store(true)
+}
+
+// Lost lists the events acknowledged and dropped by LoseAcked.
+func (f *Faults) Lost() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.lost...)
+}
+
+// takeLoss reports whether the event with id and kind is the one to lose.
+func (f *Faults) takeLoss(kind int, id string) bool {
+	if !f.anyLoss.Load() {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.lose[kind]
+	if !ok {
+		return false
+	}
+	if n > 1 {
+		f.lose[kind] = n - 1
+		return false
+	}
+	delete(f.lose, kind)
+	f.anyLoss.Store(len(f.lose) > 0)
+	f.lost = append(f.lost, id)
+	return true
 }
 
 // ApplyEveryMemberTag makes a kind-9000 add every p tag it names, as some
@@ -119,6 +163,8 @@ func (f *Faults) Reset() {
 	f.httpLatency = 0
 	f.refused = map[string]string{}
 	f.everyPTag.Store(false)
+	f.lose = nil
+	f.anyLoss.Store(false)
 }
 
 func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {

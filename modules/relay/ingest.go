@@ -329,6 +329,9 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		}
 	}
 
+	if r.faults.takeLoss(k, ev.ID) {
+		return accept(""), nil // test fault: acknowledged, never stored
+	}
 	res := st.Add(ev)
 	switch res.Status {
 	case store.Stored:

@@ -174,6 +174,8 @@ type Request struct {
 	Unsigned bool          // no NIP-98 (NIP-11, health)
 	Timeout  time.Duration // default HTTPConfig.Timeout
 	Due      time.Time     // Result.Due (CallOptions.Due)
+	// Event, for a publish, is Result.Event when the Result is ok.
+	Event *nostr.Event
 	// Check validates a 2xx body; a non-nil error makes the Result an error
 	// that quotes the body's start.
 	Check func(body []byte) error
@@ -203,6 +205,9 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 	end := func(o Outcome, msg string, retry time.Duration) (Response, Result) {
 		res.Duration = time.Since(start)
 		res.Outcome, res.Error, res.RetryAfter = o, msg, retry
+		if o == OutcomeOK {
+			res.Event = req.Event
+		}
 		h.cfg.Sink.Record(res)
 		return resp, res
 	}
@@ -441,7 +446,7 @@ func (h *HTTP) PublishHTTP(ctx context.Context, ev *nostr.Event, opt CallOptions
 		opt.Op = OpHTTPEvents
 	}
 	var rep EventReply
-	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/events", Body: ev.AppendJSON(nil), Timeout: opt.Timeout, Due: opt.Due,
+	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/events", Body: ev.AppendJSON(nil), Timeout: opt.Timeout, Due: opt.Due, Event: ev,
 		Check: func(b []byte) error {
 			if err := strictObject(b, &rep); err != nil {
 				return err

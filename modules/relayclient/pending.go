@@ -2,7 +2,9 @@ package relayclient
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/buzzload/buzzload/modules/nostr"
 	"strings"
 	"time"
 )
@@ -27,7 +29,8 @@ type pending struct {
 	sent  int64
 	timer *time.Timer
 	done  func(Result, int64)
-	dupOK bool // PublishOptions.DuplicateOK
+	dupOK bool         // PublishOptions.DuplicateOK
+	ev    *nostr.Event // a publish's event: Result.Event when acknowledged
 }
 
 func (p *pending) result(now time.Time, o Outcome, msg string, recv int64, retry time.Duration) Result {
@@ -136,7 +139,9 @@ func (c *Conn) onOK(f *Frame, at time.Time, n int64, b []byte) {
 		return
 	}
 	if f.OK || (p.dupOK && IsDuplicate(f.Message)) {
-		c.complete(p, p.result(at, OutcomeOK, "", n, 0), 0)
+		r := p.result(at, OutcomeOK, "", n, 0)
+		r.Event = p.ev
+		c.complete(p, r, 0)
 		return
 	}
 	o, retry := Classify(f.Message)

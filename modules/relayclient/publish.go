@@ -46,7 +46,7 @@ func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, in
 	if opt.Timeout <= 0 {
 		opt.Timeout = c.cfg.PublishTimeout
 	}
-	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, due: opt.Due, done: done, dupOK: opt.DuplicateOK}
+	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, due: opt.Due, done: done, dupOK: opt.DuplicateOK, ev: ev}
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
 	*bp = appendEventEnvelope((*bp)[:0], "EVENT", ev)

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/buzzload/buzzload/modules/nostr"
+
 	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
@@ -59,6 +61,10 @@ type Result struct {
 	// Start+Duration−Due the latency a person waiting on the schedule sees
 	// (coordinated omission, issue 14).
 	Due time.Time
+	// Event is the event a publish (WebSocket OK true, or HTTP /events
+	// accepted) got acknowledged for; nil for every other Result. A sink
+	// may keep what it needs of it (the durability audit keeps its id).
+	Event *nostr.Event
 }
 
 // Sink receives every Result. Implementations must be safe for concurrent

@@ -37,7 +37,24 @@ type Scenario struct {
 	// Expect are the errors the deployment gives by design ([[expect]]):
 	// counted apart, not as failures (modules/expect).
 	Expect []expect.Rule `toml:"expect"`
+	Verify Verify        `toml:"verify"`
 }
+
+// Verify is the durability audit after the run: the events the relay
+// acknowledged are read back through its normal read paths (issue 26).
+type Verify struct {
+	// Sample is how many acknowledged events are kept for the audit, a
+	// uniform sample of all of them (reservoir); 0 turns the audit off.
+	Sample int `toml:"sample"`
+	// TimeoutSecs bounds the audit's reads.
+	TimeoutSecs float64 `toml:"timeout_secs"`
+}
+
+// Verify bounds.
+const (
+	DefaultVerifySample = 100000
+	MaxVerifySample     = 10000000
+)
 
 // Target says where the relay is and how to reach its communities.
 type Target struct {
@@ -264,6 +281,7 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
+		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

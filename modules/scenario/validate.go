@@ -136,6 +136,8 @@ func (s *Scenario) validate() []Problem {
 	c.fraction("abort.max_error_rate", s.Abort.MaxErrorRate)
 	c.floatAtLeast("abort.warmup_secs", s.Abort.WarmupSecs, 0, true)
 	c.positive("abort.generator_max_lag_ms", s.Abort.GeneratorMaxLagMs, false)
+	c.intRange("verify.sample", s.Verify.Sample, 0, MaxVerifySample, strconv.Itoa(MaxVerifySample))
+	c.positive("verify.timeout_secs", s.Verify.TimeoutSecs, true)
 	for _, p := range expect.Check("expect", s.Expect) {
 		c.add(p.Key, "%s", p.Msg)
 	}

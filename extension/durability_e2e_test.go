@@ -1,0 +1,61 @@
+package extension_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+)
+
+// The durability audit reads back what the relay acknowledged: on a sound
+// relay everything is found as its author and as a member; when the relay
+// acknowledges a message and drops it (a test-only fault), the run fails
+// naming its id (issue 26 item 4). Fails without durability.go: no audit,
+// the lossy run passes.
+func TestDurabilityAuditFindsAnAcknowledgedLoss(t *testing.T) {
+	toml := strings.Replace(tinySmoke, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
+	ok := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil, nil)
+	d := ok.report.Durability
+	if d == nil || d.Checked == 0 || d.Missing != 0 || d.FoundAuthor != d.Checked || d.FoundMember != d.Checked || d.Unverified != 0 {
+		ok.dump(t)
+		t.Fatalf("sound relay: durability %+v", d)
+	}
+	if ok.res.ExitCode != 0 || !ok.report.OK {
+		ok.dump(t)
+		t.Fatalf("sound relay: exit %d %q", ok.res.ExitCode, ok.report.AbortReason)
+	}
+
+	var lost func() []string
+	// No seeded posts: the loss falls on the run's own messages.
+	toml = strings.Replace(toml, "thread_roots_per_channel = 1", "thread_roots_per_channel = 0", 1)
+	bad := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, func(r *relay.Relay) {
+		r.Faults().LoseAcked(nostr.KindStreamMessage, 5) // the fifth chat message stored from now on
+		lost = r.Faults().Lost
+	}, nil)
+	ids := lost()
+	if len(ids) != 1 {
+		t.Fatalf("the fault lost %d events", len(ids))
+	}
+	d = bad.report.Durability
+	if d == nil || d.Missing != 1 || len(d.MissingIDs) != 1 || d.MissingIDs[0] != ids[0] {
+		bad.dump(t)
+		t.Fatalf("lossy relay: durability %+v, lost %v", d, ids)
+	}
+	if bad.report.OK || !strings.Contains(bad.report.AbortReason, ids[0]) {
+		t.Errorf("the report passes or does not name the id: %q", bad.report.AbortReason)
+	}
+	if !strings.Contains(bad.stdout, "missing "+ids[0]) {
+		t.Errorf("the console does not name the missing id:\n%s", bad.stdout)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
