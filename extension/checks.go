@@ -104,6 +104,9 @@ func checksOf(r *Report) []Check {
 		}
 		add("warning", CheckWarn, w)
 	}
+	if r.Sweep != nil {
+		out = append(out, sweepCheck(r.Sweep))
+	}
 	if r.Durability != nil {
 		out = append(out, durabilityCheck(r.Durability))
 	}

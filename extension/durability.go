@@ -304,8 +304,14 @@ func (m *Module) audit() {
 	m.mu.Unlock()
 	for _, l := range ls {
 		l.auditOnce.Do(func() {
+			if !l.ran.Load() {
+				return // no client ran (a failed setup, a script that never used the scenario)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			l.swept = l.sweep(ctx)
 			if l.acks != nil {
-				l.durability = l.auditDurability(context.Background())
+				l.durability = l.auditDurability(ctx)
 			}
 		})
 	}

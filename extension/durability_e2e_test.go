@@ -22,6 +22,12 @@ func TestDurabilityAuditFindsAnAcknowledgedLoss(t *testing.T) {
 		ok.dump(t)
 		t.Fatalf("sound relay: durability %+v", d)
 	}
+	if sw := ok.report.Sweep; sw == nil || !sw.OK || sw.ReadMs <= 0 {
+		t.Errorf("post-run sweep %+v", sw)
+	}
+	if ok.report.CheckCounts.Fail != 0 || ok.report.CheckCounts.Pass < 4 {
+		t.Errorf("checks %+v: %+v", ok.report.CheckCounts, ok.report.Checks)
+	}
 	if ok.res.ExitCode != 0 || !ok.report.OK {
 		ok.dump(t)
 		t.Fatalf("sound relay: exit %d %q", ok.res.ExitCode, ok.report.AbortReason)

@@ -71,6 +71,8 @@ type loaded struct {
 	acks       *ackLog
 	auditOnce  sync.Once
 	durability *DurabilityReport
+	swept      *SweepReport // the post-run sweep (sweep.go), once run
+	ran        atomic.Bool  // a client recorded an operation: the relay was used
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
 	win             *windows // the report intervals (windows.go)

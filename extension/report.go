@@ -157,9 +157,11 @@ type Report struct {
 	// Checks are every judgement of the run with its level (checks.go);
 	// CheckCounts tallies them.
 	// Durability is the audit of what the relay acknowledged (durability.go).
-	Durability  *DurabilityReport `json:"durability,omitempty"`
-	Checks      []Check           `json:"checks"`
-	CheckCounts CheckCounts       `json:"check_counts"`
+	Durability *DurabilityReport `json:"durability,omitempty"`
+	// Sweep is the post-run sweep: is the relay still serving (sweep.go)?
+	Sweep       *SweepReport `json:"sweep,omitempty"`
+	Checks      []Check      `json:"checks"`
+	CheckCounts CheckCounts  `json:"check_counts"`
 	// Windows are the report intervals (--report-interval) from the start of
 	// the populations, at most MaxWindows (older ones merged).
 	WindowSecs float64        `json:"window_s,omitempty"`
@@ -393,7 +395,10 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		// make it a pass (custom scripts have no built-in clients to cut).
 		r.AbortReason = l.m.runEndReason()
 	}
-	r.Durability = l.durability
+	r.Durability, r.Sweep = l.durability, l.swept
+	if s := r.Sweep; r.AbortReason == "" && s != nil && !s.OK {
+		r.AbortReason = "post-run sweep: " + s.Error
+	}
 	if d := r.Durability; r.AbortReason == "" && d != nil && d.Missing > 0 {
 		r.AbortReason = fmt.Sprintf("durability: %d acknowledged events missing when read back (%v)", d.Missing, d.MissingIDs)
 	}
