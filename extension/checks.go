@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/buzzload/buzzload/modules/expect"
+	"github.com/buzzload/buzzload/modules/logscan"
 )
 
 // Checks (issue 26): every judgement the run made, each with a level, so a
@@ -104,6 +105,9 @@ func checksOf(r *Report) []Check {
 		}
 		add("warning", CheckWarn, w)
 	}
+	for _, lg := range r.RelayLogs {
+		out = append(out, relayLogCheck(lg))
+	}
 	if r.Sweep != nil {
 		out = append(out, sweepCheck(r.Sweep))
 	}
@@ -167,4 +171,22 @@ func checksText(cs []Check) string {
 		}
 	}
 	return b.String()
+}
+
+// relayLogCheck is one relay log's scan as a check.
+func relayLogCheck(lg *logscan.Result) Check {
+	name := "relay log " + lg.Source
+	switch {
+	case lg.Error != "":
+		return Check{Name: name, Level: CheckSkip, Detail: "could not be read: " + lg.Error}
+	case lg.Failed():
+		top := ""
+		if len(lg.Groups) > 0 && len(lg.Groups[0].Samples) > 0 {
+			top = ": " + lg.Groups[0].Samples[0]
+		}
+		return Check{Name: name, Level: CheckFail, Detail: fmt.Sprintf("%d error lines (at most %d)%s", lg.Counted, lg.Max, top)}
+	case len(lg.Notes) > 0:
+		return Check{Name: name, Level: CheckWarn, Detail: fmt.Sprintf("%d error lines of %d; %s", lg.Counted, lg.Lines, strings.Join(lg.Notes, "; "))}
+	}
+	return Check{Name: name, Level: CheckPass, Detail: fmt.Sprintf("%d error lines in %d lines (at most %d)", lg.Counted, lg.Lines, lg.Max)}
 }

@@ -99,8 +99,8 @@ type DurabilityReport struct {
 	FoundMember int      `json:"found_member"`
 	Missing     int      `json:"missing"`
 	MissingIDs  []string `json:"missing_ids,omitempty"`
-	// Unverified are checked events a read could not be made for (an
-	// error, the timeout): neither found nor missing.
+	// Unverified are checked events one of the two reads could not be
+	// made for (an error, the timeout): neither found missing nor verified.
 	Unverified int     `json:"unverified,omitempty"`
 	ReadErrors int     `json:"read_errors,omitempty"`
 	FirstError string  `json:"first_error,omitempty"`
@@ -276,8 +276,8 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 			if len(rep.MissingIDs) < maxMissingIDs {
 				rep.MissingIDs = append(rep.MissingIDs, r.id)
 			}
-		case !readA[r.id] && !readM[r.id]:
-			rep.Unverified++
+		case !readA[r.id] || !readM[r.id]:
+			rep.Unverified++ // a path could not read it: not a pass
 		}
 	}
 	rep.Secs = round3(time.Since(start).Seconds())
@@ -302,6 +302,16 @@ func (m *Module) audit() {
 		}
 	}
 	m.mu.Unlock()
+	m.logsOnce.Do(func() {
+		for _, f := range m.logFiles {
+			m.relayLogs = append(m.relayLogs, f.Scan(m.opts.RelayLogRules))
+		}
+		m.ownLogMu.Lock()
+		if m.ownLog != nil {
+			m.relayLogs = append(m.relayLogs, m.ownLog.Result())
+		}
+		m.ownLogMu.Unlock()
+	})
 	for _, l := range ls {
 		l.auditOnce.Do(func() {
 			if !l.ran.Load() {
@@ -309,7 +319,9 @@ func (m *Module) audit() {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			l.swept = l.sweep(ctx)
+			if l.base.Verify.Sweep {
+				l.swept = l.sweep(ctx)
+			}
 			if l.acks != nil {
 				l.durability = l.auditDurability(ctx)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 )
@@ -64,4 +65,32 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The embedded relay's own log is scanned: an ERROR line it logs during the
+// run fails the run, with the line shown (issue 26 item 3). Fails without
+// the scan: the run passes (the failed read is one error in 5 %).
+func TestAnErrorInTheRelaysLogFailsTheRun(t *testing.T) {
+	toml := strings.Replace(tinySmoke, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
+	r := runScenario(t, "local-smoke.js", "local-smoke.toml", toml, nil, nil)
+	var own *logscan.Result
+	for _, lg := range r.report.RelayLogs {
+		if lg.Source == "embedded relay" {
+			own = lg
+		}
+	}
+	if own == nil || own.Counted != 0 || !r.report.OK {
+		r.dump(t)
+		t.Fatalf("a clean run: relay log %+v, ok %v", own, r.report.OK)
+	}
+	bad := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, func(rl *relay.Relay) {
+		rl.Faults().FailHTTPOnce("/query", 500)
+	}, nil)
+	if bad.report.OK || !strings.Contains(bad.report.AbortReason, "relay log embedded relay: 1 error lines") {
+		bad.dump(t)
+		t.Fatalf("abort_reason %q", bad.report.AbortReason)
+	}
+	if !strings.Contains(bad.stdout, "injected failure, HTTP 500") {
+		t.Errorf("the console does not show the line:\n%s", bad.stdout)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/modules/expect"
+	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -61,6 +62,12 @@ type Options struct {
 	Console io.Writer
 	// Abort stops the run (the preflight failed); nil does nothing.
 	Abort func(error)
+	// RelayLogs are the relay's log files (--relay-log), their position
+	// taken when the module is made, what they gained scanned at the end;
+	// RelayLogRules say which lines count (logscan). The embedded relay's
+	// own log is scanned by the same rules whenever it ran.
+	RelayLogs     []string
+	RelayLogRules logscan.Rules
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.
@@ -68,6 +75,14 @@ type Options struct {
 // and the shared HTTP pool. Build one per run with New; Close ends it.
 type Module struct {
 	opts Options
+
+	// logFiles are --relay-log's files; ownLog scans the embedded relay's
+	// log lines as they come; relayLogs are the scans' results, once made.
+	logFiles  []*logscan.File
+	ownLogMu  sync.Mutex
+	ownLog    *logscan.Scanner
+	logsOnce  sync.Once
+	relayLogs []*logscan.Result
 
 	mu        sync.Mutex
 	scenarios map[string]*loaded // by absolute path and shard
@@ -162,7 +177,11 @@ func New(opts Options) *Module {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
-	return &Module{opts: opts, scenarios: map[string]*loaded{}}
+	m := &Module{opts: opts, scenarios: map[string]*loaded{}}
+	for _, p := range opts.RelayLogs {
+		m.logFiles = append(m.logFiles, logscan.Open(p))
+	}
+	return m
 }
 
 // Close stops the embedded relay and releases the HTTP pool. The scripts'
@@ -264,6 +283,13 @@ func (m *Module) embedded() (*relay.Relay, error) {
 		return nil, m.relayErr
 	}
 	cfg.Listen = "127.0.0.1:0" // loopback only, a free port
+	m.ownLog = logscan.NewScanner("embedded relay", m.opts.RelayLogRules)
+	cfg.Logf = func(format string, a ...any) {
+		line := time.Now().UTC().Format(time.RFC3339Nano) + " " + fmt.Sprintf(format, a...)
+		m.ownLogMu.Lock()
+		m.ownLog.Line([]byte(line))
+		m.ownLogMu.Unlock()
+	}
 	cfg.DrainOnClose = 500 * time.Millisecond
 	if m.opts.Relay != nil {
 		m.opts.Relay(&cfg)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/modules/expect"
+	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -158,6 +159,9 @@ type Report struct {
 	// CheckCounts tallies them.
 	// Durability is the audit of what the relay acknowledged (durability.go).
 	Durability *DurabilityReport `json:"durability,omitempty"`
+	// RelayLogs are the relay's own logs, scanned for error lines
+	// (--relay-log, and the embedded relay's).
+	RelayLogs []*logscan.Result `json:"relay_logs,omitempty"`
 	// Sweep is the post-run sweep: is the relay still serving (sweep.go)?
 	Sweep       *SweepReport `json:"sweep,omitempty"`
 	Checks      []Check      `json:"checks"`
@@ -396,6 +400,12 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		r.AbortReason = l.m.runEndReason()
 	}
 	r.Durability, r.Sweep = l.durability, l.swept
+	r.RelayLogs = l.m.relayLogs
+	for _, lg := range r.RelayLogs {
+		if r.AbortReason == "" && lg.Failed() {
+			r.AbortReason = fmt.Sprintf("relay log %s: %d error lines, at most %d allowed", lg.Source, lg.Counted, lg.Max)
+		}
+	}
 	if s := r.Sweep; r.AbortReason == "" && s != nil && !s.OK {
 		r.AbortReason = "post-run sweep: " + s.Error
 	}

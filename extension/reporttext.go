@@ -124,6 +124,29 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
+	for _, lg := range r.RelayLogs {
+		if lg.Counted == 0 && len(lg.Notes) == 0 && lg.Error == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  relay log %s: %d error lines in %d lines scanned (at most %d)\n", tc(lg.Source), lg.Counted, lg.Lines, lg.Max)
+		for i, g := range lg.Groups {
+			if i == 5 {
+				fmt.Fprintf(&b, "    … %d more messages\n", len(lg.Groups)-5)
+				break
+			}
+			sample := g.Message
+			if len(g.Samples) > 0 {
+				sample = g.Samples[0]
+			}
+			fmt.Fprintf(&b, "    %d× %s\n", g.Count, tc(sample))
+		}
+		for _, n := range lg.Notes {
+			fmt.Fprintf(&b, "    ! %s\n", tc(n))
+		}
+		if lg.Error != "" {
+			fmt.Fprintf(&b, "    ! not read: %s\n", tc(lg.Error))
+		}
+	}
 	if d := r.Durability; d != nil {
 		fmt.Fprintf(&b, "\n  durability: %d events acknowledged, %d read back in %s: %d found as their author, %d as a member, %d missing",
 			d.Acknowledged, d.Checked, secs(d.Secs), d.FoundAuthor, d.FoundMember, d.Missing)

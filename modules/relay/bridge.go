@@ -70,7 +70,7 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 		Now: time.Now(), MaxSkew: r.cfg.AuthSkew,
 	}); err != nil {
 		r.stats.httpAuthFailed.Add(1)
-		r.logf("relay: %s %s: NIP-98 refused for %s: %v (expected u %s)", req.Method, req.URL.Path, trimDetail(ev.PubKey), err, u)
+		r.logf(" WARN relay: %s %s: NIP-98 refused for %s: %v (expected u %s)", req.Method, req.URL.Path, trimDetail(ev.PubKey), err, u)
 		writeJSONError(w, http.StatusUnauthorized, err.Error())
 		return httpCaller{}, false
 	}
@@ -96,6 +96,10 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 		time.Sleep(d)
 	}
 	if st := r.faults.takeHTTPFailure(req.URL.Path); st != 0 {
+		if st >= 500 {
+			// As a server logs its own failures: the run's log scan sees it.
+			r.logf("ERROR relay: %s %s: injected failure, HTTP %d", req.Method, req.URL.Path, st)
+		}
 		writeJSONError(w, st, "fault injected")
 		return
 	}
@@ -233,6 +237,7 @@ func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller
 			writeJSONError(w, http.StatusBadRequest, re.Msg)
 			return
 		}
+		r.logf("ERROR relay: %s /query: %v", c.host, err)
 		writeJSONError(w, http.StatusInternalServerError, "error: internal server error")
 		return
 	}

@@ -238,7 +238,7 @@ func (r *Relay) signRelay(kind int, tags [][]string, content string, at time.Tim
 	}
 	e, err := r.relayKeys.NewEvent(kind, tags, content, at)
 	if err != nil {
-		r.logf("relay: sign relay event: %v", err)
+		r.logf("ERROR relay: sign relay event: %v", err)
 		return nil
 	}
 	return e
@@ -299,7 +299,7 @@ func (c *community) publishGroupState(ch *channel) []*entry {
 		}
 		res := c.store().Add(e)
 		if res.Status != store.Stored {
-			c.relay.logf("relay: group state %d for %s not stored: %v", kind, ch.id, res.Status)
+			c.relay.logf("ERROR relay: group state %d for %s not stored: %v", kind, ch.id, res.Status)
 			continue
 		}
 		if ch.lastState == nil {

@@ -103,7 +103,9 @@ type Config struct {
 	PairingRelayURL        string        `envconfig:"BUZZ_PAIRING_RELAY_URL"`
 	DrainOnClose           time.Duration `envconfig:"BUZZ_DRAIN_TIMEOUT"`
 
-	// Logf receives operational log lines (never secrets). nil: silent.
+	// Logf receives operational log lines (never secrets), each starting
+	// with its level as Buzz's tracing prints it ("ERROR", " WARN",
+	// " INFO"): a run scans the embedded relay's ERROR lines. nil: silent.
 	Logf func(format string, args ...any) `ignored:"true"`
 }
 

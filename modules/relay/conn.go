@@ -218,7 +218,7 @@ func (k *conn) enqueue(b []byte) {
 		if !k.closing.Load() {
 			k.r.stats.slow.Add(1)
 		}
-		k.r.logf("relay: dropping slow consumer %s", k.pubkeyIfAuthed())
+		k.r.logf(" WARN relay: dropping slow consumer %s", k.pubkeyIfAuthed())
 		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
 }
@@ -243,7 +243,7 @@ func (k *conn) deliver(s *subscription, e *entry) bool {
 	}
 	if int(k.overflows.Add(1)) == k.r.cfg.SlowClientGrace {
 		k.r.stats.slow.Add(1)
-		k.r.logf("relay: dropping slow consumer %s", k.pubkeyIfAuthed())
+		k.r.logf(" WARN relay: dropping slow consumer %s", k.pubkeyIfAuthed())
 		k.abort() // it is not reading: a close frame would only queue behind the backlog
 	}
 	return false

@@ -136,7 +136,7 @@ func (k *conn) handleAuth(msg [][]byte) {
 	if err != nil {
 		k.authFailed = true
 		k.r.stats.authFailed.Add(1)
-		k.r.logf("relay: %s: AUTH refused for %s: %v", k.c.host, trimDetail(ev.PubKey), err)
+		k.r.logf(" INFO relay: %s: AUTH refused for %s: %v", k.c.host, trimDetail(ev.PubKey), err)
 		k.ok(ev.ID, false, "auth-required: verification failed")
 		return
 	}

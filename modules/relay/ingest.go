@@ -342,6 +342,7 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 	case store.DuplicateReaction:
 		return ingestResult{message: "duplicate: reaction already exists", status: http.StatusOK}, nil
 	default:
+		r.logf("ERROR relay: store %s: unexpected status %v", ev.ID, res.Status)
 		return ingestResult{message: "error: internal server error", status: http.StatusInternalServerError}, nil
 	}
 	if k == nostr.KindDeletion || k == nostr.KindDeleteEvent {

@@ -173,7 +173,7 @@ func (r *Relay) Start(ctx context.Context) error {
 	}
 	go func() {
 		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.logf("relay: serve: %v", err)
+			r.logf("ERROR relay: serve: %v", err)
 		}
 	}()
 	go func() {

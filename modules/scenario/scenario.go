@@ -48,6 +48,9 @@ type Verify struct {
 	Sample int `toml:"sample"`
 	// TimeoutSecs bounds the audit's reads.
 	TimeoutSecs float64 `toml:"timeout_secs"`
+	// Sweep checks after the run that the relay still serves: NIP-11, a
+	// fresh AUTH, a channel read.
+	Sweep bool `toml:"sweep"`
 }
 
 // Verify bounds.
@@ -281,7 +284,7 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
-		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60},
+		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

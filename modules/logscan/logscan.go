@@ -1,0 +1,292 @@
+// Package logscan reads the relay's own log for the run's verdict (issue
+// 26, the soak tool's ERROR-log scan with a hard default of 0,
+// ../shared/seeds/soak-tool-load_test.zh.md §4): the position of a log
+// file is taken when the run starts, and what was appended by its end is
+// scanned for error lines. A rotated file (another inode at the path) is
+// read to its end through the descriptor opened at the start, then the new
+// file from its beginning; a truncated one from its beginning; both are
+// said in the result's notes.
+package logscan
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"syscall"
+)
+
+// DefaultPattern matches Buzz's ERROR-level lines in both of tracing's
+// formats: text ("2026-12-04T01:02:03Z ERROR buzz::…: …") and JSON
+// ({"level":"ERROR",…}).
+const DefaultPattern = `(^|[\s"])ERROR([\s"]|$)`
+
+// Rules say which lines count.
+type Rules struct {
+	Pattern *regexp.Regexp   // an error line; nil: DefaultPattern
+	Allow   []*regexp.Regexp // error lines that match one of these do not count
+	Max     int              // more counted lines than this fail the check (default 0)
+}
+
+// Group is the counted lines of one normalised message.
+type Group struct {
+	Message string   `json:"message"`
+	Count   int      `json:"count"`
+	Samples []string `json:"samples"`
+}
+
+// Result is what one scan found.
+type Result struct {
+	Source  string   `json:"source"`
+	Lines   int      `json:"lines"`   // lines scanned
+	Counted int      `json:"counted"` // error lines not allowed
+	Allowed int      `json:"allowed,omitempty"`
+	Max     int      `json:"max"`
+	Groups  []Group  `json:"groups,omitempty"`
+	Notes   []string `json:"notes,omitempty"` // rotation, truncation, a best-effort source
+	Error   string   `json:"error,omitempty"` // the log could not be read
+}
+
+// Failed reports whether the counted lines exceed the maximum.
+func (r *Result) Failed() bool { return r.Counted > r.Max }
+
+const (
+	maxGroups  = 50
+	maxSamples = 3
+	maxLine    = 64 << 10
+)
+
+// Scanner counts error lines as they are fed.
+type Scanner struct {
+	rules  Rules
+	res    Result
+	groups map[string]*Group
+}
+
+// NewScanner starts a scan of source with rules.
+func NewScanner(source string, rules Rules) *Scanner {
+	if rules.Pattern == nil {
+		rules.Pattern = regexp.MustCompile(DefaultPattern)
+	}
+	return &Scanner{rules: rules, res: Result{Source: source, Max: rules.Max}, groups: map[string]*Group{}}
+}
+
+// Line scans one line.
+func (s *Scanner) Line(line []byte) {
+	s.res.Lines++
+	if !s.rules.Pattern.Match(line) {
+		return
+	}
+	for _, a := range s.rules.Allow {
+		if a.Match(line) {
+			s.res.Allowed++
+			return
+		}
+	}
+	s.res.Counted++
+	key := normalise(line)
+	g := s.groups[key]
+	if g == nil {
+		if len(s.groups) >= maxGroups {
+			key = "(other messages)"
+			if g = s.groups[key]; g == nil {
+				g = &Group{Message: key}
+				s.groups[key] = g
+			}
+		} else {
+			g = &Group{Message: key}
+			s.groups[key] = g
+		}
+	}
+	g.Count++
+	if len(g.Samples) < maxSamples {
+		g.Samples = append(g.Samples, string(bytes.TrimSpace(line)))
+	}
+}
+
+// Feed scans every line of r.
+func (s *Scanner) Feed(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: scan its start, skip the rest.
+			s.Line(line[:min(len(line), maxLine)])
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			continue
+		}
+		if len(line) > 0 {
+			s.Line(bytes.TrimRight(line, "\r\n"))
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Note adds a note to the result.
+func (s *Scanner) Note(format string, args ...any) {
+	s.res.Notes = append(s.res.Notes, fmt.Sprintf(format, args...))
+}
+
+// Result is the scan so far, groups by count.
+func (s *Scanner) Result() *Result {
+	r := s.res
+	r.Groups = nil
+	for _, g := range s.groups {
+		r.Groups = append(r.Groups, *g)
+	}
+	sort.Slice(r.Groups, func(i, j int) bool {
+		if r.Groups[i].Count != r.Groups[j].Count {
+			return r.Groups[i].Count > r.Groups[j].Count
+		}
+		return r.Groups[i].Message < r.Groups[j].Message
+	})
+	return &r
+}
+
+var (
+	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?`)
+	hexRE  = regexp.MustCompile(`\b[0-9a-fA-F]{16,}\b`)
+	numRE  = regexp.MustCompile(`\d+(\.\d+)*`)
+)
+
+// normalise strips what differs between two lines of one failure:
+// timestamps, ids, numbers.
+func normalise(line []byte) string {
+	s := string(bytes.TrimSpace(line))
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	s = timeRE.ReplaceAllString(s, "<time>")
+	s = hexRE.ReplaceAllString(s, "<id>")
+	return numRE.ReplaceAllString(s, "<n>")
+}
+
+// File is a log file whose position was taken at the start of the run.
+type File struct {
+	path string
+	f    *os.File
+	off  int64
+	ino  uint64
+	err  error
+}
+
+// Open takes path's position now. A file that does not exist yet is read
+// from its beginning at the end.
+func Open(path string) *File {
+	lf := &File{path: path}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return lf
+	}
+	if err != nil {
+		lf.err = err
+		return lf
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		lf.err = err
+		return lf
+	}
+	lf.f, lf.off, lf.ino = f, st.Size(), inode(st)
+	return lf
+}
+
+// Check reports a log that cannot be read at all (before the run starts).
+func (lf *File) Check() error { return lf.err }
+
+// Scan scans what was appended since Open, following a rotation or a
+// truncation, and closes the file.
+func (lf *File) Scan(rules Rules) *Result {
+	s := NewScanner(lf.path, rules)
+	if lf.err != nil {
+		r := s.Result()
+		r.Error = lf.err.Error()
+		return r
+	}
+	defer func() {
+		if lf.f != nil {
+			lf.f.Close()
+		}
+	}()
+	cur, err := os.Stat(lf.path)
+	switch {
+	case err != nil && lf.f == nil:
+		r := s.Result()
+		r.Error = err.Error()
+		return r
+	case lf.f == nil:
+		// Created during the run: all of it is the run's.
+		return lf.scanPath(s, 0)
+	case err != nil || inode(cur) != lf.ino:
+		// Rotated (or removed): the rest of the old file, then the new one.
+		s.Note("%s was rotated during the run: scanned the rest of the old file, then the new one", lf.path)
+		if _, err := lf.f.Seek(lf.off, io.SeekStart); err == nil {
+			_ = s.Feed(lf.f)
+		}
+		if err == nil {
+			return lf.scanPath(s, 0)
+		}
+		return s.Result()
+	case cur.Size() < lf.off:
+		s.Note("%s was truncated during the run (%d bytes at the start, %d now): scanned from its beginning", lf.path, lf.off, cur.Size())
+		return lf.scanFile(s, 0)
+	}
+	return lf.scanFile(s, lf.off)
+}
+
+func (lf *File) scanFile(s *Scanner, off int64) *Result {
+	if _, err := lf.f.Seek(off, io.SeekStart); err != nil {
+		r := s.Result()
+		r.Error = err.Error()
+		return r
+	}
+	if err := s.Feed(lf.f); err != nil {
+		r := s.Result()
+		r.Error = err.Error()
+		return r
+	}
+	return s.Result()
+}
+
+func (lf *File) scanPath(s *Scanner, off int64) *Result {
+	f, err := os.Open(lf.path)
+	if err != nil {
+		r := s.Result()
+		r.Error = err.Error()
+		return r
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err == nil {
+		if err := s.Feed(f); err != nil {
+			r := s.Result()
+			r.Error = err.Error()
+			return r
+		}
+	}
+	return s.Result()
+}
+
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
