@@ -5,13 +5,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/logscan"
 )
 
 // ExitUnreachable is the exit code of a run whose preflight failed: the
@@ -20,10 +23,11 @@ import (
 // "relay too slow" (99). README "Exit codes".
 const ExitUnreachable = 111
 
-// ExitLost is the exit code of a run whose durability audit found
-// acknowledged events missing when read back (and that failed nothing
-// else): the relay lost data it had confirmed. README "Exit codes".
-const ExitLost = 112
+// ExitRelayEvidence is the exit code of a run the relay's own evidence
+// failed, when nothing else did: the durability audit found acknowledged
+// events missing, the relay's log has error lines, or the post-run sweep
+// found it no longer serving. README "Exit codes".
+const ExitRelayEvidence = 112
 
 // buzzFlags are the Buzz options of `buzzload run` (buzz-loadgen's
 // --shard and --report, and the long-run options of issue 13).
@@ -33,6 +37,10 @@ type buzzFlags struct {
 	reportHTML     string
 	reportInterval time.Duration
 	warmup         time.Duration
+	relayLogs      []string
+	logPattern     string
+	logAllow       []string
+	logMax         int
 }
 
 func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
@@ -40,6 +48,10 @@ func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
 	fs.StringVar(&b.report, "report", "", "write the Buzz report's JSON to this file (a report that cannot be written fails the run)")
 	fs.StringVar(&b.reportHTML, "report-html", "", "write the Buzz report as one self-contained HTML page with plots (buzzload report)")
 	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above; 0s prints none)")
+	fs.StringArrayVar(&b.relayLogs, "relay-log", nil, "scan this relay log FILE for error lines: position taken at the start, what it gains scanned at the end (rotation and truncation followed); repeatable. The embedded relay's own log is always scanned")
+	fs.StringVar(&b.logPattern, "relay-log-pattern", logscan.DefaultPattern, "regular expression of an error line in the relay's logs (default: Buzz's ERROR level, text or JSON)")
+	fs.StringArrayVar(&b.logAllow, "relay-log-allow", nil, "regular expression of error lines that do not count (repeatable)")
+	fs.IntVar(&b.logMax, "relay-log-max", 0, "error lines the relay's logs may have before the run fails")
 	fs.DurationVar(&b.warmup, "warmup", 0, "report what settles in the first DURATION of the run apart and do not judge it (replaces [abort] warmup_secs)")
 }
 
@@ -71,6 +83,27 @@ func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort fun
 			o.ReportInterval = -1 // none printed
 		}
 	}
+	pat, err := regexp.Compile(b.logPattern)
+	if err != nil {
+		return o, optErr("--relay-log-pattern %q: %w", b.logPattern, err)
+	}
+	o.RelayLogRules = logscan.Rules{Pattern: pat, Max: b.logMax}
+	for _, a := range b.logAllow {
+		re, err := regexp.Compile(a)
+		if err != nil {
+			return o, optErr("--relay-log-allow %q: %w", a, err)
+		}
+		o.RelayLogRules.Allow = append(o.RelayLogRules.Allow, re)
+	}
+	if b.logMax < 0 {
+		return o, optErr("--relay-log-max %d: want 0 or more", b.logMax)
+	}
+	for _, p := range b.relayLogs {
+		if err := logscan.Readable(p); err != nil {
+			return o, optErr("--relay-log %s: %w", p, err)
+		}
+	}
+	o.RelayLogs = b.relayLogs
 	if fs.Changed("warmup") {
 		if b.warmup < 0 {
 			return o, optErr("--warmup %v: want a duration of 0 or more", b.warmup)
@@ -104,9 +137,9 @@ func finishBuzz(buzz *extension.Module, code int, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "buzzload run: %v\nbuzzload run: stopped before any load: %s (exit %d)\n", err, why, ExitUnreachable)
 		code = ExitUnreachable
 	}
-	if rep := buzz.LastReport(); rep != nil && rep.Durability != nil && rep.Durability.Missing > 0 && code == engine.ExitOK {
-		fmt.Fprintf(stderr, "buzzload run: %d acknowledged events were missing when read back after the run (exit %d)\n", rep.Durability.Missing, ExitLost)
-		code = ExitLost
+	if rep := buzz.LastReport(); rep != nil && !rep.OK && code == engine.ExitOK {
+		fmt.Fprintf(stderr, "buzzload run: %s (exit %d)\n", termtext.Lines(rep.AbortReason), ExitRelayEvidence)
+		code = ExitRelayEvidence
 	}
 	if err := buzz.FinishReports(); err != nil {
 		for _, e := range unjoin(err) {

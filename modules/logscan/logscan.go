@@ -209,8 +209,23 @@ func Open(path string) *File {
 	return lf
 }
 
-// Check reports a log that cannot be read at all (before the run starts).
-func (lf *File) Check() error { return lf.err }
+// Readable reports a log that cannot be read (checked before a run
+// starts); one that does not exist yet is fine: the relay may create it.
+func Readable(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	return err
+}
 
 // Scan scans what was appended since Open, following a rotation or a
 // truncation, and closes the file.
