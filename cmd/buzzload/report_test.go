@@ -174,6 +174,11 @@ func TestHTMLReportInChromium(t *testing.T) {
 			t.Errorf("%s references an outside file", f)
 		}
 	}
+	// The checks are on the page (issue 26): the tally and each judgement.
+	if one := loadPage(t, filepath.Join(dir, "run.html"), "", 1600, 3000); !strings.Contains(one.dom, "Checks") ||
+		!strings.Contains(one.dom, "post-run sweep") || !regexp.MustCompile(`checks: \d+ pass / 0 fail`).MatchString(one.dom) {
+		t.Errorf("the page does not show the checks")
+	}
 	want := []string{"clients", "generator-cpu", "generator-lag", "op-connect-latency", "op-connect-rate", "op-publish-latency", "op-hot_reply-rate"}
 	checkPage(t, filepath.Join(dir, "report.html"), want, nil)
 	checkPage(t, filepath.Join(dir, "cmp.html"), want, nil)

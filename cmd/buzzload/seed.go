@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
@@ -40,7 +42,8 @@ it was throttled; --deadline bounds the whole seed. Both exit 1.
 
 Progress goes to stderr, the summary (or --json) to stdout.
 Exit status: 0 when the relay accepted every planned post, 1 when not (or the
-seed failed, was throttled or ran past its deadline), 2 for usage errors.
+seed failed, was throttled or ran past its deadline), 2 for usage errors, 111
+when the relay does not answer NIP-11 before anything is sent.
 
 flags:
 `
@@ -72,6 +75,9 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	ctx, stop := signalContext(ctx, name, env)
 	defer stop()
+	if code, ok := reachable(ctx, name, sc, env); !ok {
+		return code
+	}
 	pl := newProgressLine(env.Stderr, "seed", *quiet)
 	defer pl.stop()
 	tt := *throttleTimeout
@@ -336,4 +342,32 @@ func statusList(m map[string]int, order ...string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reachable checks, before seed or teardown sends anything, that the
+// deployment answers NIP-11 (GET / with Accept: application/nostr+json at
+// http_url, dialled at connect_addr), so a dead relay reads as "relay
+// down" (exit 111, as run's preflight) instead of a failed seed after
+// every post was tried.
+func reachable(ctx context.Context, name string, sc *scenario.Scenario, env cliEnv) (int, bool) {
+	tgt := relayclient.Target{WSURL: sc.Target.WSURL, HTTPURL: sc.Target.HTTPURL}
+	if u, err := url.Parse(sc.Target.WSURL); err == nil && sc.Target.ConnectAddr != "" && sc.Target.CommunityHostTemplate != "" {
+		tgt.Host, tgt.ConnectAddr = u.Host, sc.Target.ConnectAddr
+	}
+	timeout := 10 * time.Second
+	if sc.Target.ConnectTimeoutSecs > 0 {
+		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
+	}
+	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Timeout: timeout})
+	if err == nil {
+		var doc map[string]any
+		r := h.NIP11(ctx, "preflight", &doc)
+		if r.Outcome == relayclient.OutcomeOK || r.Outcome == relayclient.OutcomeThrottled {
+			return 0, true // a quota answer is an answer: the seed's own throttle handling takes over
+		}
+		err = errors.New(r.Error)
+	}
+	fmt.Fprintf(env.Stderr, "%s: the relay at %s does not answer NIP-11: %s\n%s: stopped before sending anything: the target is unreachable (exit %d)\n",
+		name, termtext.Clean(tgt.HTTPURL), termtext.Lines(err.Error()), name, ExitUnreachable)
+	return ExitUnreachable, false
 }

@@ -207,3 +207,19 @@ func TestSeedCommandThrottledForeverExitsOne(t *testing.T) {
 		t.Fatalf("deadline: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A relay that does not answer: seed and teardown stop before sending
+// anything with exit 111, as run's preflight does (issue 26 item 7). Fails
+// without reachable(): seed tried every post and exited 1.
+func TestSeedAndTeardownOfADeadRelayExit111(t *testing.T) {
+	r := seedRelay(t)
+	path := writeScenario(t, r, "deadrelay", false)
+	key := "TEST_OP_KEY=" + r.OperatorKeys().SecretHex()
+	r.Close() // nothing listens at its address any more
+	for _, cmd := range []string{"seed", "teardown"} {
+		code, _, errs := runWith(t, []string{key}, cmd, "-q", path)
+		if code != ExitUnreachable || !strings.Contains(errs, "does not answer NIP-11") || !strings.Contains(errs, "stopped before sending anything") {
+			t.Errorf("%s: exit %d, stderr %q", cmd, code, errs)
+		}
+	}
+}

@@ -56,6 +56,9 @@ func teardownCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	ctx, stop := signalContext(ctx, name, env)
 	defer stop()
+	if code, ok := reachable(ctx, name, sc, env); !ok {
+		return code
+	}
 	pl := newProgressLine(env.Stderr, "teardown", *quiet)
 	defer pl.stop()
 	res, err := seed.Teardown(ctx, sc, seed.TeardownOptions{Operator: op, Progress: pl.update})

@@ -156,6 +156,23 @@
     app.appendChild(d);
   });
 
+  // Checks: every judgement of the run with its level (the report's checks),
+  // failures first, then warnings, skips and passes.
+  var order = { fail: 0, warn: 1, skip: 2, pass: 3 };
+  var withChecks = runs.filter(function (r) { return rep(r) && (rep(r).checks || []).length; });
+  if (withChecks.length) {
+    var cs = section("Checks");
+    withChecks.forEach(function (r) {
+      var p = rep(r), n = p.check_counts || {};
+      cs.appendChild(el("div", { "class": "run" }, (multi ? r.label + ": " : "") + "checks: " + num(n.pass) + " pass / " + num(n.fail) + " fail / " + num(n.warn) + " warn" + (n.skip ? " / " + n.skip + " skipped" : "")));
+      var list = p.checks.slice().sort(function (a, b) { return num(order[a.level], 4) - num(order[b.level], 4); });
+      table(cs, ["check", "level", "detail"], list.map(function (c) {
+        var cls = c.level === "fail" ? "bad" : c.level === "warn" ? "warn" : c.level === "pass" ? "ok" : "";
+        return [String(c.name), { cls: cls, text: String(c.level) }, String(c.detail || "")];
+      }));
+    });
+  }
+
   // Steps and their verdicts, the generator's health beside them.
   var sec = section("Steps");
   runs.forEach(function (r) {
