@@ -634,3 +634,37 @@ func TestStepCrossingTheLimitFails(t *testing.T) {
 		t.Errorf("thresholds_failed %v lacks the publish error rate", r.report.ThresholdsFailed)
 	}
 }
+
+// The low-level example backs off after a failed connect, as the built-in
+// clients do: with the relay gone mid-run, its two VUs make a few attempts
+// a second, not tens of thousands (issue 30 item 9: 57,254 in 30 s). Fails
+// without the example's sleep(1) after a failed connect.
+func TestCustomLowLevelExampleBacksOffWhenTheRelayGoes(t *testing.T) {
+	toml, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone time.Time
+	r := runInline(t, t.TempDir(), string(src), "custom-lowlevel.toml", string(toml), nil, func(rl *relay.Relay) {
+		time.AfterFunc(1500*time.Millisecond, func() { gone = time.Now(); _ = rl.Close() })
+	}, map[string]string{"DURATION": "4s"})
+	if gone.IsZero() {
+		t.Fatal("the relay was not stopped")
+	}
+	var attempts int64
+	for _, s := range r.report.Steps {
+		if o := s.Ops["connect"]; o != nil {
+			attempts += o.Errors
+		}
+	}
+	// 2 VUs for at most ~2.5 s after the relay went, one attempt a second
+	// each at most (plus the one in flight when it went).
+	if attempts == 0 || attempts > 12 {
+		r.dump(t)
+		t.Errorf("%d failed connects after the relay went: want a few (back off), not a storm", attempts)
+	}
+}
