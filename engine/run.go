@@ -19,6 +19,7 @@ import (
 	"github.com/buzzload/buzzload/engine/output"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/engine/summary"
+	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/engine/thresholds"
 )
 
@@ -137,7 +138,17 @@ func Run(ctx context.Context, cfg RunConfig) Result {
 	r.log = jshost.NewLogger(cfg.Stderr, level)
 	res := r.run(ctx)
 	if res.Err != nil && res.ExitCode != ExitOK {
-		r.log.Log(jshost.LevelError, res.Err.Error())
+		var ce *configerr.Error
+		if res.ExitCode == ExitInvalidConfig && errors.As(res.Err, &ce) && strings.Contains(ce.Error(), "\n") {
+			// Invalid configuration with several problems (a scenario
+			// file's): one readable list, one problem a line, no stack.
+			fmt.Fprintf(cfg.Stderr, "invalid configuration:\n")
+			for _, line := range strings.Split(ce.Error(), "\n") {
+				fmt.Fprintf(cfg.Stderr, "  %s\n", termtext.Clean(line))
+			}
+		} else {
+			r.log.Log(jshost.LevelError, res.Err.Error())
+		}
 	}
 	return res
 }

@@ -481,13 +481,20 @@ export function human() { sc.human(); }
 	var out, errb bytes.Buffer
 	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
 		SummaryMode: "compact", Stdout: &out, Stderr: &errb})
-	if res.ExitCode != engine.ExitScriptException {
-		t.Fatalf("exit %d, want 107\n%s", res.ExitCode, errb.String())
+	// Invalid configuration (issue 26 item 7): 104, one problem a line, no
+	// escaped newline, no JS stack.
+	if res.ExitCode != engine.ExitInvalidConfig {
+		t.Fatalf("exit %d, want 104\n%s", res.ExitCode, errb.String())
 	}
 	msg := errb.String()
-	for _, want := range []string{"bad.toml", "population.tierz", "bad.toml:3: population.humans"} {
+	for _, want := range []string{"\n  ./bad.toml: unknown key population.tierz\n", "\n  ./bad.toml:3: population.humans: is a string"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error output lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, bad := range []string{`\n`, "at jsLoad", "GoError"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("error output has %q:\n%s", bad, msg)
 		}
 	}
 	if mod.EmbeddedRelay() != nil {

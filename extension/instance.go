@@ -9,6 +9,7 @@ import (
 
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -100,6 +101,13 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 	}
 	l, err := in.m.load(p, data, lo)
 	if err != nil {
+		// A scenario that does not validate (or bad expect rules) is
+		// invalid configuration: exit 104 with its problems listed, as an
+		// invalid option is, not a script exception (issue 26 item 7).
+		var se *scenario.Error
+		if errors.As(err, &se) || strings.Contains(err.Error(), "expect[") {
+			in.throw(configerr.New(err))
+		}
 		in.throw(err)
 	}
 	return in.scenarioObject(l)
