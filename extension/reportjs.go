@@ -61,7 +61,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 	in.m.keepReport(rep)
 	// k6's own summary (thresholds, checks, built-in metrics) stays in
 	// front of the Buzz report, as k6 would have printed it.
-	k6Text := ""
+	k6Text, folded := "", ""
 	if optBool(opts, "k6Summary", true) {
 		color := false
 		if dm, ok := d.(map[string]any); ok {
@@ -73,13 +73,23 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		}
 		co := in.rt().NewObject()
 		_ = co.Set("enableColors", color)
-		t, err := textsummary.Render(in.rt(), data, co)
+		shown := data
+		if dm, ok := d.(map[string]any); ok && optBool(opts, "foldThresholds", true) {
+			var f map[string]any
+			f, folded = foldThresholds(dm)
+			shown = in.rt().ToValue(f)
+		}
+		t, err := textsummary.Render(in.rt(), shown, co)
 		if err != nil {
 			in.throw(fmt.Errorf("report(data): %w", err))
 		}
 		k6Text = t
 	}
-	text := k6Text + rep.Text()
+	text := k6Text
+	if folded != "" {
+		text += "\n" + folded
+	}
+	text += rep.Text()
 	if path != "" {
 		// Written here, not returned to the runner, so a report that cannot
 		// be written fails the run (Module.FinishReports) instead of only

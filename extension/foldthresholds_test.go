@@ -1,0 +1,49 @@
+package extension
+
+import (
+	"strings"
+	"testing"
+)
+
+// The printed summary folds the per-op abort thresholds into one line per
+// rule and window, naming the worst op and any op that crossed; other
+// metrics' thresholds stay (issue 26 item 8).
+func TestFoldThresholds(t *testing.T) {
+	th := func(expr string, ok bool) map[string]any { return map[string]any{expr: map[string]any{"ok": ok}} }
+	m := func(expr string, ok bool, stat string, v float64) map[string]any {
+		return map[string]any{"thresholds": th(expr, ok), "values": map[string]any{stat: v}}
+	}
+	data := map[string]any{"metrics": map[string]any{
+		"buzz_op_duration{op:auth}":                m("p(99)<=2000", true, "p(99)", 1.5),
+		"buzz_op_duration{op:publish}":             m("p(99)<=2000", false, "p(99)", 2500),
+		"buzz_op_failed{op:auth,step:shutdown}":    m("rate<=0.01", true, "rate", 0),
+		"buzz_op_failed{op:publish,step:shutdown}": m("rate<=0.01", true, "rate", 0.002),
+		"buzz_client_exits":                        map[string]any{"thresholds": th("count<=0", true)},
+		"buzz_op_duration":                         map[string]any{"values": map[string]any{"p(99)": 3.0}},
+	}, "state": map[string]any{}}
+	out, text := foldThresholds(data)
+	kept := out["metrics"].(map[string]any)
+	if len(kept) != 2 || kept["buzz_client_exits"] == nil || kept["buzz_op_duration"] == nil {
+		t.Errorf("kept %v", kept)
+	}
+	if len(data["metrics"].(map[string]any)) != 6 {
+		t.Error("the caller's data was changed")
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	want := []string{
+		"abort rules as thresholds on every op (folded; each op's threshold still counts):",
+		"✗ buzz_op_duration 'p(99)<=2000' on 2 ops, judged per step: worst over the run publish p(99)=2500.00ms; crossed by publish",
+		"✓ buzz_op_failed 'rate<=0.01' on 2 ops, after the last hold: worst over the run publish rate=0.20%",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("folded:\n%s", text)
+	}
+	for i := range want {
+		if strings.TrimSpace(lines[i]) != want[i] {
+			t.Errorf("line %d: %q, want %q", i, strings.TrimSpace(lines[i]), want[i])
+		}
+	}
+	if _, text := foldThresholds(map[string]any{"metrics": map[string]any{"iterations": map[string]any{}}}); text != "" {
+		t.Errorf("nothing to fold: %q", text)
+	}
+}
