@@ -57,7 +57,12 @@
 // `buzzload teardown`). sc.report(data, {json}) in handleSummary prints the
 // per-step, per-operation report and writes it as JSON (default
 // buzz-report.json; "" for none; Options.ReportPath, run --report, wins);
-// it stops the embedded relay as well. The module writes the file itself,
+// it stops the embedded relay as well. Its printed k6 summary folds the
+// per-op abort thresholds into one line per rule and window
+// (foldthresholds.go; {foldThresholds: false} prints each, {k6Summary:
+// false} none), and the report ends with its checks (checks.go): the
+// expected errors, the relay's logs, the post-run sweep and the durability
+// audit among them. The module writes the file itself,
 // so one that cannot be written fails the run (Module.FinishReports, which
 // also writes --report when no sc.report ran). Per operation the report
 // keeps every distinct error text normalised (NormaliseError) with its
