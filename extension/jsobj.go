@@ -339,6 +339,7 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 		l.seedErr = err
 		return nil, err
 	}
+	opt.Progress = newSeedProgress(in.m.opts.Console, nil).update
 	r, err := seed.Seed(ctx, sc, opt)
 	if err != nil {
 		err = fmt.Errorf("seed %s: %w", l.base.File, err)
