@@ -190,3 +190,43 @@ func relayLogCheck(lg *logscan.Result) Check {
 	}
 	return Check{Name: name, Level: CheckPass, Detail: fmt.Sprintf("%d error lines in %d lines (at most %d)", lg.Counted, lg.Lines, lg.Max)}
 }
+
+// ProfileVerdict is a gateway profile's verdict (buzzload/profiles.js
+// pacedVerdict, passed as sc.report(data, {profile})): whether a paced run
+// is valid as an absolute-rate claim (issue 26 item 6).
+type ProfileVerdict struct {
+	Name      string `json:"name"`
+	Paced     bool   `json:"paced"`
+	Valid     *bool  `json:"valid"` // nil: closed-loop, no claim
+	Achieved  int64  `json:"achieved"`
+	Scheduled int64  `json:"scheduled"`
+	Flagged   bool   `json:"flagged,omitempty"` // p4c: shortfall over 5 %
+	Text      string `json:"text,omitempty"`
+	// FailInvalid makes an invalid claim fail the run (the exit code).
+	FailInvalid bool `json:"failInvalid,omitempty"`
+}
+
+// addProfile puts a profile's verdict into the report and its checks.
+func (r *Report) addProfile(p *ProfileVerdict) {
+	r.Profile = p
+	name := "profile " + p.Name
+	c := Check{Name: name, Level: CheckPass}
+	switch {
+	case p.Valid == nil:
+		c.Level, c.Detail = CheckSkip, "closed-loop: ranks targets, no absolute-rate claim"
+	case *p.Valid && !p.Flagged:
+		c.Detail = fmt.Sprintf("achieved %d of %d scheduled arrivals: valid as an absolute-rate claim", p.Achieved, p.Scheduled)
+	default:
+		c.Level = CheckWarn
+		if p.FailInvalid && !*p.Valid {
+			c.Level = CheckFail
+			if r.AbortReason == "" {
+				r.AbortReason = fmt.Sprintf("profile %s: achieved %d of %d scheduled arrivals, not valid as an absolute-rate claim", p.Name, p.Achieved, p.Scheduled)
+				r.OK = false
+			}
+		}
+		c.Detail = strings.TrimSpace(strings.ReplaceAll(p.Text, "\n", " "))
+	}
+	r.Checks = append(r.Checks, c)
+	r.CheckCounts = countChecks(r.Checks)
+}

@@ -162,6 +162,8 @@ type Report struct {
 	// RelayLogs are the relay's own logs, scanned for error lines
 	// (--relay-log, and the embedded relay's).
 	RelayLogs []*logscan.Result `json:"relay_logs,omitempty"`
+	// Profile is a gateway profile's verdict (sc.report's profile option).
+	Profile *ProfileVerdict `json:"profile,omitempty"`
 	// Sweep is the post-run sweep: is the relay still serving (sweep.go)?
 	Sweep       *SweepReport `json:"sweep,omitempty"`
 	Checks      []Check      `json:"checks"`

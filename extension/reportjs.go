@@ -43,6 +43,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		in.throw(fmt.Errorf("report(data): %w", err))
 	}
 	path := "buzz-report.json"
+	var profile *ProfileVerdict
 	if o, _ := in.fromJS(opts); o != nil {
 		om, ok := o.(map[string]any)
 		if !ok {
@@ -52,12 +53,22 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 			s, _ := v.(string)
 			path = s
 		}
+		if v, ok := om["profile"]; ok && v != nil {
+			raw, _ := json.Marshal(v)
+			profile = &ProfileVerdict{}
+			if err := json.Unmarshal(raw, profile); err != nil {
+				in.throw(fmt.Errorf("report(data, opts): profile: want pacedVerdict()'s object: %w", err))
+			}
+		}
 	}
 	if in.m.opts.ReportPath != "" {
 		path = in.m.opts.ReportPath // --report wins over the script's choice
 	}
 	_ = in.m.Close()
 	rep := l.BuildReport(failedThresholds(d))
+	if profile != nil {
+		rep.addProfile(profile)
+	}
 	in.m.keepReport(rep)
 	// k6's own summary (thresholds, checks, built-in metrics) stays in
 	// front of the Buzz report, as k6 would have printed it.

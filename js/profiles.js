@@ -157,7 +157,7 @@ export function profile(name, opts) {
 // { valid, achieved, scheduled, text }; closed-loop profiles make no claim.
 export function pacedVerdict(data, p) {
   if (!p.paced) {
-    return { valid: null, achieved: 0, scheduled: 0, text: "  profile " + p.name + ": closed-loop, ranks targets; no absolute-rate claim\n" };
+    return { name: p.name, paced: false, valid: null, achieved: 0, scheduled: 0, text: "  profile " + p.name + ": closed-loop, ranks targets; no absolute-rate claim\n" };
   }
   const m = (data.metrics || {})["iterations{scenario:" + p.name + "}"];
   const achieved = m && m.values ? m.values.count || 0 : 0;
@@ -169,5 +169,5 @@ export function pacedVerdict(data, p) {
     "  profile " + p.name + ": achieved " + achieved + " of " + p.scheduled + " scheduled arrivals (" + pct + " %): " +
     (valid ? "valid as an absolute-rate claim\n" : "NOT valid as an absolute-rate claim (below 99 % of the scheduled arrivals)\n") +
     (flagged ? "  ! profile " + p.name + ": shortfall " + (100 * (1 - share)).toFixed(2) + " % of the scheduled arrivals, over " + 100 * p.flagShare + " %\n" : "");
-  return { valid: valid, achieved: achieved, scheduled: p.scheduled, flagged: flagged, text: text };
+  return { name: p.name, paced: true, valid: valid, achieved: achieved, scheduled: p.scheduled, flagged: flagged, text: text };
 }

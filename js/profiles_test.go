@@ -60,8 +60,8 @@ const p = profile("p1c-paced", { scale: 0.1 }); // 500/s for 6 s: 3000 arrivals
 const d = (n) => ({ metrics: { "iterations{scenario:p1c-paced}": { values: { count: n } } } });
 export const options = { ok: pacedVerdict(d(2970), p), short: pacedVerdict(d(2969), p),
   closed: pacedVerdict(d(0), profile("p1-baseline")).valid };`)
-	want := `{"closed":null,"ok":{"achieved":2970,"flagged":false,"scheduled":3000,"text":"  profile p1c-paced: achieved 2970 of 3000 scheduled arrivals (99.00 %): valid as an absolute-rate claim\n","valid":true},` +
-		`"short":{"achieved":2969,"flagged":false,"scheduled":3000,"text":"  profile p1c-paced: achieved 2969 of 3000 scheduled arrivals (98.97 %): NOT valid as an absolute-rate claim (below 99 % of the scheduled arrivals)\n","valid":false}}`
+	want := `{"closed":null,"ok":{"achieved":2970,"flagged":false,"name":"p1c-paced","paced":true,"scheduled":3000,"text":"  profile p1c-paced: achieved 2970 of 3000 scheduled arrivals (99.00 %): valid as an absolute-rate claim\n","valid":true},` +
+		`"short":{"achieved":2969,"flagged":false,"name":"p1c-paced","paced":true,"scheduled":3000,"text":"  profile p1c-paced: achieved 2969 of 3000 scheduled arrivals (98.97 %): NOT valid as an absolute-rate claim (below 99 % of the scheduled arrivals)\n","valid":false}}`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

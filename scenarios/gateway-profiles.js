@@ -66,7 +66,10 @@ export function teardown() {
 }
 
 export function handleSummary(data) {
-  const out = sc.report(data, { json: __ENV.BUZZ_REPORT || "" });
-  out.stdout = (out.stdout || "") + pacedVerdict(data, P).text + "\n";
+  // The profile's verdict goes into the Buzz report (its checks, the JSON
+  // and HTML reports); FAIL_INVALID=1 makes an invalid claim fail the run.
+  const v = Object.assign(pacedVerdict(data, P), { failInvalid: __ENV.FAIL_INVALID === "1" });
+  const out = sc.report(data, { json: __ENV.BUZZ_REPORT || "", profile: v });
+  out.stdout = (out.stdout || "") + v.text + "\n";
   return out;
 }

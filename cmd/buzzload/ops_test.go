@@ -400,10 +400,24 @@ func TestGatewayProfilesScenario(t *testing.T) {
 		Steps []struct {
 			Ops map[string]struct{ Count int64 }
 		}
+		// The verdict is in the report too (issue 26 item 6), as a check.
+		Profile struct {
+			Name     string
+			Achieved int
+			Valid    *bool
+		}
+		Checks []struct{ Name, Level string }
 	}
 	raw, _ := os.ReadFile(rep)
 	if err := json.Unmarshal(raw, &r); err != nil || len(r.Steps) != 1 || r.Steps[0].Ops["http_query"].Count != int64(achieved) {
 		t.Errorf("report %s (%v): want %d http_query in step 0", raw, err, achieved)
+	}
+	hasCheck := false
+	for _, c := range r.Checks {
+		hasCheck = hasCheck || c.Name == "profile p1c-paced"
+	}
+	if r.Profile.Name != "p1c-paced" || r.Profile.Achieved != achieved || r.Profile.Valid == nil || *r.Profile.Valid != (m[2] == "valid") || !hasCheck {
+		t.Errorf("the report's profile verdict %+v (check %v) disagrees with the console's %q", r.Profile, hasCheck, m[0])
 	}
 
 	code, out, errs = runBin(t, root, nil, "run", "-q", "-e", "PROFILE=p1-baseline", "-e", "SCALE=0.05", "-e", "LOAD=0.1", "-e", "OP=mix",
