@@ -32,6 +32,17 @@ func OpsOf(k scenario.Kind) []string {
 	return common
 }
 
+// emits reports whether sc's populations can record op at all: an agent
+// without turns makes no turn_context read, so a threshold on it would
+// only print a vacuous line (issue 26 item 8).
+func emits(sc *scenario.Scenario, op string) bool {
+	switch op {
+	case models.OpTurnContext:
+		return sc.Agent.Turn.PerHour > 0
+	}
+	return true
+}
+
 // ThresholdSpec is one k6 threshold object.
 type ThresholdSpec struct {
 	Threshold   string `json:"threshold"`
@@ -93,6 +104,9 @@ func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []st
 		o.Scenarios[p.Name] = ScenarioOptions{Executor: "ramping-vus", StartVUs: 0, Stages: sc.Stages(p.Kind, shard),
 			GracefulStop: grace, GracefulRampDown: grace, Exec: p.Exec}
 		for _, op := range OpsOf(p.Kind) {
+			if !emits(sc, op) {
+				continue
+			}
 			opSet[op] = true
 		}
 	}

@@ -406,3 +406,25 @@ func TestReportWarnsWhenThrottlesOutnumberSuccesses(t *testing.T) {
 		t.Errorf("the text summary lacks the warning:\n%s", txt)
 	}
 }
+
+// No abort thresholds on an op the scenario cannot record: agents without
+// turns make no turn_context read (issue 26 item 8); with turns they do.
+func TestThresholdsOnlyForOpsThePopulationsRecord(t *testing.T) {
+	has := func(o *K6Options) bool {
+		for k := range o.Thresholds {
+			if strings.Contains(k, "op:turn_context") {
+				return true
+			}
+		}
+		return false
+	}
+	sc := parse(t, optsTOML)
+	sc.Agent.Turn.PerHour = 0
+	if o, _ := BuildOptions(sc, scenario.Shard{}); has(o) {
+		t.Error("a turn_context threshold without agent turns")
+	}
+	sc.Agent.Turn.PerHour = 6
+	if o, _ := BuildOptions(sc, scenario.Shard{}); !has(o) {
+		t.Error("no turn_context threshold with agent turns")
+	}
+}
