@@ -306,6 +306,11 @@ func (m *Module) audit() {
 		for _, f := range m.logFiles {
 			m.relayLogs = append(m.relayLogs, f.Scan(m.opts.RelayLogRules))
 		}
+		for _, k := range m.kubeLogs {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			m.relayLogs = append(m.relayLogs, k.Scan(ctx, m.opts.RelayLogRules))
+			cancel()
+		}
 		m.ownLogMu.Lock()
 		if m.ownLog != nil {
 			m.relayLogs = append(m.relayLogs, m.ownLog.Result())

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,9 @@ type Options struct {
 	// own log is scanned by the same rules whenever it ran.
 	RelayLogs     []string
 	RelayLogRules logscan.Rules
+	// Kubectl is the kubectl a kubectl:NAMESPACE/SELECTOR log source runs
+	// ("" = kubectl on PATH; tests give a stand-in).
+	Kubectl string
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.
@@ -79,6 +83,7 @@ type Module struct {
 	// logFiles are --relay-log's files; ownLog scans the embedded relay's
 	// log lines as they come; relayLogs are the scans' results, once made.
 	logFiles  []*logscan.File
+	kubeLogs  []*logscan.Kubectl
 	ownLogMu  sync.Mutex
 	ownLog    *logscan.Scanner
 	logsOnce  sync.Once
@@ -179,6 +184,13 @@ func New(opts Options) *Module {
 	}
 	m := &Module{opts: opts, scenarios: map[string]*loaded{}}
 	for _, p := range opts.RelayLogs {
+		if strings.HasPrefix(p, logscan.KubectlPrefix) {
+			if k, err := logscan.ParseKubectl(p); err == nil {
+				k.Since, k.Command = time.Now(), opts.Kubectl
+				m.kubeLogs = append(m.kubeLogs, k)
+			}
+			continue
+		}
 		m.logFiles = append(m.logFiles, logscan.Open(p))
 	}
 	return m

@@ -48,7 +48,7 @@ func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
 	fs.StringVar(&b.report, "report", "", "write the Buzz report's JSON to this file (a report that cannot be written fails the run)")
 	fs.StringVar(&b.reportHTML, "report-html", "", "write the Buzz report as one self-contained HTML page with plots (buzzload report)")
 	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above; 0s prints none)")
-	fs.StringArrayVar(&b.relayLogs, "relay-log", nil, "scan this relay log FILE for error lines: position taken at the start, what it gains scanned at the end (rotation and truncation followed); repeatable. The embedded relay's own log is always scanned")
+	fs.StringArrayVar(&b.relayLogs, "relay-log", nil, "scan this relay log FILE for error lines: position taken at the start, what it gains scanned at the end (rotation and truncation followed); or kubectl:NAMESPACE/SELECTOR, read at the end with kubectl logs --since-time (best effort); repeatable. The embedded relay's own log is always scanned")
 	fs.StringVar(&b.logPattern, "relay-log-pattern", logscan.DefaultPattern, "regular expression of an error line in the relay's logs (default: Buzz's ERROR level, text or JSON)")
 	fs.StringArrayVar(&b.logAllow, "relay-log-allow", nil, "regular expression of error lines that do not count (repeatable)")
 	fs.IntVar(&b.logMax, "relay-log-max", 0, "error lines the relay's logs may have before the run fails")
@@ -99,10 +99,17 @@ func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort fun
 		return o, optErr("--relay-log-max %d: want 0 or more", b.logMax)
 	}
 	for _, p := range b.relayLogs {
+		if strings.HasPrefix(p, logscan.KubectlPrefix) {
+			if _, err := logscan.ParseKubectl(p); err != nil {
+				return o, optErr("--relay-log: %w", err)
+			}
+			continue
+		}
 		if err := logscan.Readable(p); err != nil {
 			return o, optErr("--relay-log %s: %w", p, err)
 		}
 	}
+	o.Kubectl = os.Getenv("BUZZLOAD_KUBECTL")
 	o.RelayLogs = b.relayLogs
 	if fs.Changed("warmup") {
 		if b.warmup < 0 {

@@ -83,3 +83,37 @@ func TestRelayLogErrorDuringTheRunFailsIt(t *testing.T) {
 		t.Errorf("a directory as the log: exit %d\n%s", code, errs)
 	}
 }
+
+// --relay-log kubectl:NAMESPACE/SELECTOR reads the relay's pods' logs at the
+// end with a read-only `kubectl logs` from the run's start (a stand-in
+// kubectl records its arguments and prints an ERROR line), and a counted
+// line fails the run (issue 26 item 3).
+func TestRelayLogThroughKubectl(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	argsFile := filepath.Join(dir, "args")
+	fake := filepath.Join(dir, "kubectl")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + argsFile + "\n" +
+		"echo '[pod/buzz-relay-0/relay] 2026-12-04T00:00:01Z  INFO buzz: ok'\n" +
+		"echo '[pod/buzz-relay-0/relay] 2026-12-04T00:00:02Z ERROR buzz::db: pool exhausted'\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runBin(t, dir, []string{"BUZZLOAD_KUBECTL=" + fake}, "run", "-q", "--report-interval", "0s",
+		"--relay-log", "kubectl:buzz/app=buzz-relay", "ops-tiny.toml")
+	if code != ExitRelayEvidence || !strings.Contains(out, "pool exhausted") || !strings.Contains(out, "best effort") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	raw, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Fields(string(raw))
+	want := []string{"logs", "--namespace", "buzz", "--selector", "app=buzz-relay", "--all-containers", "--prefix"}
+	if len(args) != 10 || strings.Join(args[:7], " ") != strings.Join(want, " ") || !strings.HasPrefix(args[7], "--since-time=2") ||
+		args[8] != "--tail=-1" || args[9] != "--max-log-requests=20" {
+		t.Errorf("kubectl %q", args)
+	}
+	if code, _, errs := runBin(t, dir, nil, "run", "--relay-log", "kubectl:nonamespace", "ops-tiny.toml"); code != 104 || !strings.Contains(errs, "NAMESPACE/SELECTOR") {
+		t.Errorf("a bad kubectl source: exit %d %s", code, errs)
+	}
+}

@@ -11,13 +11,17 @@ package logscan
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // DefaultPattern matches Buzz's ERROR-level lines in both of tracing's
@@ -304,4 +308,74 @@ func inode(fi os.FileInfo) uint64 {
 		return st.Ino
 	}
 	return 0
+}
+
+// KubectlPrefix marks a --relay-log source read with kubectl:
+// "kubectl:NAMESPACE/SELECTOR" (a label selector, e.g. app=buzz).
+const KubectlPrefix = "kubectl:"
+
+// Kubectl is a relay log read through `kubectl logs` (read-only): the pods
+// matching a label selector in a namespace, every container, from the time
+// the run started. Best effort: a pod restarted or rescheduled during the
+// run may have lost lines, which the result's notes say.
+type Kubectl struct {
+	Namespace, Selector string
+	Since               time.Time
+	// Command is the kubectl to run ("kubectl" on PATH when empty).
+	Command string
+}
+
+// ParseKubectl reads "kubectl:NAMESPACE/SELECTOR".
+func ParseKubectl(src string) (*Kubectl, error) {
+	rest, ok := strings.CutPrefix(src, KubectlPrefix)
+	if !ok {
+		return nil, fmt.Errorf("%q is not %sNAMESPACE/SELECTOR", src, KubectlPrefix)
+	}
+	ns, sel, ok := strings.Cut(rest, "/")
+	if !ok || ns == "" || sel == "" {
+		return nil, fmt.Errorf("%q: want %sNAMESPACE/SELECTOR, e.g. kubectl:buzz/app=buzz-relay", src, KubectlPrefix)
+	}
+	return &Kubectl{Namespace: ns, Selector: sel}, nil
+}
+
+// Args are kubectl's arguments: every matching pod's containers, with the
+// pod name on each line, since the run's start.
+func (k *Kubectl) Args() []string {
+	return []string{"logs", "--namespace", k.Namespace, "--selector", k.Selector, "--all-containers", "--prefix",
+		"--since-time=" + k.Since.UTC().Format(time.RFC3339), "--tail=-1", "--max-log-requests=20"}
+}
+
+// Scan runs kubectl logs and scans what it prints.
+func (k *Kubectl) Scan(ctx context.Context, rules Rules) *Result {
+	src := KubectlPrefix + k.Namespace + "/" + k.Selector
+	s := NewScanner(src, rules)
+	s.Note("read with kubectl logs --since-time (best effort: a pod restarted during the run may have lost lines)")
+	bin := k.Command
+	if bin == "" {
+		bin = "kubectl"
+	}
+	cmd := exec.CommandContext(ctx, bin, k.Args()...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		r := s.Result()
+		r.Error = err.Error()
+		return r
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		r := s.Result()
+		r.Error = err.Error()
+		return r
+	}
+	ferr := s.Feed(out)
+	werr := cmd.Wait()
+	r := s.Result()
+	switch {
+	case werr != nil:
+		r.Error = fmt.Sprintf("kubectl logs: %v: %s", werr, strings.TrimSpace(stderr.String()))
+	case ferr != nil:
+		r.Error = ferr.Error()
+	}
+	return r
 }
