@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"image"
 	"image/png"
@@ -173,6 +174,17 @@ func TestHTMLReportInChromium(t *testing.T) {
 		if regexp.MustCompile(`(?i)<(script|link|img)[^>]+(src|href)=`).Match(b) {
 			t.Errorf("%s references an outside file", f)
 		}
+	}
+	// A rate is drawn over every window, zero where the op had none (connect
+	// happens only as a step starts): one point per window, no bridging.
+	var rj struct{ Windows []json.RawMessage }
+	if raw, err := os.ReadFile(filepath.Join(dir, "rep.json")); err != nil || json.Unmarshal(raw, &rj) != nil || len(rj.Windows) < 3 {
+		t.Fatalf("rep.json windows: %v", err)
+	}
+	page := loadPage(t, filepath.Join(dir, "run.html"), "", 1600, 3000)
+	fig := regexp.MustCompile(`(?s)data-plot="op-connect-rate".*?<polyline points="([^"]*)"`).FindStringSubmatch(page.dom)
+	if fig == nil || len(strings.Fields(fig[1])) != len(rj.Windows) {
+		t.Errorf("connect's rate line has %v points, want one per window (%d)", fig, len(rj.Windows))
 	}
 	// The checks are on the page (issue 26): the tally and each judgement.
 	if one := loadPage(t, filepath.Join(dir, "run.html"), "", 1600, 3000); !strings.Contains(one.dom, "Checks") ||

@@ -271,7 +271,11 @@
           lat.push({ name: prefix(r) + "p99", color: COL.p99, dash: dashOf(ri), pts: pick("p99_ms") });
           var due = pick("due_p99_ms").filter(function (p) { return p[1] > 0; });
           if (due.length) lat.push({ name: prefix(r) + "p99 from due", color: COL.due, dash: dashOf(ri), pts: due });
-          var per = function (f) { return ws.map(function (w) { return [w.end_s, f(own(w.ops, op)) / Math.max(0.001, num(w.end_s) - num(w.start_s))]; }); };
+          // Rates over every window: one without the op is a zero, drawn
+          // as one, not bridged over (issue 29: a line joined 32/s across
+          // an empty window).
+          var all = windows(r);
+          var per = function (f) { return all.map(function (w) { return [w.end_s, f(own(w.ops, op) || {}) / Math.max(0.001, num(w.end_s) - num(w.start_s))]; }); };
           rate.push({ name: prefix(r) + "ops/s", color: COL.tput, dash: dashOf(ri), pts: per(function (o) { return num(o.count); }) });
           rate.push({ name: prefix(r) + "errors/s", color: COL.err, dash: dashOf(ri), pts: per(function (o) { return num(o.errors); }) });
           rate.push({ name: prefix(r) + "throttled/s", color: COL.thr, dash: dashOf(ri), pts: per(function (o) { return num(o.throttled); }) });
