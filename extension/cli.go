@@ -54,16 +54,7 @@ func (m *Module) FinishReports() error {
 	wrote := len(m.reports) + len(m.reportErrs)
 	m.failMu.Unlock()
 	if m.opts.ReportPath != "" && wrote == 0 {
-		m.mu.Lock()
-		seen := map[*loaded]bool{}
-		var ls []*loaded
-		for _, l := range m.scenarios {
-			if !seen[l] {
-				seen[l] = true
-				ls = append(ls, l)
-			}
-		}
-		m.mu.Unlock()
+		ls := m.loadedScenarios()
 		switch {
 		case len(ls) == 0:
 			m.noteReportErr(fmt.Errorf("--report %s: the script loaded no scenario (buzz.load)", m.opts.ReportPath))
@@ -122,4 +113,20 @@ func (m *Module) LastReport() *Report {
 	r = one.BuildReport(nil)
 	m.keepReport(r)
 	return r
+}
+
+// loadedScenarios lists the scenarios the script loaded, each once (the map
+// holds one per buzz.load key).
+func (m *Module) loadedScenarios() []*loaded {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[*loaded]bool{}
+	var ls []*loaded
+	for _, l := range m.scenarios {
+		if !seen[l] {
+			seen[l] = true
+			ls = append(ls, l)
+		}
+	}
+	return ls
 }

@@ -289,19 +289,12 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 // scripts' teardown and report helpers and the runner's end all call.
 func (m *Module) audit() {
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
 		return
 	}
-	seen := map[*loaded]bool{}
-	var ls []*loaded
-	for _, l := range m.scenarios {
-		if !seen[l] {
-			seen[l] = true
-			ls = append(ls, l)
-		}
-	}
-	m.mu.Unlock()
+	ls := m.loadedScenarios()
 	m.logsOnce.Do(func() {
 		for _, f := range m.logFiles {
 			m.relayLogs = append(m.relayLogs, f.Scan(m.opts.RelayLogRules))

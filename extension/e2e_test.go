@@ -428,16 +428,7 @@ func TestPacedHotThreadScript(t *testing.T) {
 // connect, subscribeUntilEose, publish and an HTTP query, each under the
 // script's own op names, and the checks pass.
 func TestCustomLowLevelExample(t *testing.T) {
-	toml, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runInline(t, t.TempDir(), string(src), "custom-lowlevel.toml", string(toml), nil, nil,
-		map[string]string{"DURATION": "3s"})
+	r := runLowLevelExample(t, nil, map[string]string{"DURATION": "3s"})
 	if r.res.ExitCode != 0 || !r.report.OK {
 		r.dump(t)
 		t.Fatalf("exit %d, abort_reason %q", r.res.ExitCode, r.report.AbortReason)
@@ -647,16 +638,8 @@ func TestStepCrossingTheLimitFails(t *testing.T) {
 // a second, not tens of thousands (issue 30 item 9: 57,254 in 30 s). Fails
 // without the example's sleep(1) after a failed connect.
 func TestCustomLowLevelExampleBacksOffWhenTheRelayGoes(t *testing.T) {
-	toml, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(filepath.Join("..", "examples", "custom-lowlevel.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var gone time.Time
-	r := runInline(t, t.TempDir(), string(src), "custom-lowlevel.toml", string(toml), nil, func(rl *relay.Relay) {
+	r := runLowLevelExample(t, func(rl *relay.Relay) {
 		time.AfterFunc(1500*time.Millisecond, func() { gone = time.Now(); _ = rl.Close() })
 	}, map[string]string{"DURATION": "4s"})
 	if gone.IsZero() {
@@ -674,4 +657,11 @@ func TestCustomLowLevelExampleBacksOffWhenTheRelayGoes(t *testing.T) {
 		r.dump(t)
 		t.Errorf("%d failed connects after the relay went: want a few (back off), not a storm", attempts)
 	}
+}
+
+// runLowLevelExample runs examples/custom-lowlevel.js with its TOML.
+func runLowLevelExample(t *testing.T, onRelay func(*relay.Relay), env map[string]string) *run {
+	t.Helper()
+	return runInline(t, t.TempDir(), mustRead(t, filepath.Join("..", "examples", "custom-lowlevel.js")), "custom-lowlevel.toml",
+		mustRead(t, filepath.Join("..", "examples", "custom-lowlevel.toml")), nil, onRelay, env)
 }
