@@ -284,8 +284,17 @@ func (l *loaded) reportInterval() (time.Duration, bool) {
 	if iv > 0 {
 		return iv, true
 	}
-	return DefaultReportInterval(l.base.Duration()), iv == 0
+	// By default the window blocks are printed only for runs of
+	// PrintWindowsFrom or longer: a shorter run's step tables say the same,
+	// and 4 blocks were 40 of a smoke run's lines (issue 26 item 8). The
+	// windows are recorded either way (the JSON, the HTML plots).
+	d := l.base.Duration()
+	return DefaultReportInterval(d), iv == 0 && d >= PrintWindowsFrom
 }
+
+// PrintWindowsFrom is the shortest run whose window blocks are printed
+// without --report-interval.
+const PrintWindowsFrom = 2 * time.Minute
 
 // warmup is --warmup, else [abort] warmup_secs.
 func (l *loaded) warmup() time.Duration {

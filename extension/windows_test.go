@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 var windowOps = []string{"connect", "auth", "subscribe_eose", "history", "publish", "deliver", "http_query",
@@ -118,5 +119,23 @@ func BenchmarkWindowsTwelveHours(b *testing.B) {
 		b.ReportMetric(rss1, "rss-1h-KB")
 		b.ReportMetric(rssKB(), "rss-12h-KB")
 		b.ReportMetric(float64(len(w.list())), "windows")
+	}
+}
+
+// By default a run shorter than PrintWindowsFrom prints no window block
+// (its step tables say the same) but records its windows; a longer one
+// prints them; --report-interval prints them whatever the length (issue 26
+// item 8).
+func TestWindowBlocksArePrintedForLongRunsByDefault(t *testing.T) {
+	for _, c := range []struct {
+		hold  float64
+		iv    time.Duration
+		print bool
+	}{{30, 0, false}, {200, 0, true}, {30, time.Second, true}, {200, -1, false}} {
+		sc := &scenario.Scenario{Ramp: []scenario.Step{{Users: 1, HoldSecs: c.hold}}}
+		l := &loaded{m: &Module{opts: Options{ReportInterval: c.iv}}, base: sc}
+		if _, print := l.reportInterval(); print != c.print {
+			t.Errorf("hold %vs, interval %v: print %v, want %v", c.hold, c.iv, print, c.print)
+		}
 	}
 }

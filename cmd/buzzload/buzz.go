@@ -47,7 +47,7 @@ func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
 	fs.StringVar(&b.shard, "shard", "", "run shard i of n of every scenario's clients, e.g. 0/4 (buzz-loadgen's --shard; each kind dealt evenly over the shards)")
 	fs.StringVar(&b.report, "report", "", "write the Buzz report's JSON to this file (a report that cannot be written fails the run)")
 	fs.StringVar(&b.reportHTML, "report-html", "", "write the Buzz report as one self-contained HTML page with plots (buzzload report)")
-	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above; 0s prints none)")
+	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above, printed for runs of 2m or more; 0s prints none)")
 	fs.StringArrayVar(&b.relayLogs, "relay-log", nil, "scan this relay log FILE for error lines: position taken at the start, what it gains scanned at the end (rotation and truncation followed); or kubectl:NAMESPACE/SELECTOR, read at the end with kubectl logs --since-time (best effort); repeatable. The embedded relay's own log is always scanned")
 	fs.StringVar(&b.logPattern, "relay-log-pattern", logscan.DefaultPattern, "regular expression of an error line in the relay's logs (default: Buzz's ERROR level, text or JSON)")
 	fs.StringArrayVar(&b.logAllow, "relay-log-allow", nil, "regular expression of error lines that do not count (repeatable)")
