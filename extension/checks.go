@@ -108,6 +108,9 @@ func checksOf(r *Report) []Check {
 	for _, lg := range r.RelayLogs {
 		out = append(out, relayLogCheck(lg))
 	}
+	if r.Profile != nil {
+		out = append(out, profileCheck(r.Profile))
+	}
 	if r.Sweep != nil {
 		out = append(out, sweepCheck(r.Sweep))
 	}
@@ -206,11 +209,11 @@ type ProfileVerdict struct {
 	FailInvalid bool `json:"failInvalid,omitempty"`
 }
 
-// addProfile puts a profile's verdict into the report and its checks.
-func (r *Report) addProfile(p *ProfileVerdict) {
-	r.Profile = p
-	name := "profile " + p.Name
-	c := Check{Name: name, Level: CheckPass}
+// profileCheck is a profile's verdict as a check: a valid claim passes, an
+// invalid or flagged one warns (fails with FailInvalid), a closed-loop
+// profile makes no claim.
+func profileCheck(p *ProfileVerdict) Check {
+	c := Check{Name: "profile " + p.Name, Level: CheckPass}
 	switch {
 	case p.Valid == nil:
 		c.Level, c.Detail = CheckSkip, "closed-loop: ranks targets, no absolute-rate claim"
@@ -220,13 +223,16 @@ func (r *Report) addProfile(p *ProfileVerdict) {
 		c.Level = CheckWarn
 		if p.FailInvalid && !*p.Valid {
 			c.Level = CheckFail
-			if r.AbortReason == "" {
-				r.AbortReason = fmt.Sprintf("profile %s: achieved %d of %d scheduled arrivals, not valid as an absolute-rate claim", p.Name, p.Achieved, p.Scheduled)
-				r.OK = false
-			}
 		}
 		c.Detail = strings.TrimSpace(strings.ReplaceAll(p.Text, "\n", " "))
 	}
-	r.Checks = append(r.Checks, c)
-	r.CheckCounts = countChecks(r.Checks)
+	return c
+}
+
+// profileFailure is why an invalid claim fails the run ("" when it does not).
+func profileFailure(p *ProfileVerdict) string {
+	if p == nil || !p.FailInvalid || p.Valid == nil || *p.Valid {
+		return ""
+	}
+	return fmt.Sprintf("profile %s: achieved %d of %d scheduled arrivals, not valid as an absolute-rate claim", p.Name, p.Achieved, p.Scheduled)
 }

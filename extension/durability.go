@@ -175,11 +175,7 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 		if !ok {
 			continue // not a scenario channel (a low-level script's own): unverified
 		}
-		ep := sc.Endpoint(ch.Community)
-		tgt := relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL}
-		if sc.Target.CommunityHostTemplate != "" {
-			tgt.Host, tgt.ConnectAddr = ep.Host, ep.DialAddr
-		}
+		tgt := communityTarget(sc, ch.Community)
 		evs := byChan[chID]
 		// A member to read as: the first human member of the channel.
 		member := -1
@@ -282,49 +278,6 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 	}
 	rep.Secs = round3(time.Since(start).Seconds())
 	return rep
-}
-
-// audit runs every loaded scenario's durability audit once, while the
-// relay (the embedded one included) still runs: from Close, which the
-// scripts' teardown and report helpers and the runner's end all call.
-func (m *Module) audit() {
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return
-	}
-	ls := m.loadedScenarios()
-	m.logsOnce.Do(func() {
-		for _, f := range m.logFiles {
-			m.relayLogs = append(m.relayLogs, f.Scan(m.opts.RelayLogRules))
-		}
-		for _, k := range m.kubeLogs {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			m.relayLogs = append(m.relayLogs, k.Scan(ctx, m.opts.RelayLogRules))
-			cancel()
-		}
-		m.ownLogMu.Lock()
-		if m.ownLog != nil {
-			m.relayLogs = append(m.relayLogs, m.ownLog.Result())
-		}
-		m.ownLogMu.Unlock()
-	})
-	for _, l := range ls {
-		l.auditOnce.Do(func() {
-			if !l.ran.Load() {
-				return // no client ran (a failed setup, a script that never used the scenario)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if l.base.Verify.Sweep {
-				l.swept = l.sweep(ctx)
-			}
-			if l.acks != nil {
-				l.durability = l.auditDurability(ctx)
-			}
-		})
-	}
 }
 
 // durabilityCheck is the audit as a check.

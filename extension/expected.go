@@ -3,7 +3,6 @@ package extension
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -61,7 +60,7 @@ func (t *expectedTally) classify(r *relayclient.Result) {
 	}
 	e.ops[r.Op]++
 	if len(e.samples) < maxExpectedSamples {
-		e.samples = append(e.samples, trimReasonText(r.Error))
+		e.samples = append(e.samples, r.Error) // relayclient bounds every error text
 	}
 	t.mu.Unlock()
 }
@@ -97,13 +96,6 @@ func (t *expectedTally) report() []ExpectedReport {
 	return out
 }
 
-func trimReasonText(s string) string {
-	if len(s) <= 200 {
-		return s
-	}
-	return s[:200] + "…"
-}
-
 // knownOps are the operations a run of sc can record: every population's,
 // the seed's and teardown's, and the low-level API's defaults.
 func knownOps(sc *scenario.Scenario) []string {
@@ -118,12 +110,7 @@ func knownOps(sc *scenario.Scenario) []string {
 		seed.OpOwnerList, relayclient.OpHTTPQuery, relayclient.OpHTTPEvents, relayclient.OpHTTPCount} {
 		set[op] = true
 	}
-	out := make([]string, 0, len(set))
-	for op := range set {
-		out = append(out, op)
-	}
-	sort.Strings(out)
-	return out
+	return sortedOps(set)
 }
 
 // expectRules checks and compiles sc's rules plus the script's (from
@@ -137,14 +124,13 @@ func expectRules(sc *scenario.Scenario, script []expect.Rule) (*expect.Set, erro
 		probs = expect.Unknown("expect", sc.Expect, knownOps(sc))
 	}
 	if len(probs) > 0 {
-		var b strings.Builder
-		for i, p := range probs {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "%s: %s", p.Key, p.Msg)
+		// A scenario problem like any other: invalid configuration, one a
+		// line, each with its file and key.
+		e := &scenario.Error{File: sc.File}
+		for _, p := range probs {
+			e.Problems = append(e.Problems, scenario.Problem{Key: p.Key, Reason: p.Msg})
 		}
-		return nil, fmt.Errorf("%s: %s", sc.File, b.String())
+		return nil, e
 	}
 	if len(rules) == 0 {
 		return nil, nil

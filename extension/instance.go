@@ -104,8 +104,7 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 		// A scenario that does not validate (or bad expect rules) is
 		// invalid configuration: exit 104 with its problems listed, as an
 		// invalid option is, not a script exception (issue 26 item 7).
-		var se *scenario.Error
-		if errors.As(err, &se) || strings.Contains(err.Error(), "expect[") {
+		if se := (*scenario.Error)(nil); errors.As(err, &se) {
 			in.throw(configerr.New(err))
 		}
 		in.throw(err)

@@ -72,7 +72,6 @@ type loaded struct {
 	auditOnce  sync.Once
 	durability *DurabilityReport
 	swept      *SweepReport // the post-run sweep (sweep.go), once run
-	ran        atomic.Bool  // a client recorded an operation: the relay was used
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
 	win             *windows // the report intervals (windows.go)

@@ -114,11 +114,7 @@ func (in *instance) identity(l *loaded, g int) (relayclient.Target, *nostr.Keys,
 		return relayclient.Target{}, nil, nil, err
 	}
 	info, _ := sc.Client(g)
-	ep := sc.Endpoint(info.Community)
-	t := relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL}
-	if sc.Target.CommunityHostTemplate != "" {
-		t.Host, t.ConnectAddr = ep.Host, ep.DialAddr
-	}
+	t := communityTarget(sc, info.Community)
 	keys := sc.Keys(g)
 	var oa []string
 	if info.Kind == scenario.KindAgent {

@@ -199,7 +199,7 @@ func New(opts Options) *Module {
 // Close stops the embedded relay and releases the HTTP pool. The scripts'
 // teardown and report helpers call it too; it is idempotent.
 func (m *Module) Close() error {
-	m.audit()
+	m.endOfRun()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true

@@ -45,8 +45,7 @@ func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
 		return relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
 	}
 	if !seeding {
-		ep := sc.Endpoint(0)
-		return relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr}
+		return communityTarget(sc, 0)
 	}
 	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
 	if u, err := url.Parse(t.WSURL); err == nil && t.ConnectAddr != "" {
@@ -54,6 +53,17 @@ func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
 	}
 	return tgt
 }
+
+// communityTarget is where community n is reached: its endpoint's URLs,
+// Host and dial address (the URL's own host without a template).
+func communityTarget(sc *scenario.Scenario, n int) relayclient.Target {
+	ep := sc.Endpoint(n)
+	return relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr}
+}
+
+// DeploymentTarget is where a seed (or teardown) reaches the deployment
+// itself, before its community hosts exist: the run's preflight target.
+func DeploymentTarget(sc *scenario.Scenario) relayclient.Target { return preflightTarget(sc, true) }
 
 // preflight checks that NIP-11 answers and that a WebSocket connects and
 // authenticates as keys. Nothing it does is recorded as an operation.

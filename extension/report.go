@@ -242,6 +242,12 @@ func judge(lim scenario.Abort, ops map[string]*OpReport) string {
 // BuildReport assembles the report from the aggregation and the names of
 // the thresholds that failed (from handleSummary's data).
 func (l *loaded) BuildReport(failedThresholds []string) *Report {
+	return l.buildReport(failedThresholds, nil)
+}
+
+// buildReport is BuildReport with a gateway profile's verdict (sc.report's
+// profile option), judged with the rest.
+func (l *loaded) buildReport(failedThresholds []string, profile *ProfileVerdict) *Report {
 	l.finalWindow(time.Now())
 	windows := l.win.list()
 	every, _ := l.reportInterval()
@@ -401,7 +407,10 @@ func (l *loaded) BuildReport(failedThresholds []string) *Report {
 		// make it a pass (custom scripts have no built-in clients to cut).
 		r.AbortReason = l.m.runEndReason()
 	}
-	r.Durability, r.Sweep = l.durability, l.swept
+	r.Durability, r.Sweep, r.Profile = l.durability, l.swept, profile
+	if why := profileFailure(profile); r.AbortReason == "" && why != "" {
+		r.AbortReason = why
+	}
 	r.RelayLogs = l.m.relayLogs
 	for _, lg := range r.RelayLogs {
 		if r.AbortReason == "" && lg.Failed() {

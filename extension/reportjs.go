@@ -65,10 +65,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		path = in.m.opts.ReportPath // --report wins over the script's choice
 	}
 	_ = in.m.Close()
-	rep := l.BuildReport(failedThresholds(d))
-	if profile != nil {
-		rep.addProfile(profile)
-	}
+	rep := l.buildReport(failedThresholds(d), profile)
 	in.m.keepReport(rep)
 	// k6's own summary (thresholds, checks, built-in metrics) stays in
 	// front of the Buzz report, as k6 would have printed it.

@@ -178,9 +178,6 @@ func (s *opSink) Record(r relayclient.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
 	}
-	if !s.l.ran.Load() {
-		s.l.ran.Store(true)
-	}
 	s.l.expected.classify(&r)
 	if r.Event != nil && r.Outcome == relayclient.OutcomeOK {
 		s.l.acks.add(r.Event)

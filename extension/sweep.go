@@ -49,11 +49,7 @@ func (l *loaded) sweep(ctx context.Context) *SweepReport {
 	if len(chans) == 0 {
 		return &SweepReport{OK: true}
 	}
-	ep := sc.Endpoint(info.Community)
-	tgt := relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL}
-	if sc.Target.CommunityHostTemplate != "" {
-		tgt.Host, tgt.ConnectAddr = ep.Host, ep.DialAddr
-	}
+	tgt := communityTarget(sc, info.Community)
 	limit := time.Duration(sc.Abort.MaxP99Ms * float64(time.Millisecond))
 	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Keys: keys, Transport: pool, Timeout: max(limit, 10*time.Second)})
 	if err != nil {

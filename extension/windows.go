@@ -208,6 +208,14 @@ func (w *windows) list() []WindowReport {
 
 // startWindows begins the windows at the population scenarios' start
 // (once): a ticker closes one every interval and prints it to the console.
+// started reports whether a client has started (startWindows ran): the
+// relay was used, so the end-of-run checks have something to check.
+func (w *windows) started() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.start.IsZero()
+}
+
 func (l *loaded) startWindows(start time.Time) {
 	w := l.win
 	w.mu.Lock()

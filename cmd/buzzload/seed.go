@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/buzzload/buzzload/engine/termtext"
+	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -350,10 +350,7 @@ func statusList(m map[string]int, order ...string) string {
 // down" (exit 111, as run's preflight) instead of a failed seed after
 // every post was tried.
 func reachable(ctx context.Context, name string, sc *scenario.Scenario, env cliEnv) (int, bool) {
-	tgt := relayclient.Target{WSURL: sc.Target.WSURL, HTTPURL: sc.Target.HTTPURL}
-	if u, err := url.Parse(sc.Target.WSURL); err == nil && sc.Target.ConnectAddr != "" && sc.Target.CommunityHostTemplate != "" {
-		tgt.Host, tgt.ConnectAddr = u.Host, sc.Target.ConnectAddr
-	}
+	tgt := extension.DeploymentTarget(sc)
 	timeout := 10 * time.Second
 	if sc.Target.ConnectTimeoutSecs > 0 {
 		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
