@@ -73,6 +73,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 			return err
 		}
 	}
+	sl.sink.retag(st.Tags.TagSet())
 	stopAt := sl.sink.start.Add(l.base.Duration())
 	grace := in.vu.Context()
 	if sl.exited {
@@ -138,7 +139,7 @@ type slotKey struct {
 
 func (in *instance) pushClients(_ *loaded, sl *slot, live int64) {
 	in.vu.Metrics().Push(metrics.Sample{Metric: in.met.clients, Time: time.Now(), Value: float64(live),
-		Tags: sl.sink.base.With("kind", sl.kind.String())})
+		Tags: sl.sink.base().With("kind", sl.kind.String())})
 }
 
 // newSlot claims this VU's place in the population and builds its client.
@@ -212,7 +213,7 @@ func (in *instance) recordExit(l *loaded, sl *slot, end models.End) {
 	step := l.stepIndex(time.Since(sl.sink.start))
 	l.agg.exit(sl.kind, step, end.Reason.String(), text)
 	in.vu.Metrics().Push(metrics.Sample{Metric: in.met.exits, Time: time.Now(), Value: 1,
-		Tags: sl.sink.base.With("kind", sl.kind.String()).With("reason", end.Reason.String()).With("step", l.stepLabel(step))})
+		Tags: sl.sink.base().With("kind", sl.kind.String()).With("reason", end.Reason.String()).With("step", l.stepLabel(step))})
 }
 
 // runDesktop runs a desktop human for the rest of the run in one iteration

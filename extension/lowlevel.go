@@ -96,6 +96,7 @@ func (in *instance) lowSink(l *loaded) (relayclient.Sink, error) {
 	}
 	key := slotKey{l, "\x00low:" + st.Scenario}
 	if sl := in.slots[key]; sl != nil {
+		sl.sink.retag(st.Tags.TagSet())
 		return sl.sink, nil
 	}
 	start, err := in.scenarioStart(l, st)

@@ -21,14 +21,14 @@ type opSink struct {
 	met   *metricSet
 	push  func(...metrics.Sample)
 	data  func(sent, received int64) // the VU's data_sent / data_received
-	base  metrics.TagSet             // the VU's tags when the iteration started
 	start time.Time                  // the scenario timeline's start
 	// warmup is the warm-up from start: what settles in it is not judged.
 	warmup time.Duration
 
-	// idx is what the sinks with this sink's base tags resolved per op and
-	// step (shared: a record reads memory every sink uses, not its own).
-	idx *recIndex
+	// idx is what the sinks with this sink's base tags (the VU's tags)
+	// resolved per op and step (shared: a record reads memory every sink
+	// uses, not its own). retag replaces it when the VU's tags change.
+	idx atomic.Pointer[recIndex]
 	// last is the sink's last record's entry (a connection's reader records
 	// one op in one step, its deliveries, over and over).
 	last atomic.Pointer[recInfo]
@@ -61,8 +61,8 @@ func (s *opSink) addData(sent, received int64, now time.Time) {
 	}
 	sent, received = s.pendSent.Swap(0), s.pendRecv.Swap(0)
 	s.push(
-		metrics.Sample{Metric: s.met.dataSent, Tags: s.base, Time: now, Value: float64(sent)},
-		metrics.Sample{Metric: s.met.dataReceived, Tags: s.base, Time: now, Value: float64(received)},
+		metrics.Sample{Metric: s.met.dataSent, Tags: s.base(), Time: now, Value: float64(sent)},
+		metrics.Sample{Metric: s.met.dataReceived, Tags: s.base(), Time: now, Value: float64(received)},
 	)
 }
 
@@ -80,8 +80,23 @@ func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics
 	if sp, ok := vu.Metrics().(sharedPusher); ok {
 		push = sp.PushShared
 	}
-	return &opSink{l: l, kind: kind, met: met, push: push, data: vu.AddDataTransfer, base: idx.base, start: start,
-		warmup: l.warmup(), idx: idx}
+	s := &opSink{l: l, kind: kind, met: met, push: push, data: vu.AddDataTransfer, start: start, warmup: l.warmup()}
+	s.idx.Store(idx)
+	return s
+}
+
+// base is the VU tags the sink's samples carry.
+func (s *opSink) base() metrics.TagSet { return s.idx.Load().base }
+
+// retag makes the sink's later samples carry base, the VU's tags now: k6
+// tags a VU's samples with its tags as they are when each is emitted, so a
+// script that sets exec.vu.metrics.tags (profiles.js's warm-up) sees its
+// tag on the Buzz metrics too. Called from the VU's goroutine, cheap when
+// nothing changed (TagMap's set is cached; Equal compares hashes first).
+func (s *opSink) retag(base metrics.TagSet) {
+	if cur := s.idx.Load(); !cur.base.Equal(base) {
+		s.idx.Store(s.l.agg.recs.index(base))
+	}
 }
 
 // sharedPusher is jshost's VU: its PushShared takes a connection reader's
@@ -136,28 +151,29 @@ type opStep struct {
 
 type recInfo struct {
 	opStep
+	x    *recIndex // the index it belongs to (the sink's may have changed)
 	id   int // the op's id in the aggregator's and the windows' opTable
 	tags metrics.TagSet
 }
 
 // info is what a record of op in step needs.
 func (s *opSink) info(op string, step int) *recInfo {
-	if ri := s.last.Load(); ri != nil && ri.step == step && ri.op == op {
+	x := s.idx.Load()
+	if ri := s.last.Load(); ri != nil && ri.step == step && ri.op == op && ri.x == x {
 		return ri
 	}
 	k := opStep{op, step}
-	if ri := (*s.idx.m.Load())[k]; ri != nil {
+	if ri := (*x.m.Load())[k]; ri != nil {
 		s.last.Store(ri)
 		return ri
 	}
-	x := s.idx
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	old := *x.m.Load()
 	if ri := old[k]; ri != nil {
 		return ri
 	}
-	ri := &recInfo{opStep: k, id: s.l.agg.ops.id(op),
+	ri := &recInfo{opStep: k, x: x, id: s.l.agg.ops.id(op),
 		tags: x.base.With("op", op).With("step", s.l.stepLabel(step))}
 	m := make(map[opStep]*recInfo, len(old)+1)
 	for k, v := range old {

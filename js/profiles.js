@@ -7,11 +7,24 @@
 //   const p = profile("p1c-paced", { exec: "read", scale: 0.05,
 //     duration: "buzz_op_duration{op:query}", failed: "buzz_op_failed{op:query}" });
 //   export const options = { scenarios: { [p.name]: p.scenario }, thresholds: p.thresholds };
+//   export const read = p.judged(function () { ... });
+//
+// Warm-up: the seed excludes "the first 10 seconds of every run" from the
+// metrics. k6 has no time filter on thresholds, so p.judged(fn) tags the
+// VU's samples phase=warmup for the profile's first warmup seconds (from
+// the scenario's start) and phase=judged after (exec.vu.metrics.tags, which
+// k6/http and the Buzz metrics carry alike), and the latency and failure
+// thresholds judge {phase:judged} only. iterations{phase:judged} count>0
+// fails a run that judged nothing (an exec not wrapped in p.judged, or a
+// run no longer than its warm-up). dropped_iterations carries no VU tags:
+// a drop in the warm-up still counts.
 //
 // Stages, VUs, rates and durations are the seed's. Where it gives none we
 // chose: p3c-paced's stages mirror p3-ramp's (60 s to each rate, 180 s
 // hold, 60 s down: the 420 s written), and the paced profiles' VU pools
 // (preAllocatedVUs, maxVUs; p4c's 5 000 is written).
+
+import exec from "k6/execution";
 
 // The closed-loop profiles. p95 is the http_req_duration p(95) cutoff in ms
 // (p4 has none); strict profiles keep the failure rate under 1 %.
@@ -68,6 +81,9 @@ export const PACED_BUDGET = 1.5;
 // absolute-rate claim only when it achieved 99 % of its scheduled arrivals.
 export const VALID_SHARE = 0.99;
 
+// WARMUP is the seed's warm-up in seconds, scaled like every duration.
+export const WARMUP = 10;
+
 // The profile names, closed-loop first.
 export const PROFILES = Object.keys(CLOSED).concat(Object.keys(PACED));
 
@@ -89,12 +105,23 @@ function stagesOf(list, scale, n) {
 //   failed    the failure Rate (default http_req_failed)
 //   scale     shortens every duration for CI (0.05: p1's 60 s become 3 s)
 //   load      scales VUs and rates alike (default 1: as written)
-// scheduled is a paced profile's scheduled arrivals (0 for closed-loop).
+//   warmup    seconds left out of the judged metrics (default WARMUP,
+//             scaled; 0: judge everything, no tag)
+// scheduled is a paced profile's scheduled arrivals (0 for closed-loop);
+// warmup the warm-up in seconds; judged(fn) the exec function to export.
 export function profile(name, opts) {
-  const o = Object.assign({ exec: "default", duration: "http_req_duration", failed: "http_req_failed", scale: 1, load: 1 }, opts || {});
+  const o = Object.assign({ exec: "default", duration: "http_req_duration", failed: "http_req_failed", scale: 1, load: 1, warmup: WARMUP }, opts || {});
   if (!(o.scale > 0) || !(o.load > 0)) {
     throw new Error("profile(" + name + "): scale and load must be positive numbers");
   }
+  if (o.warmup === undefined) {
+    o.warmup = WARMUP;
+  }
+  if (!(o.warmup >= 0)) {
+    throw new Error("profile(" + name + "): warmup must be a number of seconds, 0 or more");
+  }
+  const warmup = o.warmup > 0 ? scaled(o.warmup, o.scale) : 0;
+  const judge = (metric) => (warmup > 0 ? withTag(metric, "phase:judged") : metric);
   const n = (v) => Math.max(1, Math.round(v * o.load));
   const c = CLOSED[name];
   const p = PACED[name];
@@ -105,10 +132,13 @@ export function profile(name, opts) {
   const thresholds = {};
   if (base.p95 !== null) {
     const cutoff = p ? base.p95 * PACED_BUDGET : base.p95;
-    thresholds[o.duration] = ["p(95)<" + cutoff];
+    thresholds[judge(o.duration)] = ["p(95)<" + cutoff];
   }
   if (base.strict) {
-    thresholds[o.failed] = ["rate<0.01"];
+    thresholds[judge(o.failed)] = ["rate<0.01"];
+  }
+  if (warmup > 0) {
+    thresholds["iterations{phase:judged}"] = ["count>0"];
   }
   let scenario;
   let scheduled = 0;
@@ -148,7 +178,28 @@ export function profile(name, opts) {
     thresholds["iterations{scenario:" + name + "}"] = ["count>=0"];
   }
   return { name: name, paced: !!p, scenario: scenario, thresholds: thresholds, scheduled: Math.round(scheduled), seconds: seconds,
-    dropShare: p ? p.dropped : null, flagShare: p && p.flag ? p.flag : null };
+    dropShare: p ? p.dropped : null, flagShare: p && p.flag ? p.flag : null, warmup: warmup, judged: (fn) => judged(fn, warmup) };
+}
+
+// withTag adds tag ("key:value") to a threshold's metric selector.
+function withTag(metric, tag) {
+  return metric.endsWith("}") ? metric.slice(0, -1) + "," + tag + "}" : metric + "{" + tag + "}";
+}
+
+// judged(fn, warmup) is fn with the VU's later samples tagged phase=warmup
+// while the scenario is in its first warmup seconds, phase=judged after.
+function judged(fn, warmup) {
+  if (typeof fn !== "function") {
+    throw new Error("judged(fn): fn must be the exec function");
+  }
+  if (warmup <= 0) {
+    return fn;
+  }
+  const ms = warmup * 1000;
+  return function () {
+    exec.vu.metrics.tags.phase = Date.now() - exec.scenario.startTime < ms ? "warmup" : "judged";
+    return fn.apply(this, arguments);
+  };
 }
 
 // pacedVerdict(data, p) reads handleSummary's data after a paced run and

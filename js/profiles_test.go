@@ -15,7 +15,7 @@ import (
 // red-signal dropped_iterations thresholds per profile.
 func TestProfilesAsWritten(t *testing.T) {
 	got := runHelper(t, `import { profile } from "buzzload/profiles.js";
-const o = (n) => { const p = profile(n); return { s: p.scenario, t: p.thresholds, n: p.scheduled, d: p.seconds }; };
+const o = (n) => { const p = profile(n, { warmup: 0 }); return { s: p.scenario, t: p.thresholds, n: p.scheduled, d: p.seconds }; };
 export const options = { p1: o("p1-baseline"), p2: o("p2-sustained"), p3: o("p3-ramp"), p4: o("p4-stress"),
   p1c: o("p1c-paced"), p2c: o("p2c-paced"), p3c: o("p3c-paced"), p4c: o("p4c-paced") };`)
 	want := `{"p1":{"d":60,"n":0,"s":{"duration":"60s","exec":"default","executor":"constant-vus","vus":10},` +
@@ -43,10 +43,29 @@ export const options = { p1: o("p1-baseline"), p2: o("p2-sustained"), p3: o("p3-
 func TestProfileScaleLoadAndMetric(t *testing.T) {
 	got := runHelper(t, `import { profile } from "buzzload/profiles.js";
 const p = profile("p3c-paced", { exec: "read", scale: 0.05, load: 0.01, duration: "buzz_op_duration{op:query}", failed: "buzz_op_failed{op:query}" });
-export const options = { s: p.scenario, t: p.thresholds, n: p.scheduled, d: p.seconds };`)
+export const options = { s: p.scenario, t: p.thresholds, n: p.scheduled, d: p.seconds, w: p.warmup };`)
 	want := `{"d":21,"n":1418,"s":{"exec":"read","executor":"ramping-arrival-rate","maxVUs":50,"preAllocatedVUs":5,` +
 		`"stages":[{"duration":"3s","target":20},{"duration":"3s","target":50},{"duration":"3s","target":100},{"duration":"9s","target":100},{"duration":"3s","target":0}],"startRate":5,"timeUnit":"1s"},` +
-		`"t":{"buzz_op_duration{op:query}":["p(95)<750"],"buzz_op_failed{op:query}":["rate<0.01"],"dropped_iterations{scenario:p3c-paced}":["count<=14"],"iterations{scenario:p3c-paced}":["count>=0"]}}`
+		`"t":{"buzz_op_duration{op:query,phase:judged}":["p(95)<750"],"buzz_op_failed{op:query,phase:judged}":["rate<0.01"],"dropped_iterations{scenario:p3c-paced}":["count<=14"],` +
+		`"iterations{phase:judged}":["count>0"],"iterations{scenario:p3c-paced}":["count>=0"]},"w":1}`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// The seed's warm-up: the first 10 s (scaled) are left out of the judged
+// latency and failure thresholds, which read {phase:judged}; a run that
+// judged nothing fails; warmup 0 judges everything and tags nothing.
+func TestProfileWarmup(t *testing.T) {
+	got := runHelper(t, `import { profile } from "buzzload/profiles.js";
+const a = profile("p2-sustained");
+const b = profile("p2-sustained", { warmup: 30, scale: 0.5 });
+const c = profile("p2-sustained", { warmup: 0 });
+const f = () => 1;
+export const options = { a: [a.warmup, a.thresholds], b: b.warmup, c: [c.warmup, c.thresholds, c.judged(f) === f],
+  wrapped: a.judged(f) !== f };`)
+	want := `{"a":[10,{"http_req_duration{phase:judged}":["p(95)<300"],"http_req_failed{phase:judged}":["rate<0.01"],"iterations{phase:judged}":["count>0"]}],` +
+		`"b":15,"c":[0,{"http_req_duration":["p(95)<300"],"http_req_failed":["rate<0.01"]},true],"wrapped":true}`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -71,6 +90,9 @@ func TestProfileRejectsBadInput(t *testing.T) {
 	for _, src := range []string{
 		`import { profile } from "buzzload/profiles.js"; profile("p5-nope");`,
 		`import { profile } from "buzzload/profiles.js"; profile("p1-baseline", { scale: 0 });`,
+		`import { profile } from "buzzload/profiles.js"; profile("p1-baseline", { warmup: -1 });`,
+		`import { profile } from "buzzload/profiles.js"; profile("p1-baseline", { warmup: "10s" });`,
+		`import { profile } from "buzzload/profiles.js"; profile("p1-baseline").judged("op");`,
 	} {
 		p := filepath.Join(t.TempDir(), "main.js")
 		if err := os.WriteFile(p, []byte(src+"\nexport default function () {}"), 0o644); err != nil {

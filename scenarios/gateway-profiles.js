@@ -15,8 +15,9 @@
 // durations (CI), LOAD scales VUs and rates. OP: query (default), events,
 // or mix (every tenth iteration posts). The embedded relay applies Buzz's
 // quotas, so above them requests are throttled (not errors): run with
-// BUZZ_RATE_LIMIT=false to measure the relay rather than its quotas, and
-// --warmup 10s to leave out the first 10 s as the gateway profiles do.
+// BUZZ_RATE_LIMIT=false to measure the relay rather than its quotas. The
+// profile's thresholds leave out its first 10 s (scaled with SCALE; the
+// seed's warm-up) through P.judged; WARMUP=0 judges everything.
 import buzz from "k6/x/buzz";
 import exec from "k6/execution";
 import { profile, pacedVerdict } from "buzzload/profiles.js";
@@ -31,6 +32,7 @@ const P = profile(NAME, {
   exec: "op",
   scale: Number(__ENV.SCALE || 1),
   load: Number(__ENV.LOAD || 1),
+  warmup: __ENV.WARMUP === undefined ? undefined : Number(__ENV.WARMUP),
   duration: "buzz_op_duration{scenario:" + NAME + "}",
   failed: "buzz_op_failed{scenario:" + NAME + "}",
 });
@@ -50,7 +52,7 @@ export function setup() {
   return { channels: channels };
 }
 
-export function op(data) {
+export const op = P.judged(function (data) {
   const n = exec.scenario.iterationInTest;
   const h = sc.http("agent", n % AGENTS);
   const ch = data.channels[n % data.channels.length];
@@ -59,7 +61,7 @@ export function op(data) {
   } else {
     h.query([{ kinds: [9], "#h": [ch], limit: 50 }]);
   }
-}
+});
 
 export function teardown() {
   sc.teardown();
