@@ -152,7 +152,7 @@ type opStep struct {
 type recInfo struct {
 	opStep
 	x    *recIndex // the index it belongs to (the sink's may have changed)
-	id   int // the op's id in the aggregator's and the windows' opTable
+	id   int       // the op's id in the aggregator's and the windows' opTable
 	tags metrics.TagSet
 }
 
