@@ -59,6 +59,9 @@ type Options struct {
 	ReportInterval time.Duration
 	// Warmup, when set, replaces [abort] warmup_secs (--warmup).
 	Warmup *time.Duration
+	// Duration, when set, is every loaded scenario's length (run -d of a
+	// .toml: Scenario.SetDuration cuts or lengthens its ramp).
+	Duration *time.Duration
 	// Console receives the window blocks; nil prints none.
 	Console io.Writer
 	// Abort stops the run (the preflight failed); nil does nothing.
@@ -350,6 +353,9 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	}
 	if lo.desktopMode != "" {
 		sc.Desktop.Mode = lo.desktopMode // after parsing: the file's other keys still validate
+	}
+	if d := m.opts.Duration; d != nil {
+		sc.SetDuration(*d)
 	}
 	set, err := expectRules(sc, lo.expect)
 	if err != nil {

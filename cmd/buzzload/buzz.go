@@ -37,10 +37,13 @@ type buzzFlags struct {
 	reportHTML     string
 	reportInterval time.Duration
 	warmup         time.Duration
-	relayLogs      []string
-	logPattern     string
-	logAllow       []string
-	logMax         int
+	// duration is -d / K6_DURATION of a scenario .toml: its length, not
+	// k6's replacement of the scenarios (buildRunConfig moves it here).
+	duration   *time.Duration
+	relayLogs  []string
+	logPattern string
+	logAllow   []string
+	logMax     int
 }
 
 func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
@@ -109,6 +112,7 @@ func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort fun
 			return o, optErr("--relay-log %s: %w", p, err)
 		}
 	}
+	o.Duration = b.duration
 	o.Kubectl = os.Getenv("BUZZLOAD_KUBECTL")
 	o.RelayLogs = b.relayLogs
 	if fs.Changed("warmup") {

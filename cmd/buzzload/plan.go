@@ -169,14 +169,7 @@ func reshapeRamp(sc *scenario.Scenario, users float64, step int, dur, ramp time.
 		return fmt.Errorf("--step %d: the scenario has %d ramp steps", step, len(sc.Ramp))
 	}
 	if users == 0 && step < 0 {
-		if dur > 0 && dur < sc.Duration() {
-			// a shorter look at the same ramp: cut the steps at dur
-			return cutRamp(sc, dur)
-		}
-		if dur > sc.Duration() {
-			last := &sc.Ramp[len(sc.Ramp)-1]
-			last.HoldSecs += (dur - sc.Duration()).Seconds()
-		}
+		sc.SetDuration(dur) // a shorter look at the same ramp, or a longer last hold
 		return nil
 	}
 	st := sc.Ramp[0]
@@ -197,23 +190,6 @@ func reshapeRamp(sc *scenario.Scenario, users float64, step int, dur, ramp time.
 	st.RampSecs = math.Min(st.RampSecs, dur.Seconds())
 	st.HoldSecs = dur.Seconds() - st.RampSecs
 	sc.Ramp = []scenario.Step{st}
-	return nil
-}
-
-func cutRamp(sc *scenario.Scenario, dur time.Duration) error {
-	left := dur.Seconds()
-	var out []scenario.Step
-	for _, st := range sc.Ramp {
-		if left <= 0 {
-			break
-		}
-		st.RampSecs = math.Min(st.RampSecs, left)
-		left -= st.RampSecs
-		st.HoldSecs = math.Min(st.HoldSecs, left)
-		left -= st.HoldSecs
-		out = append(out, st)
-	}
-	sc.Ramp = out
 	return nil
 }
 

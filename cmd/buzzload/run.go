@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.SetOutput(stderr)
 	fs.SetInterspersed(true)
 	fs.Int64VarP(&f.vus, "vus", "u", 1, "number of virtual users")
-	fs.DurationVarP(&f.duration, "duration", "d", 0, "test duration (e.g. 30s)")
+	fs.DurationVarP(&f.duration, "duration", "d", 0, "test duration (e.g. 30s); of a scenario .toml, its length: the ramp cut there or its last hold lengthened")
 	fs.Int64VarP(&f.iterations, "iterations", "i", 0, "total iterations, shared by the VUs")
 	fs.StringArrayVarP(&f.stages, "stage", "s", nil, "ramping stage duration:target (repeatable)")
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "script environment variable KEY=VALUE (repeatable)")
@@ -281,6 +282,18 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 	}
 	if changed("duration") {
 		dur = &f.duration
+	}
+	if isScenarioFile(script) {
+		// A scenario's length is its ramp: -d (or K6_DURATION) reshapes it
+		// (Scenario.SetDuration) instead of replacing its populations'
+		// scenarios by k6's default one, which has no function to run.
+		if d := cmp.Or(dur, envDur); d != nil {
+			if *d <= 0 {
+				return cfg, optErr("--duration %v: a scenario's length must be positive", *d)
+			}
+			f.buzz.duration = d
+		}
+		dur, cfg.Env.Exec.Duration = nil, nil
 	}
 	ex, err := executor.CLIOptions(vus, dur, iters, f.stages)
 	if err != nil {

@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scenarioSrc completes a snippet into a scenario: run_id unless it sets one,
@@ -208,23 +210,24 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-// A run shorter than an interval that shapes it warns, naming the key; a
-// key of clients the scenario does not run, or 0 (disabled), does not.
+// A run shorter than twice an interval that shapes it warns, naming the
+// key (the soak tool's rule); an interval of exactly half the run, a key of
+// clients the scenario does not run, or 0 (disabled), does not.
 func TestShortRunWarnings(t *testing.T) {
 	src := scenarioSrc(`[population]
 humans = 4
 agents = 1
 [human]
 mean_session_secs = 120
-presence_interval_secs = 30
+presence_interval_secs = 15
 [agent]
 presence_interval_secs = 90
 [agent.turn]
 per_hour = 60
-mean_secs = 45
+mean_secs = 16
 [desktop]
 fraction = 1
-tick_secs = 20
+tick_secs = 15
 backstop_secs = 40
 renewal_secs = 0
 [abort]
@@ -236,10 +239,10 @@ hold_secs = 25
 `)
 	w := strings.Join(mustParse(t, src).Warnings(), "\n")
 	for _, want := range []string{
-		"t.toml: desktop.backstop_secs: 40 s is longer than the run (30 s): no current-mode backstop may run",
-		"t.toml: human.mean_session_secs: 120 s is longer than the run (30 s): most sessions never end, so reconnect churn is not measured",
-		"t.toml: agent.turn.mean_secs: 45 s is longer than the run (30 s): an agent turn may not end, so its reply and clean-up are not measured",
-		"t.toml: agent.presence_interval_secs: 90 s is longer than the run (30 s): an agent may send no presence heartbeat after its first",
+		"t.toml: desktop.backstop_secs: 40 s is more than half the run (30 s): fewer than two current-mode backstops fit",
+		"t.toml: human.mean_session_secs: 120 s is more than half the run (30 s): fewer than two mean sessions fit, so reconnect churn is barely measured",
+		"t.toml: agent.turn.mean_secs: 16 s is more than half the run (30 s): fewer than two mean agent turns fit, so replies and clean-up are barely measured",
+		"t.toml: agent.presence_interval_secs: 90 s is more than half the run (30 s): fewer than two presence heartbeats per agent fit",
 		"t.toml: abort.warmup_secs: 50 s covers the whole run (30 s): nothing is judged",
 	} {
 		if !containsLine(w, want) {
@@ -248,12 +251,41 @@ hold_secs = 25
 	}
 	for _, not := range []string{"desktop.tick_secs", "desktop.renewal_secs", "human.presence_interval_secs"} {
 		if strings.Contains(w, not) {
-			t.Errorf("warns about %s (shorter than the run, or disabled):\n%s", not, w)
+			t.Errorf("warns about %s (at most half the run, or disabled):\n%s", not, w)
 		}
 	}
 	// No agents: the agent keys do not warn.
 	noAgents := strings.Replace(src, "agents = 1", "agents = 0", 1)
 	if w := strings.Join(mustParse(t, noAgents).Warnings(), "\n"); strings.Contains(w, "agent.") {
 		t.Errorf("warns about agent keys without agents:\n%s", w)
+	}
+}
+
+// SetDuration cuts the ramp inside a step's ramp or hold, lengthens the
+// last hold, and leaves the ramp alone for 0.
+func TestSetDuration(t *testing.T) {
+	src := scenarioSrc("[[ramp]]\nusers = 1\nramp_secs = 10\nhold_secs = 20\n[[ramp]]\nusers = 2\nramp_secs = 10\nhold_secs = 20\n")
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "[{1 10 20} {2 10 20}]"},
+		{5 * time.Second, "[{1 5 0}]"},
+		{35 * time.Second, "[{1 10 20} {2 5 0}]"},
+		{45 * time.Second, "[{1 10 20} {2 10 5}]"},
+		{100 * time.Second, "[{1 10 20} {2 10 60}]"},
+	} {
+		s := mustParse(t, src)
+		s.SetDuration(c.d)
+		var got []string
+		for _, st := range s.Ramp {
+			got = append(got, fmt.Sprintf("{%v %v %v}", st.Users, st.RampSecs, st.HoldSecs))
+		}
+		if g := "[" + strings.Join(got, " ") + "]"; g != c.want {
+			t.Errorf("SetDuration(%v): %s, want %s", c.d, g, c.want)
+		}
+		if c.d > 0 && s.Duration() != c.d {
+			t.Errorf("SetDuration(%v): the run is %v", c.d, s.Duration())
+		}
 	}
 }
