@@ -117,6 +117,9 @@ func checksOf(r *Report) []Check {
 	if r.Durability != nil {
 		out = append(out, durabilityCheck(r.Durability))
 	}
+	if r.Unacked != nil {
+		out = append(out, unackedCheck(r.Unacked))
+	}
 	// A failure the checks above do not name (a run cut short as a whole,
 	// a test.fail()): the verdict's own reason.
 	if !r.OK && !hasLevel(out, CheckFail) {

@@ -177,14 +177,7 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 		}
 		tgt := communityTarget(sc, ch.Community)
 		evs := byChan[chID]
-		// A member to read as: the first human member of the channel.
-		member := -1
-		for g := range sc.ChannelMembersAt(ch, sc.PeakUsers()) {
-			if c, ok := sc.Client(g); ok && c.Kind.IsHuman() {
-				member = g
-				break
-			}
-		}
+		member := readerOf(sc, ch)
 		// As the author (a human of this shard; others' events by the
 		// member), over HTTP.
 		byAuthor := map[int][]string{}
@@ -224,39 +217,16 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 			fail("channel " + chID + " has no human member to read as")
 			continue
 		}
-		conn, err := relayclient.Connect(ctx, relayclient.Config{Target: tgt, Keys: l.keys().Keys(member), Sink: sink})
-		if err != nil {
-			fail("member read over WebSocket: " + err.Error())
-			continue
+		read, found, err := l.memberRead(ctx, sc, tgt, member, chID, evs)
+		if err != "" {
+			fail(err)
 		}
-		for i := 0; i < len(evs); i += auditChunk {
-			part := evs[i:min(i+auditChunk, len(evs))]
-			ids := make([]string, len(part))
-			for j, r := range part {
-				ids[j] = r.id
-			}
-			var got []string
-			var gotMu sync.Mutex
-			_, res, _ := conn.SubscribeEOSE(ctx, []relayclient.Filter{{IDs: ids, Tags: map[string][]string{"h": {chID}}, Limit: len(ids)}},
-				relayclient.SubOptions{Op: "verify_member_read", OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) {
-					gotMu.Lock()
-					got = append(got, ev.ID)
-					gotMu.Unlock()
-				}})
-			if res.Outcome != relayclient.OutcomeOK {
-				fail("member read over WebSocket: " + res.Error)
-				continue
-			}
-			for _, id := range ids {
-				readM[id] = true
-			}
-			gotMu.Lock()
-			for _, id := range got {
-				foundM[id] = true
-			}
-			gotMu.Unlock()
+		for id := range read {
+			readM[id] = true
 		}
-		conn.Close()
+		for id := range found {
+			foundM[id] = true
+		}
 	}
 	for _, r := range recs {
 		a, m := foundA[r.id], foundM[r.id]
@@ -278,6 +248,58 @@ func (l *loaded) auditDurability(ctx context.Context) *DurabilityReport {
 	}
 	rep.Secs = round3(time.Since(start).Seconds())
 	return rep
+}
+
+// readerOf is a member to read ch as: its first human member, or -1.
+func readerOf(sc *scenario.Scenario, ch scenario.Channel) int {
+	for g := range sc.ChannelMembersAt(ch, sc.PeakUsers()) {
+		if c, ok := sc.Client(g); ok && c.Kind.IsHuman() {
+			return g
+		}
+	}
+	return -1
+}
+
+// memberRead reads recs (events of channel chID) back as member g over a
+// WebSocket REQ by ids, a page at a time: read are the ids a page
+// answered for, found those it returned; err is the first failure.
+func (l *loaded) memberRead(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, g int, chID string, recs []ackRec) (read, found map[string]bool, err string) {
+	read, found = map[string]bool{}, map[string]bool{}
+	conn, cerr := relayclient.Connect(ctx, relayclient.Config{Target: tgt, Keys: l.keys().Keys(g), Sink: relayclient.NopSink{}})
+	if cerr != nil {
+		return read, found, "member read over WebSocket: " + cerr.Error()
+	}
+	defer conn.Close()
+	for i := 0; i < len(recs); i += auditChunk {
+		part := recs[i:min(i+auditChunk, len(recs))]
+		ids := make([]string, len(part))
+		for j, r := range part {
+			ids[j] = r.id
+		}
+		var mu sync.Mutex
+		var got []string
+		_, res, _ := conn.SubscribeEOSE(ctx, []relayclient.Filter{{IDs: ids, Tags: map[string][]string{"h": {chID}}, Limit: len(ids)}},
+			relayclient.SubOptions{Op: "verify_member_read", OnEvent: func(ev *nostr.Event, _ time.Time, _ bool) {
+				mu.Lock()
+				got = append(got, ev.ID)
+				mu.Unlock()
+			}})
+		if res.Outcome != relayclient.OutcomeOK {
+			if err == "" {
+				err = "member read over WebSocket: " + res.Error
+			}
+			continue
+		}
+		for _, id := range ids {
+			read[id] = true
+		}
+		mu.Lock()
+		for _, id := range got {
+			found[id] = true
+		}
+		mu.Unlock()
+	}
+	return read, found, err
 }
 
 // durabilityCheck is the audit as a check.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
@@ -92,5 +93,43 @@ func TestAnErrorInTheRelaysLogFailsTheRun(t *testing.T) {
 	}
 	if !strings.Contains(bad.stdout, "injected failure, HTTP 500") {
 		t.Errorf("the console does not show the line:\n%s", bad.stdout)
+	}
+}
+
+// An event the relay refused to its author yet stored and delivered (a
+// test-only fault) fails the run naming its id; on a sound relay the
+// check has nothing to judge (issue 26 item 4: deliveries of events never
+// acknowledged). Fails without unacked.go: the refusal is one error among
+// the run's publishes and nothing looks for the event afterwards.
+func TestARefusedEventThatIsStoredFailsTheRun(t *testing.T) {
+	toml := strings.Replace(tinySmoke, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
+	toml = strings.Replace(toml, "thread_roots_per_channel = 1", "thread_roots_per_channel = 0", 1)
+	toml += "\n[[expect]]\nop = \"publish\"\ntext = \"error: injected refusal\"\nlevel = \"ignore\"\n"
+	var refused func() []string
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, func(rl *relay.Relay) {
+		rl.Faults().RefuseStored(nostr.KindStreamMessage, 3)
+		refused = rl.Faults().RefusedStored
+	}, nil)
+	ids := refused()
+	if len(ids) != 1 {
+		t.Fatalf("the fault refused %d events", len(ids))
+	}
+	u := r.report.Unacked
+	if u == nil || u.Refused != 1 || u.StoredRefused != 1 || len(u.RefusedIDs) != 1 || u.RefusedIDs[0] != ids[0] {
+		r.dump(t)
+		t.Fatalf("unacknowledged %+v, refused %v", u, ids)
+	}
+	if r.report.OK || !strings.Contains(r.report.AbortReason, ids[0]) {
+		t.Errorf("the report passes or does not name the id: %q", r.report.AbortReason)
+	}
+	if !strings.Contains(r.stdout, "refused yet delivered or stored "+ids[0]) {
+		t.Errorf("the console does not name the id:\n%s", r.stdout)
+	}
+	failed := false
+	for _, c := range r.report.Checks {
+		failed = failed || c.Name == "never-acknowledged events" && c.Level == extension.CheckFail
+	}
+	if !failed {
+		t.Errorf("no failed check: %+v", r.report.Checks)
 	}
 }

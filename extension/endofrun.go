@@ -48,6 +48,7 @@ func (m *Module) endOfRun() {
 			}
 			if l.acks != nil {
 				l.durability = l.auditDurability(ctx)
+				l.unackedRep = l.auditUnacked(ctx)
 			}
 		})
 	}

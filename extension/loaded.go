@@ -69,8 +69,10 @@ type loaded struct {
 	// acks are the acknowledged events for the durability audit (nil:
 	// [verify] sample = 0); durability is the audit's outcome, once run.
 	acks       *ackLog
+	unacked    *unackedLog // the events it never acknowledged (nil with acks)
 	auditOnce  sync.Once
 	durability *DurabilityReport
+	unackedRep *UnackedReport
 	swept      *SweepReport // the post-run sweep (sweep.go), once run
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
@@ -170,6 +172,9 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l.win = newWindows(&l.agg.ops)
 	l.gen = newGeneratorMeter(len(l.plan))
 	l.acks = newAckLog(sc.Verify.Sample)
+	if l.acks != nil {
+		l.unacked = newUnackedLog()
+	}
 	return l
 }
 

@@ -159,6 +159,9 @@ type Report struct {
 	// CheckCounts tallies them.
 	// Durability is the audit of what the relay acknowledged (durability.go).
 	Durability *DurabilityReport `json:"durability,omitempty"`
+	// Unacked is what became of the events the relay never acknowledged
+	// (unacked.go).
+	Unacked *UnackedReport `json:"unacknowledged,omitempty"`
 	// RelayLogs are the relay's own logs, scanned for error lines
 	// (--relay-log, and the embedded relay's).
 	RelayLogs []*logscan.Result `json:"relay_logs,omitempty"`
@@ -407,7 +410,7 @@ func (l *loaded) buildReport(failedThresholds []string, profile *ProfileVerdict)
 		// make it a pass (custom scripts have no built-in clients to cut).
 		r.AbortReason = l.m.runEndReason()
 	}
-	r.Durability, r.Sweep, r.Profile = l.durability, l.swept, profile
+	r.Durability, r.Unacked, r.Sweep, r.Profile = l.durability, l.unackedRep, l.swept, profile
 	if why := profileFailure(profile); r.AbortReason == "" && why != "" {
 		r.AbortReason = why
 	}
@@ -422,6 +425,9 @@ func (l *loaded) buildReport(failedThresholds []string, profile *ProfileVerdict)
 	}
 	if d := r.Durability; r.AbortReason == "" && d != nil && d.Missing > 0 {
 		r.AbortReason = fmt.Sprintf("durability: %d acknowledged events missing when read back (%v)", d.Missing, d.MissingIDs)
+	}
+	if u := r.Unacked; r.AbortReason == "" && u != nil && u.DeliveredRefused+u.StoredRefused > 0 {
+		r.AbortReason = fmt.Sprintf("durability: the relay refused events it then delivered (%d) or stored (%d): %v", u.DeliveredRefused, u.StoredRefused, u.RefusedIDs)
 	}
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)

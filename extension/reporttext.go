@@ -158,6 +158,13 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "    ✗ missing %s\n", tc(id))
 		}
 	}
+	if u := r.Unacked; u != nil && u.Total > 0 {
+		fmt.Fprintf(&b, "  never acknowledged: %d publishes (%d refused, %d unanswered): delivered after %d refused and %d unanswered, stored %d refused and %d unanswered (%d read back)\n",
+			u.Total, u.Refused, u.Unanswered, u.DeliveredRefused, u.DeliveredUnanswered, u.StoredRefused, u.StoredUnanswered, u.Checked)
+		for _, id := range u.RefusedIDs {
+			fmt.Fprintf(&b, "    ✗ refused yet delivered or stored %s\n", tc(id))
+		}
+	}
 	if len(r.Expected) > 0 {
 		b.WriteString("\n  expected errors (known refusals of the deployment, not failures):\n")
 		for _, e := range r.Expected {

@@ -85,6 +85,13 @@ func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics
 	return s
 }
 
+// Watching and Delivered make the sink a models.DeliveryWatcher: the
+// deliveries of events the relay never acknowledged (unacked.go).
+func (s *opSink) Watching() bool { return s.l.unacked.watching() }
+
+// Delivered implements models.DeliveryWatcher.
+func (s *opSink) Delivered(id []byte) { s.l.unacked.delivered(id) }
+
 // base is the VU tags the sink's samples carry.
 func (s *opSink) base() metrics.TagSet { return s.idx.Load().base }
 
@@ -195,8 +202,11 @@ func (s *opSink) Record(r relayclient.Result) {
 		r.Op = "unknown"
 	}
 	s.l.expected.classify(&r)
-	if r.Event != nil && r.Outcome == relayclient.OutcomeOK {
-		s.l.acks.add(r.Event)
+	if r.Event != nil {
+		if r.Outcome == relayclient.OutcomeOK {
+			s.l.acks.add(r.Event)
+		}
+		s.l.unacked.record(&r)
 	}
 	end := r.Start.Add(r.Duration)
 	if r.Start.IsZero() {

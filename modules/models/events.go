@@ -41,6 +41,18 @@ func RecordDeliver(sink relayclient.Sink, ev *nostr.EventView, at time.Time) {
 	}
 	d := max(at.Sub(sent), 0)
 	sink.Record(relayclient.Result{Op: OpDeliver, Start: sent, Duration: d, Outcome: relayclient.OutcomeOK})
+	if w, ok := sink.(DeliveryWatcher); ok && w.Watching() {
+		w.Delivered(ev.ID[:])
+	}
+}
+
+// DeliveryWatcher is a Sink that watches some delivered events by id (the
+// extension's events the relay never acknowledged, which must not reach
+// readers): Watching is cheap and says whether it wants any now,
+// Delivered takes a delivered event's hex id (not kept).
+type DeliveryWatcher interface {
+	Watching() bool
+	Delivered(id []byte)
 }
 
 // rootSearch is the filter that finds the roots marked with word in channel

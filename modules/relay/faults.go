@@ -22,6 +22,62 @@ type Faults struct {
 	lose        map[int]int       // kind -> accepted events of that kind to pass before losing one
 	anyLoss     atomic.Bool       // lose is not empty
 	lost        []string          // ids acknowledged and not stored
+	refuse      map[int]int       // kind -> stored events of that kind to pass before refusing one
+	anyRefusal  atomic.Bool       // refuse is not empty
+	refusedIDs  []string          // ids stored, delivered and refused
+}
+
+// RefuseStored makes the relay store and deliver the n-th (1-based) event
+// of kind it stores from now on, then answer its author with a refusal
+// ("error: injected refusal"): a relay that tells the author one thing and
+// the channel another, which the never-acknowledged events check must
+// find (issue 26). RefusedStored lists the ids.
+func (f *Faults) RefuseStored(kind, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse == nil {
+		f.refuse = map[int]int{}
+	}
+	f.refuse[kind] = n
+	f.anyRefusal.Store(true)
+}
+
+// RefusedStored lists the events RefuseStored stored and refused.
+func (f *Faults) RefusedStored() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.refusedIDs...)
+}
+
+// takeRefusal reports whether the stored event with id and kind is the one
+// to refuse.
+func (f *Faults) takeRefusal(kind int, id string) bool {
+	if !f.anyRefusal.Load() {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !countdown(f.refuse, kind) {
+		return false
+	}
+	f.anyRefusal.Store(len(f.refuse) > 0)
+	f.refusedIDs = append(f.refusedIDs, id)
+	return true
+}
+
+// countdown counts one event of kind down in m: true (and the kind's entry
+// gone) for the one it was waiting for.
+func countdown(m map[int]int, kind int) bool {
+	n, ok := m[kind]
+	if !ok {
+		return false
+	}
+	if n > 1 {
+		m[kind] = n - 1
+		return false
+	}
+	delete(m, kind)
+	return true
 }
 
 // LoseAcked makes the relay acknowledge the n-th (1-based) event of kind
@@ -51,15 +107,9 @@ func (f *Faults) takeLoss(kind int, id string) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, ok := f.lose[kind]
-	if !ok {
+	if !countdown(f.lose, kind) {
 		return false
 	}
-	if n > 1 {
-		f.lose[kind] = n - 1
-		return false
-	}
-	delete(f.lose, kind)
 	f.anyLoss.Store(len(f.lose) > 0)
 	f.lost = append(f.lost, id)
 	return true

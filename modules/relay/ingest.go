@@ -116,6 +116,10 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	for _, e := range entries {
 		c.fanout(e)
 	}
+	if res.accepted && len(entries) > 0 && r.faults.takeRefusal(ev.Kind, ev.ID) {
+		// test fault: stored and delivered, yet refused to its author
+		return ingestResult{message: "error: injected refusal", status: http.StatusInternalServerError}
+	}
 	return res
 }
 

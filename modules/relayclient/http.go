@@ -205,9 +205,7 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 	end := func(o Outcome, msg string, retry time.Duration) (Response, Result) {
 		res.Duration = time.Since(start)
 		res.Outcome, res.Error, res.RetryAfter = o, msg, retry
-		if o == OutcomeOK {
-			res.Event = req.Event
-		}
+		res.Event = req.Event
 		h.cfg.Sink.Record(res)
 		return resp, res
 	}
@@ -295,9 +293,11 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 		return end(OutcomeError, fmt.Sprintf("%s: HTTP %d: body larger than %d bytes", what, r.StatusCode, h.cfg.MaxBodyBytes), 0)
 	}
 	if r.StatusCode == http.StatusTooManyRequests {
+		res.Refused = true
 		return end(OutcomeThrottled, fmt.Sprintf("%s: HTTP 429: %s", what, errorText(b)), retryAfter(r.Header, b))
 	}
 	if r.StatusCode < 200 || r.StatusCode > 299 {
+		res.Refused = true
 		msg := errorText(b)
 		if o, retry := Classify(msg); o == OutcomeThrottled {
 			return end(o, fmt.Sprintf("%s: HTTP %d: %s", what, r.StatusCode, msg), max(retry, retryAfter(r.Header, nil)))
@@ -308,6 +308,7 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 		if err := req.Check(b); err != nil {
 			var rej *rejection
 			if errors.As(err, &rej) {
+				res.Refused = true
 				return end(rej.outcome, what+": "+rej.msg, rej.retry)
 			}
 			return end(OutcomeError, fmt.Sprintf("%s: HTTP %d but %v: %s", what, r.StatusCode, err, quote(b)), 0)

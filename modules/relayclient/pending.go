@@ -30,12 +30,12 @@ type pending struct {
 	timer *time.Timer
 	done  func(Result, int64)
 	dupOK bool         // PublishOptions.DuplicateOK
-	ev    *nostr.Event // a publish's event: Result.Event when acknowledged
+	ev    *nostr.Event // a publish's event: Result.Event
 }
 
 func (p *pending) result(now time.Time, o Outcome, msg string, recv int64, retry time.Duration) Result {
 	return Result{Op: p.op, Start: p.start, Duration: now.Sub(p.start), Outcome: o, Error: msg,
-		BytesSent: p.sent, BytesReceived: recv, RetryAfter: retry, Due: p.due}
+		BytesSent: p.sent, BytesReceived: recv, RetryAfter: retry, Due: p.due, Event: p.ev}
 }
 
 // complete records and hands over a settled operation; the caller has
@@ -139,13 +139,13 @@ func (c *Conn) onOK(f *Frame, at time.Time, n int64, b []byte) {
 		return
 	}
 	if f.OK || (p.dupOK && IsDuplicate(f.Message)) {
-		r := p.result(at, OutcomeOK, "", n, 0)
-		r.Event = p.ev
-		c.complete(p, r, 0)
+		c.complete(p, p.result(at, OutcomeOK, "", n, 0), 0)
 		return
 	}
 	o, retry := Classify(f.Message)
-	c.complete(p, p.result(at, o, trimReason(f.Message), n, retry), 0)
+	r := p.result(at, o, trimReason(f.Message), n, retry)
+	r.Refused = true
+	c.complete(p, r, 0)
 }
 
 func (c *Conn) onCount(f *Frame, at time.Time, n int64, b []byte) {

@@ -71,6 +71,13 @@ func TestPublishCorrelatesOKsByEventID(t *testing.T) {
 	if !strings.Contains(results[1].Error, "invalid: channel is archived") {
 		t.Errorf("rejection text: %q", results[1].Error)
 	}
+	// Every publish's Result carries its event; only the OK false is a
+	// refusal (the never-acknowledged events check keeps its id).
+	for i, r := range results {
+		if r.Event == nil || r.Event.Content != contents[i] || r.Refused != (contents[i] == "reject-me") {
+			t.Errorf("%s: event %v refused %v", contents[i], r.Event, r.Refused)
+		}
+	}
 	if c.InFlight() != 0 {
 		t.Fatalf("in flight %d", c.InFlight())
 	}
@@ -293,7 +300,7 @@ func TestPublishDeadlineIsAnErrorAndALateOKIsNotABadFrame(t *testing.T) {
 	c := connect(t, fr, sink, nil)
 	start := time.Now()
 	r := c.Publish(context.Background(), signed(t, testKeys(t, 1), "slow"), PublishOptions{Timeout: 80 * time.Millisecond})
-	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "no OK within 80ms") {
+	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "no OK within 80ms") || r.Refused || r.Event == nil {
 		t.Fatalf("%+v", r)
 	}
 	if d := time.Since(start); d < 80*time.Millisecond || d > 3*time.Second {

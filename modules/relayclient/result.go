@@ -48,10 +48,14 @@ func (o Outcome) String() string {
 
 // Result is one timed operation.
 type Result struct {
-	Op            string        // operation name: connect, auth, publish, subscribe_eose, http_query, ...
-	Start         time.Time     // when the operation started (monotonic reading included)
-	Duration      time.Duration // until it settled
-	Outcome       Outcome       //
+	Op       string        // operation name: connect, auth, publish, subscribe_eose, http_query, ...
+	Start    time.Time     // when the operation started (monotonic reading included)
+	Duration time.Duration // until it settled
+	Outcome  Outcome       //
+	// Refused: the relay answered and refused (an OK false, an HTTP error
+	// status, a refusal in the body); false for timeouts, cuts and our own
+	// errors. Throttles are refusals too.
+	Refused       bool
 	Error         string        // why it is not ok: trimmed, quoting what arrived; never a secret
 	BytesSent     int64         // payload bytes written for this operation
 	BytesReceived int64         // payload bytes read for this operation
@@ -61,9 +65,10 @@ type Result struct {
 	// Start+Duration−Due the latency a person waiting on the schedule sees
 	// (coordinated omission, issue 14).
 	Due time.Time
-	// Event is the event a publish (WebSocket OK true, or HTTP /events
-	// accepted) got acknowledged for; nil for every other Result. A sink
-	// may keep what it needs of it (the durability audit keeps its id).
+	// Event is a publish's event (WebSocket EVENT, HTTP /events), whatever
+	// its outcome (OutcomeOK: the relay acknowledged it); nil for every
+	// other Result. A sink may keep what it needs of it (the durability
+	// audit keeps the ids of acknowledged ones and of the others).
 	Event *nostr.Event
 }
 
