@@ -104,7 +104,7 @@ type UnackedReport struct {
 	DeliveredUnanswered int      `json:"delivered_unanswered"`
 	StoredRefused       int      `json:"stored_refused"`
 	StoredUnanswered    int      `json:"stored_unanswered"`
-	Checked             int      `json:"checked"`       // read back (the rest: no member to read as, a read that failed)
+	Checked             int      `json:"checked"`               // read back (the rest: no member to read as, a read that failed)
 	RefusedIDs          []string `json:"refused_ids,omitempty"` // refused yet delivered or stored (the first maxMissingIDs)
 	FirstError          string   `json:"first_error,omitempty"`
 }
