@@ -133,3 +133,42 @@ func TestARefusedEventThatIsStoredFailsTheRun(t *testing.T) {
 		t.Errorf("no failed check: %+v", r.report.Checks)
 	}
 }
+
+// The post-run sweep fails a run whose relay no longer serves after the
+// traffic: here it answers the sweep's channel read with a 503 (the run's
+// first /query: the script only posts over WebSocket, and seeding the
+// embedded relay reads nothing back) (issue 26 item 5, the failing side).
+func TestAFailedSweepFailsTheRun(t *testing.T) {
+	const script = `import buzz from "k6/x/buzz";
+const sc = buzz.load("./sweep.toml");
+export const options = { scenarios: { one: { executor: "per-vu-iterations", vus: 1, iterations: 2, exec: "post" } } };
+export function setup() { return { channel: sc.channelId(0, 0), seeded: sc.setup() }; }
+export function post(data) {
+  const s = sc.connect("human", 1);
+  s.publish({ kind: 9, content: "hello", tags: [["h", data.channel]] });
+  s.close();
+}
+export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_REPORT }); }
+`
+	ok := runInline(t, t.TempDir(), script, "sweep.toml", expectTOML, nil, nil, nil)
+	if sw := ok.report.Sweep; sw == nil || !sw.OK || !ok.report.OK {
+		ok.dump(t)
+		t.Fatalf("sound relay: sweep %+v, ok %v %q", sw, ok.report.OK, ok.report.AbortReason)
+	}
+	bad := runInline(t, t.TempDir(), script, "sweep.toml", expectTOML, nil, func(r *relay.Relay) {
+		r.Faults().FailHTTPOnce("/query", 503)
+	}, nil)
+	sw := bad.report.Sweep
+	if sw == nil || sw.OK || bad.report.OK || !strings.HasPrefix(bad.report.AbortReason, "post-run sweep: channel read: ") ||
+		!strings.Contains(sw.Error, "HTTP 503") {
+		bad.dump(t)
+		t.Fatalf("wedged relay: sweep %+v, ok %v %q", sw, bad.report.OK, bad.report.AbortReason)
+	}
+	failed := false
+	for _, c := range bad.report.Checks {
+		failed = failed || c.Name == "post-run sweep" && c.Level == extension.CheckFail
+	}
+	if !failed {
+		t.Errorf("no failed sweep check: %+v", bad.report.Checks)
+	}
+}

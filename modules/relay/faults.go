@@ -215,6 +215,8 @@ func (f *Faults) Reset() {
 	f.everyPTag.Store(false)
 	f.lose = nil
 	f.anyLoss.Store(false)
+	f.refuse = nil
+	f.anyRefusal.Store(false)
 }
 
 func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {
