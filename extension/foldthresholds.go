@@ -84,6 +84,33 @@ func foldThresholds(data map[string]any) (map[string]any, string) {
 	if len(groups) == 0 {
 		return data, ""
 	}
+	// A rule that held both per step and after the last hold is one line
+	// (kept apart when either was crossed, to name the ops that crossed it).
+	for k, g := range groups {
+		if g.window != "judged per step" || len(g.fail) > 0 {
+			continue
+		}
+		hk := g.metric + "|after the last hold|" + g.expr
+		h := groups[hk]
+		if h == nil || len(h.fail) > 0 {
+			continue
+		}
+		ops := map[string]bool{}
+		for _, op := range append(append([]string(nil), g.pass...), h.pass...) {
+			ops[op] = true
+		}
+		m := &group{metric: g.metric, window: "judged per step and after the last hold", expr: g.expr, stat: g.stat,
+			worst: g.worst, worstV: g.worstV}
+		for op := range ops {
+			m.pass = append(m.pass, op)
+		}
+		if h.worst != "" && (m.worst == "" || h.worstV > m.worstV) {
+			m.worst, m.worstV = h.worst, h.worstV
+		}
+		delete(groups, k)
+		delete(groups, hk)
+		groups[g.metric+"|"+m.window+"|"+g.expr] = m
+	}
 	keys := make([]string, 0, len(groups))
 	for k := range groups {
 		keys = append(keys, k)
@@ -91,7 +118,7 @@ func foldThresholds(data map[string]any) (map[string]any, string) {
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := groups[keys[i]], groups[keys[j]]
 		if a.window != b.window {
-			return a.window == "judged per step" || (b.window != "judged per step" && a.window < b.window)
+			return strings.HasPrefix(a.window, "judged per step") || (!strings.HasPrefix(b.window, "judged per step") && a.window < b.window)
 		}
 		return keys[i] < keys[j]
 	})

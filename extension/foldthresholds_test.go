@@ -43,6 +43,17 @@ func TestFoldThresholds(t *testing.T) {
 			t.Errorf("line %d: %q, want %q", i, strings.TrimSpace(lines[i]), want[i])
 		}
 	}
+	// A rule held per step and after the last hold is one line, its worst
+	// op the worse of the two windows'.
+	_, text = foldThresholds(map[string]any{"metrics": map[string]any{
+		"buzz_op_failed{op:auth}":                  m("rate<=0.01", true, "rate", 0.001),
+		"buzz_op_failed{op:publish}":               m("rate<=0.01", true, "rate", 0),
+		"buzz_op_failed{op:publish,step:shutdown}": m("rate<=0.01", true, "rate", 0.004),
+	}})
+	if want := "✓ buzz_op_failed 'rate<=0.01' on 2 ops, judged per step and after the last hold: worst over the run publish rate=0.40%"; !strings.Contains(text, want) ||
+		strings.Count(text, "\n") != 2 {
+		t.Errorf("held in both windows:\n%s\nwant %s", text, want)
+	}
 	if _, text := foldThresholds(map[string]any{"metrics": map[string]any{"iterations": map[string]any{}}}); text != "" {
 		t.Errorf("nothing to fold: %q", text)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/buzzload/buzzload/engine/jshost/textsummary"
 	"github.com/grafana/sobek"
@@ -93,7 +94,11 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		}
 		k6Text = t
 	}
+	// k6's summary ends in blank lines; one is enough before what follows.
 	text := k6Text
+	if t := strings.TrimRight(k6Text, "\n"); t != "" {
+		text = t + "\n"
+	}
 	if folded != "" {
 		text += "\n" + folded
 	}

@@ -212,11 +212,18 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport) {
 	for _, e := range errs {
 		fmt.Fprintf(b, "      ! %s\n", e)
 	}
-	// Scheduled operations: latency from the due time beside the send's.
+	// Scheduled operations: latency from the due time beside the send's,
+	// printed where sending late shows (lateNotable); always in the JSON.
 	for _, name := range sortedOps(ops) {
-		if o := ops[name]; o.Scheduled > 0 {
+		if o := ops[name]; o.Scheduled > 0 && lateNotable(o) {
 			fmt.Fprintf(b, "      ~ %s: %d scheduled, p99 %.1f ms from the due time (%.1f from the send), lag due→send p50 %.1f p99 %.1f ms\n",
 				tc(name), o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)
 		}
 	}
+}
+
+// lateNotable: the schedule's lateness adds at least 5 ms and 10 % to an
+// op's p99, so the latency from the due time tells more than the send's.
+func lateNotable(o *OpReport) bool {
+	return o.DueP99Ms-o.P99Ms >= 5 && o.DueP99Ms >= 1.1*o.P99Ms
 }

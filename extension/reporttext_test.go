@@ -31,3 +31,18 @@ func TestReportTextEscapesNetworkAndScriptText(t *testing.T) {
 		t.Errorf("window block contains ESC: %q", s)
 	}
 }
+
+// The latency from the due time is printed where sending late shows (5 ms
+// and 10 % over the send's p99), not for every scheduled op of a quiet run.
+func TestDueLatencyLineOnlyWhereLatenessShows(t *testing.T) {
+	ops := map[string]*OpReport{
+		"quiet": {Count: 10, Scheduled: 10, P99Ms: 1.0, DueP99Ms: 2.5},
+		"late":  {Count: 10, Scheduled: 10, P99Ms: 20, DueP99Ms: 90, LagP99Ms: 70},
+		"slow":  {Count: 10, Scheduled: 10, P99Ms: 400, DueP99Ms: 406},
+	}
+	out := (&Report{RunID: "r", Scenario: "s", Steps: []StepReport{{Reached: true, Ops: ops}}}).Text()
+	if !strings.Contains(out, "~ late: 10 scheduled, p99 90.0 ms from the due time (20.0 from the send)") ||
+		strings.Contains(out, "~ quiet") || strings.Contains(out, "~ slow") {
+		t.Errorf("due-time lines:\n%s", out)
+	}
+}
