@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/output"
 )
 
 // Layer is one configuration layer above the script: the K6_* environment
@@ -46,8 +47,14 @@ type RunConfig struct {
 	SummaryMode   string // compact (default), full, legacy, disabled
 	SummaryExport string
 	Outputs       []string
-	Quiet         bool
-	Verbose       bool
+	// ExtraOutputs are outputs the caller made and started (the web
+	// dashboard, whose server and end the caller owns): the run feeds them
+	// and stops them with the others. BannerLines go in the banner above
+	// "output:" (k6's "web dashboard: URL").
+	ExtraOutputs []output.Output
+	BannerLines  []string
+	Quiet        bool
+	Verbose      bool
 	// StartAt, when set, holds the run after VU init until that moment, so
 	// the instances of a distributed run start together (our stand-in for
 	// k6-operator's paused start).

@@ -247,6 +247,10 @@ func (r *runner) run(ctx context.Context) Result {
 		r.outs = append(r.outs, o)
 		r.coll.AddConsumer(o)
 	}
+	for _, o := range r.cfg.ExtraOutputs {
+		r.outs = append(r.outs, o)
+		r.coll.AddConsumer(o)
+	}
 
 	r.printBanner()
 
@@ -333,7 +337,11 @@ func (r *runner) printBanner() {
 	if len(r.cfg.Outputs) > 0 {
 		out = strings.Join(r.cfg.Outputs, ", ")
 	}
-	fmt.Fprintf(w, "\n  execution: local\n     script: %s\n     output: %s\n\n", r.cfg.Script, out)
+	fmt.Fprintf(w, "\n  execution: local\n     script: %s\n", r.cfg.Script)
+	for _, l := range r.cfg.BannerLines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintf(w, "     output: %s\n\n", out)
 	for i, l := range r.plan.Banner() {
 		if i == 0 {
 			fmt.Fprintf(w, "  %s\n", l)

@@ -12,12 +12,12 @@ import (
 
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
-	"github.com/buzzload/buzzload/extension/htmlreport"
+	"github.com/buzzload/buzzload/engine/htmlreport"
 )
 
 // reportCmd is `buzzload report FILE -o report.html`: the run of a result
 // file (run --result) or a Buzz JSON report (run --report) as one
-// self-contained HTML page (extension/htmlreport).
+// self-contained HTML page (engine/htmlreport).
 func reportCmd(_ context.Context, args []string, env cliEnv) int {
 	stdout, stderr := orDiscard(env.Stdout), orDiscard(env.Stderr)
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)

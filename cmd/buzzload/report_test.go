@@ -53,7 +53,7 @@ func loadPage(t *testing.T, page, fragment string, width, height int) pageShot {
 	args := []string{"--headless", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
 		"--no-first-run", "--disable-extensions", "--user-data-dir=" + filepath.Join(dir, "profile"),
 		"--enable-logging=stderr", "--v=0", "--window-size=" + strconv.Itoa(width) + "," + strconv.Itoa(height),
-		"--screenshot=" + shot, "--dump-dom", "file://" + page + fragment}
+		"--screenshot=" + shot, "--dump-dom", pageURL(page) + fragment}
 	if os.Geteuid() == 0 {
 		args = append([]string{"--no-sandbox"}, args...) // Chromium refuses root with its sandbox
 	}
@@ -79,6 +79,14 @@ func loadPage(t *testing.T, page, fragment string, width, height int) pageShot {
 		t.Fatalf("screenshot: %v", err)
 	}
 	return ps
+}
+
+// pageURL is page as Chromium opens it: a file, or a served page (http).
+func pageURL(page string) string {
+	if strings.HasPrefix(page, "http://") {
+		return page
+	}
+	return "file://" + page
 }
 
 // ink counts the strongly coloured pixels of r: the plotted lines (axes,

@@ -22,6 +22,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
+	"github.com/buzzload/buzzload/engine/output/webdashboard"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
@@ -59,6 +60,8 @@ type runEnv struct {
 // runFlags are the parsed command-line flags.
 type runFlags struct {
 	fs *pflag.FlagSet
+	// dash is the web dashboard's settings (takeDashboard), nil without one.
+	dash *webdashboard.Config
 
 	vus, iterations                                    int64
 	duration                                           time.Duration
@@ -181,6 +184,18 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		}
 	}()
 	cfg.Registry = reg
+	var dash *webdashboard.Dashboard
+	if f.dash != nil {
+		dash = webdashboard.New(*f.dash, f.fs.Arg(0), func(m string) { fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(m)) })
+		if err := dash.Start(); err != nil {
+			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
+			return engine.ExitInvalidConfig
+		}
+		cfg.ExtraOutputs = append(cfg.ExtraOutputs, dash)
+		if u := dash.URL(); u != "" {
+			cfg.BannerLines = append(cfg.BannerLines, "web dashboard: "+u)
+		}
+	}
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
 	cfg.Console = console
@@ -207,6 +222,11 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		}()
 	}
 	res := engine.Run(runCtx, cfg)
+	if dash != nil {
+		if err := finishDashboard(dash, buzz, stderr); err != nil && res.ExitCode == engine.ExitOK {
+			res.ExitCode = engine.ExitGeneric
+		}
+	}
 	if linger {
 		lingerAfter(runCtx, ctl, stderr)
 	}
@@ -382,6 +402,9 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 	cfg.Outputs = f.outs
 	if !changed("out") && e.Out != nil {
 		cfg.Outputs = splitList(*e.Out)
+	}
+	if cfg.Outputs, f.dash, err = takeDashboard(cfg.Outputs, env.Env); err != nil {
+		return cfg, err
 	}
 	cfg.Quiet, cfg.Verbose = f.quiet, f.verbose
 	if !changed("result") && e.Result != nil {

@@ -1,8 +1,11 @@
-// Package htmlreport renders Buzz reports as one self-contained HTML page
-// (issue 14): plots per operation over the report windows (p50/p95/p99,
-// throughput, errors, throttles) with the ramp steps and their verdicts,
-// clients by kind, the generator's health, desktop operations grouped.
-// Two runs on one page overlay (buzzload compare -o).
+// Package htmlreport renders runs as one self-contained HTML page (issue
+// 14): the k6 metrics over the run's periods (VUs, iterations, HTTP,
+// checks) and, for a Buzz run, plots per operation over the report windows
+// (p50/p95/p99, throughput, errors, throttles) with the ramp steps and
+// their verdicts, clients by kind, the generator's health, desktop
+// operations grouped. Two runs on one page overlay (buzzload compare -o).
+// The same page is the live web dashboard (Page.Live: it follows the run's
+// event stream) and its export.
 //
 // The page carries its data as JSON and draws it with a small hand-written
 // SVG plotter (report.js): a vendored chart library would be 50-200 KB of
@@ -42,12 +45,24 @@ type Run struct {
 	Ops any `json:"ops,omitempty"`
 	// Note says how exact the numbers are.
 	Note string `json:"note,omitempty"`
+	// Metrics are every metric's numbers per period (the web dashboard's
+	// webdashboard.Window), for any script.
+	Metrics *Metrics `json:"metrics,omitempty"`
+}
+
+// Metrics are a run's periods.
+type Metrics struct {
+	PeriodS float64           `json:"period_s"`
+	Windows []json.RawMessage `json:"windows"`
 }
 
 // Page is one HTML report.
 type Page struct {
 	Title string `json:"title"`
 	Runs  []Run  `json:"runs"`
+	// Live is the event stream the page follows (the web dashboard's
+	// "/events"); "" for a page that is complete.
+	Live string `json:"live,omitempty"`
 }
 
 // Write writes the page.
@@ -65,7 +80,7 @@ func Write(w io.Writer, p Page) error {
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
 	// Nothing outside the page: a report opens the same offline, and a
 	// test that sees a CSP violation in the console knows something tried.
-	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n")
+	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
 	fmt.Fprintf(&b, "<title>%s</title>\n<style>\n%s</style>\n</head><body>\n", html.EscapeString(p.Title), style)
 	b.WriteString("<div id=\"app\"><noscript>This report draws its plots with JavaScript.</noscript></div>\n")

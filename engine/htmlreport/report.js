@@ -6,13 +6,13 @@
   var SVG = "http://www.w3.org/2000/svg";
   var D = JSON.parse(document.getElementById("data").textContent);
   var app = document.getElementById("app");
-  var runs = D.runs || [];
-  var multi = runs.length > 1;
+  var runs = [], multi = false;
   var KINDS = ["human", "desktop", "agent", "hot_author"];
   var COL = { p50: "#1f77b4", p95: "#ff7f0e", p99: "#d62728", due: "#8c564b", lag: "#e377c2",
     tput: "#2ca02c", err: "#d62728", thr: "#9467bd", cpu: "#17becf",
     human: "#1f77b4", desktop: "#ff7f0e", agent: "#2ca02c", hot_author: "#9467bd" };
   var plots = [];
+  var xMax = 1;
 
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -49,8 +49,32 @@
     for (var i = 0; i < steps.length; i++) if (steps[i] * p >= m) return steps[i] * p;
     return 10 * p;
   }
+  // niceStep is the round step (1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15,
+  // 30 min, 1 h ...) at or above s.
+  function niceStep(s) {
+    var steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+    for (var i = 0; i < steps.length; i++) if (steps[i] >= s) return steps[i];
+    return 86400 * Math.ceil(s / 86400);
+  }
+  // dur labels a time tick: 45s, 2m, 1m30s, 1h, 1h30m.
+  function dur(v) {
+    v = Math.round(v);
+    if (v < 60) return v + "s";
+    if (v < 3600) return Math.floor(v / 60) + "m" + (v % 60 ? (v % 60) + "s" : "");
+    return Math.floor(v / 3600) + "h" + (v % 3600 ? Math.round((v % 3600) / 60) + "m" : "");
+  }
   function rep(r) { return r.report || null; }
-  function windows(r) { var p = rep(r); return (p && p.windows) || []; }
+  // The periods of the run's metrics (the web dashboard's windows).
+  function periods(r) { return (r.metrics && r.metrics.windows) || []; }
+  // The Buzz windows: the report's, else (live, before the report) the
+  // dashboard periods that saw Buzz operations.
+  function windows(r) {
+    var p = rep(r), a = (p && p.windows) || [];
+    var b = periods(r).filter(function (w) { return w.ops; });
+    // The finer of the two (the report's are exact per op, with due
+    // times; the dashboard's periods may be shorter than its windows).
+    return a.length >= b.length ? a : b;
+  }
   function steps(r) { var p = rep(r); return (p && p.steps) || []; }
   function verdict(s) {
     if (!s.reached) return "unreached";
@@ -60,12 +84,6 @@
   function dashOf(i) { return i === 0 ? "" : "6 4"; }
   function prefix(r) { return multi ? r.label + " " : ""; }
 
-  var xMax = 0;
-  runs.forEach(function (r) {
-    windows(r).forEach(function (w) { xMax = Math.max(xMax, num(w.end_s)); });
-    steps(r).forEach(function (s) { xMax = Math.max(xMax, num(s.end_s)); });
-  });
-  if (!(xMax > 0)) xMax = 1;
 
   // chart draws one line chart: series [{name, color, dash, pts: [[x, y]]}]
   // over [0, xMax], with the first run's steps as bands (verdict-coloured).
@@ -94,8 +112,13 @@
       var yv = ymax * i / 4, yy = Y(yv);
       svg.appendChild(sv("line", { x1: L, x2: W - R, y1: yy, y2: yy, "class": "grid" }));
       svg.appendChild(sv("text", { x: L - 4, y: yy + 4, "class": "tick", "text-anchor": "end" }, fmt(yv)));
-      var xv = xm * i / 4;
-      svg.appendChild(sv("text", { x: X(xv), y: H - B + 14, "class": "tick", "text-anchor": "middle" }, fmt(xv) + "s"));
+    }
+    // x ticks at a round step (issue 29: 11.3 s, 22.6 s ... were uneven to
+    // read), the last label kept inside the plot.
+    var xs = opts.xTicks || niceStep(xm / 5);
+    for (var xv = 0; xv <= xm + 1e-9; xv += xs) {
+      var xx = X(xv), anchor = xx > W - R - 20 ? "end" : "middle";
+      svg.appendChild(sv("text", { x: Math.min(xx, W - R), y: H - B + 14, "class": "tick", "text-anchor": anchor }, opts.xLabel ? opts.xLabel(xv) : dur(xv)));
     }
     svg.appendChild(sv("text", { x: 4, y: T - 8, "class": "unit" }, unit));
     svg.appendChild(sv("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, "class": "axis" }));
@@ -143,6 +166,19 @@
     parent.appendChild(t);
   }
 
+  function render() {
+  runs = D.runs || [];
+  multi = runs.length > 1;
+  plots = [];
+  app.textContent = "";
+  xMax = 0;
+  runs.forEach(function (r) {
+    windows(r).forEach(function (w) { xMax = Math.max(xMax, num(w.end_s)); });
+    periods(r).forEach(function (w) { xMax = Math.max(xMax, num(w.end_s)); });
+    steps(r).forEach(function (s) { xMax = Math.max(xMax, num(s.end_s)); });
+  });
+  if (!(xMax > 0)) xMax = 1;
+
   // Header: each run, its verdict.
   app.appendChild(el("h1", {}, D.title || "Buzz report"));
   runs.forEach(function (r) {
@@ -151,6 +187,7 @@
     d.appendChild(el("span", { "class": "label" }, r.label));
     d.appendChild(el("span", {}, " " + (r.file || "") + (p ? "  run " + p.run_id + "  scenario " + p.scenario : "") + (p && p.desktop_mode ? "  desktop " + p.desktop_mode : "")));
     if (ok !== null) d.appendChild(el("span", { "class": ok ? "ok" : "bad" }, ok ? "  result: ok" : "  result: FAILED — " + (p.abort_reason || "")));
+    if (D.live) d.appendChild(el("span", { "class": "live", id: "live" }, "  live: " + liveState + ", " + periods(r).length + " periods of " + fmt(num(r.metrics && r.metrics.period_s)) + " s"));
     if (p && p.generator && p.generator.saturated) d.appendChild(el("div", { "class": "bad" }, "generator saturated: " + (p.generator.reason || "") + " — latencies of these steps measure the generator, not only the relay"));
     if (r.note) d.appendChild(el("div", { "class": "note" }, r.note));
     app.appendChild(d);
@@ -173,10 +210,13 @@
     });
   }
 
+  metricsSection();
+
   // Steps and their verdicts, the generator's health beside them.
-  var sec = section("Steps");
+  var withSteps = runs.some(function (r) { return steps(r).length; });
+  var sec = withSteps ? section("Steps") : null;
   runs.forEach(function (r) {
-    if (!rep(r)) return;
+    if (!sec || !steps(r).length) return;
     if (multi) sec.appendChild(el("h3", {}, r.label));
     table(sec, ["step", "users", "from–to (s)", "clients planned", "verdict", "generator CPU", "sched. lag p99", "generator"],
       steps(r).map(function (s) {
@@ -205,6 +245,7 @@
   }
 
   // The generator: CPU and scheduling lag per step.
+  if (withSteps) {
   var gs = section("Generator health");
   var gser = [], lser = [];
   runs.forEach(function (r, ri) {
@@ -219,6 +260,7 @@
   });
   chart(gs, "generator-cpu", "generator CPU per step (% of all cores)", "%", gser);
   chart(gs, "generator-lag", "generator scheduling lag per step (due → started, p99)", "ms", lser);
+  }
 
   // Operations: the union of every run's ops; desktop_* grouped apart.
   // Ops with no step or window data (the seed's, setup's) go under Setup.
@@ -298,9 +340,14 @@
       });
     });
     chart(ss, "ops-summary", "p50/p95/p99 by operation (x: " + names.map(function (n, i) { return (i + 1) + " " + n; }).join(", ") + ")", "ms", ser2,
-      { steps: false, xMax: names.length + 1 });
+      { steps: false, xMax: names.length + 1, xTicks: 1, xLabel: function (v) { return String(v); } });
   }
 
+  finish();
+  }
+
+  // finish: #plot=ID, and where each plot is.
+  function finish() {
   // #plot=ID shows that plot alone (for a link, or a screenshot of one).
   var m = /^#plot=(.+)$/.exec(location.hash);
   if (m) {
@@ -322,4 +369,100 @@
   });
   document.documentElement.setAttribute("data-plots", String(plots.length));
   document.documentElement.setAttribute("data-height", String(Math.ceil(document.documentElement.scrollHeight)));
+  }
+
+  // The k6 metrics over the run's periods, for any script: VUs,
+  // iterations, HTTP requests, their latency and failures, checks, data.
+  function metricsSection() {
+    var have = runs.filter(function (r) { return periods(r).length; });
+    if (!have.length) return;
+    var period = num(have[0].metrics.period_s, 1);
+    var ms = section("Metrics (per period of " + fmt(period) + " s)");
+    // Totals over the run: what the summary gives, from the same periods.
+    var names = set();
+    have.forEach(function (r) { periods(r).forEach(function (w) { for (var k in w.metrics || {}) names[k] = true; }); });
+    var list = Object.keys(names).sort();
+    table(ms, ["metric"].concat(have.map(function (r) { return (multi ? r.label + " " : "") + "total"; })).concat(["what"]),
+      list.map(function (k) {
+        var what = "", row = [k];
+        have.forEach(function (r) {
+          var t = metricTotal(r, k);
+          row.push({ cls: "num", text: t.text });
+          what = t.what;
+        });
+        row.push(what);
+        return row;
+      }));
+    function series(name, field, label, color, scale, perSecond) {
+      var out = [];
+      have.forEach(function (r, ri) {
+        var pts = [];
+        periods(r).forEach(function (w) {
+          var p = own(w.metrics, name), dt = Math.max(0.001, num(w.end_s) - num(w.start_s));
+          var v = p ? num(p[field]) : 0;
+          if (!p && !perSecond) return;
+          pts.push([w.end_s, (perSecond ? v / dt : v) * (scale || 1)]);
+        });
+        if (pts.length && (names[name])) out.push({ name: prefix(r) + label, color: color, dash: dashOf(ri), pts: pts });
+      });
+      return out;
+    }
+    function plot(id, title, unit, ser) { if (ser.length) chart(ms, id, title, unit, ser, { steps: true }); }
+    plot("k6-vus", "virtual users", "VUs", series("vus_max", "value", "vus_max", COL.p95).concat(series("vus", "value", "vus", COL.p50)));
+    plot("k6-iterations", "iterations per second", "per s", series("iterations", "sum", "iterations/s", COL.tput, 1, true)
+      .concat(series("dropped_iterations", "sum", "dropped/s", COL.err, 1, true)));
+    plot("k6-http-reqs", "HTTP requests per second", "per s", series("http_reqs", "sum", "requests/s", COL.tput, 1, true));
+    plot("k6-http-duration", "http_req_duration", "ms", series("http_req_duration", "p50", "p50", COL.p50)
+      .concat(series("http_req_duration", "p95", "p95", COL.p95)).concat(series("http_req_duration", "p99", "p99", COL.p99)));
+    plot("k6-http-failed", "http_req_failed (share of requests)", "%", series("http_req_failed", "value", "failed", COL.err, 100));
+    plot("k6-checks", "checks passed (share)", "%", series("checks", "value", "passed", COL.tput, 100));
+    plot("k6-iteration-duration", "iteration_duration", "ms", series("iteration_duration", "p50", "p50", COL.p50)
+      .concat(series("iteration_duration", "p95", "p95", COL.p95)));
+    plot("k6-data", "data per second", "kB/s", series("data_received", "sum", "received", COL.p50, 0.001, true)
+      .concat(series("data_sent", "sum", "sent", COL.p95, 0.001, true)));
+  }
+
+  // metricTotal is one metric over the whole run from its periods:
+  // counters add, a rate is passes of samples, a gauge its last value and
+  // a trend its sample count and largest p95.
+  function metricTotal(r, k) {
+    var n = 0, sum = 0, passes = 0, last = null, p95 = 0, kind = "";
+    periods(r).forEach(function (w) {
+      var p = own(w.metrics, k);
+      if (!p) return;
+      n += num(p.n); sum += num(p.sum); passes += num(p.passes); last = num(p.value);
+      p95 = Math.max(p95, num(p.p95)); kind = String(p.t || "");
+    });
+    if (kind === "trend") return { text: String(n), what: n + " samples, largest p95 of a period " + fmt(p95) };
+    if (kind === "counter") return { text: String(Math.round(sum * 1000) / 1000), what: "count" };
+    if (kind === "rate") return { text: (n ? (100 * passes / n).toFixed(2) : "0.00") + " %", what: passes + " of " + n };
+    return { text: last === null ? "–" : fmt(last), what: "last value" };
+  }
+
+  // Live: the web dashboard's page follows the run's event stream,
+  // drawing each period as it closes, and the whole run at the end.
+  var liveState = "running";
+  var pending = null;
+  function later() {
+    if (pending === null) pending = setTimeout(function () { pending = null; render(); }, 250);
+  }
+  if (D.live && typeof EventSource === "function") {
+    var es = new EventSource(D.live);
+    es.addEventListener("window", function (e) {
+      var w = JSON.parse(e.data), r = D.runs[0];
+      r.metrics = r.metrics || { period_s: 1, windows: [] };
+      r.metrics.windows.push(w);
+      later();
+    });
+    es.addEventListener("final", function (e) {
+      es.close();
+      D = JSON.parse(e.data);
+      liveState = "finished";
+      render();
+    });
+    es.onerror = function () {
+      if (liveState === "running") { liveState = "disconnected"; es.close(); later(); }
+    };
+  }
+  render();
 })();

@@ -1,0 +1,312 @@
+package webdashboard
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+)
+
+// Window is one period of the run: every metric's numbers in it, and the
+// Buzz operations and clients in the Buzz report's window form (ops,
+// clients), so the page draws them as it draws a report's windows.
+type Window struct {
+	StartS  float64             `json:"start_s"`
+	EndS    float64             `json:"end_s"`
+	Metrics map[string]*Point   `json:"metrics"`
+	Ops     map[string]*OpPoint `json:"ops,omitempty"`
+	Clients map[string]float64  `json:"clients,omitempty"`
+	// Merged is how many periods the window holds once old ones are merged
+	// to keep memory flat (0: one).
+	Merged int `json:"merged,omitempty"`
+}
+
+// Point is one metric over one window. N counts the samples; a Counter
+// has Sum, a Gauge its last Value, a Rate its share of non-zero samples
+// in Value (Passes of N), a Trend its statistics.
+type Point struct {
+	Type   string  `json:"t"` // counter, gauge, rate or trend
+	N      int64   `json:"n"`
+	Sum    float64 `json:"sum,omitempty"`
+	Value  float64 `json:"value,omitempty"`
+	Passes int64   `json:"passes,omitempty"`
+	Avg    float64 `json:"avg,omitempty"`
+	Max    float64 `json:"max,omitempty"`
+	P50    float64 `json:"p50,omitempty"`
+	P95    float64 `json:"p95,omitempty"`
+	P99    float64 `json:"p99,omitempty"`
+}
+
+// OpPoint is one Buzz operation over one window (the Buzz report's
+// WindowOp fields): count is ok + errors + throttled.
+type OpPoint struct {
+	Count     int64   `json:"count"`
+	Errors    int64   `json:"errors,omitempty"`
+	Throttled int64   `json:"throttled,omitempty"`
+	P50Ms     float64 `json:"p50_ms,omitempty"`
+	P95Ms     float64 `json:"p95_ms,omitempty"`
+	P99Ms     float64 `json:"p99_ms,omitempty"`
+}
+
+// maxWindows bounds the windows kept: past it the older half is merged
+// pairwise (a 1-hour run at 10 s keeps 360, a day at most this many).
+const maxWindows = 720
+
+// The Buzz module's metrics, read by op and client kind.
+const (
+	opDuration  = "buzz_op_duration"
+	opFailed    = "buzz_op_failed"
+	opThrottled = "buzz_op_throttled"
+	clientsName = "buzz_clients"
+)
+
+// acc accumulates one metric (or one op) in the current period.
+type acc struct {
+	typ               metrics.Type
+	n, nonzero        int64
+	sum, last, maxVal float64
+	h                 *hdrhistogram.Histogram // trends: kept and reset, not reallocated
+	errs, thr         int64                   // ops
+	seen              bool                    // a gauge had a value
+}
+
+// hist records a trend's values in thousandths (µs for times) up to an
+// hour, at 2 significant digits: 1 % is enough for a plot, and the
+// histogram stays small (tens of KB) however many samples a period has.
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 3_600_000_000, 2) }
+
+func (a *acc) record(v float64) {
+	if a.h == nil {
+		a.h = newHist()
+	}
+	x := int64(math.Round(v * 1000))
+	_ = a.h.RecordValue(min(max(x, 1), 3_600_000_000))
+}
+
+func (a *acc) quantile(q float64) float64 { return float64(a.h.ValueAtQuantile(q)) / 1000 }
+
+// aggregator turns samples into windows.
+type aggregator struct {
+	mu      sync.Mutex
+	start   time.Time
+	from    time.Time // the current period's start
+	cur     map[string]*acc
+	ops     map[string]*acc
+	clients map[string]float64
+	done    []Window
+}
+
+func newAggregator(start time.Time) *aggregator {
+	return &aggregator{start: start, from: start, cur: map[string]*acc{}, ops: map[string]*acc{}, clients: map[string]float64{}}
+}
+
+func (g *aggregator) get(m map[string]*acc, name string, typ metrics.Type) *acc {
+	a := m[name]
+	if a == nil {
+		a = &acc{typ: typ}
+		m[name] = a
+	}
+	return a
+}
+
+// add takes a batch of samples into the current period.
+func (g *aggregator) add(samples []metrics.Sample) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range samples {
+		s := &samples[i]
+		if s.Metric == nil {
+			continue
+		}
+		a := g.get(g.cur, s.Metric.Name, s.Metric.Type)
+		a.n++
+		switch s.Metric.Type {
+		case metrics.Counter:
+			a.sum += s.Value
+		case metrics.Gauge:
+			a.last = s.Value
+		case metrics.Rate:
+			if s.Value != 0 {
+				a.nonzero++
+			}
+		case metrics.Trend:
+			a.sum += s.Value
+			a.maxVal = max(a.maxVal, s.Value)
+			a.record(s.Value)
+		}
+		switch s.Metric.Name {
+		case opDuration, opFailed, opThrottled:
+			op, ok := s.Tags.Get("op")
+			if !ok {
+				continue
+			}
+			o := g.get(g.ops, op, metrics.Trend)
+			switch s.Metric.Name {
+			case opDuration:
+				o.record(s.Value)
+			case opFailed:
+				o.n++
+				if s.Value != 0 {
+					o.errs++
+				}
+			case opThrottled:
+				o.n++
+				o.thr++
+			}
+		case clientsName:
+			if kind, ok := s.Tags.Get("kind"); ok {
+				g.clients[kind] = s.Value
+			}
+		}
+	}
+}
+
+// close ends the current period at now and returns its window.
+func (g *aggregator) close(now time.Time) Window {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := Window{StartS: secs(g.from.Sub(g.start)), EndS: secs(now.Sub(g.start)), Metrics: make(map[string]*Point, len(g.cur))}
+	for name, a := range g.cur {
+		if a.n == 0 {
+			if a.typ == metrics.Gauge && a.seen {
+				// A gauge holds its value until the next sample (the VU
+				// count is sampled once a second, not every period).
+				w.Metrics[name] = &Point{Type: a.typ.String(), Value: a.last}
+			}
+			continue
+		}
+		a.seen = true
+		p := &Point{Type: a.typ.String(), N: a.n}
+		switch a.typ {
+		case metrics.Counter:
+			p.Sum = a.sum
+		case metrics.Gauge:
+			p.Value = a.last
+		case metrics.Rate:
+			p.Passes, p.Value = a.nonzero, float64(a.nonzero)/float64(a.n)
+		case metrics.Trend:
+			p.Avg, p.Max = a.sum/float64(a.n), a.maxVal
+			p.P50, p.P95, p.P99 = a.quantile(50), a.quantile(95), a.quantile(99)
+			a.h.Reset()
+		}
+		a.n, a.nonzero, a.sum, a.maxVal = 0, 0, 0, 0
+		w.Metrics[name] = p
+	}
+	if len(g.ops) > 0 {
+		w.Ops = map[string]*OpPoint{}
+		for op, a := range g.ops {
+			if a.n == 0 {
+				continue
+			}
+			o := &OpPoint{Count: a.n, Errors: a.errs, Throttled: a.thr}
+			if a.h != nil && a.h.TotalCount() > 0 {
+				o.P50Ms, o.P95Ms, o.P99Ms = a.quantile(50), a.quantile(95), a.quantile(99)
+				a.h.Reset()
+			}
+			a.n, a.errs, a.thr = 0, 0, 0
+			w.Ops[op] = o
+		}
+	}
+	if len(g.clients) > 0 {
+		w.Clients = make(map[string]float64, len(g.clients))
+		for k, v := range g.clients {
+			w.Clients[k] = v // a gauge: the last value holds until the next
+		}
+	}
+	g.from = now
+	g.done = append(g.done, w)
+	if len(g.done) > maxWindows {
+		g.done = mergeOlderHalf(g.done)
+	}
+	return w
+}
+
+// closeLast closes the run's last period at now; one shorter than half a
+// period joins the one before (a few milliseconds' counts over a few
+// milliseconds would draw a spike in every rate).
+func (g *aggregator) closeLast(now time.Time, period time.Duration) Window {
+	w := g.close(now)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := len(g.done); n >= 2 && w.EndS-w.StartS < period.Seconds()/2 {
+		m := mergeWindows(g.done[n-2], g.done[n-1])
+		m.Merged = g.done[n-2].Merged // still one period's worth
+		g.done = append(g.done[:n-2], m)
+		return m
+	}
+	return w
+}
+
+// windows returns the closed windows (a copy of the list).
+func (g *aggregator) windows() []Window {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]Window(nil), g.done...)
+}
+
+// mergeOlderHalf merges the older half of ws pairwise: counts and sums add,
+// a gauge keeps the later value, a percentile the larger of the two (an
+// upper bound; p50 the count-weighted mean).
+func mergeOlderHalf(ws []Window) []Window {
+	half := len(ws) / 2
+	out := make([]Window, 0, len(ws))
+	for i := 0; i+1 < half; i += 2 {
+		out = append(out, mergeWindows(ws[i], ws[i+1]))
+	}
+	if half%2 == 1 {
+		out = append(out, ws[half-1])
+	}
+	return append(out, ws[half:]...)
+}
+
+func mergeWindows(a, b Window) Window {
+	w := Window{StartS: a.StartS, EndS: b.EndS, Metrics: map[string]*Point{}, Clients: b.Clients, Merged: max(a.Merged, 1) + max(b.Merged, 1)}
+	for _, src := range []map[string]*Point{a.Metrics, b.Metrics} {
+		for name, p := range src {
+			q := w.Metrics[name]
+			if q == nil {
+				c := *p
+				w.Metrics[name] = &c
+				continue
+			}
+			n := q.N + p.N
+			if n > 0 {
+				q.Avg = (q.Avg*float64(q.N) + p.Avg*float64(p.N)) / float64(n)
+				q.P50 = (q.P50*float64(q.N) + p.P50*float64(p.N)) / float64(n)
+			}
+			q.Sum += p.Sum
+			q.Passes += p.Passes
+			q.N = n
+			q.Value = p.Value // a gauge's later value
+			if q.Passes > 0 || p.Passes > 0 {
+				q.Value = float64(q.Passes) / float64(max(n, 1))
+			}
+			q.Max, q.P95, q.P99 = max(q.Max, p.Max), max(q.P95, p.P95), max(q.P99, p.P99)
+		}
+	}
+	if a.Ops != nil || b.Ops != nil {
+		w.Ops = map[string]*OpPoint{}
+		for _, src := range []map[string]*OpPoint{a.Ops, b.Ops} {
+			for op, o := range src {
+				q := w.Ops[op]
+				if q == nil {
+					c := *o
+					w.Ops[op] = &c
+					continue
+				}
+				n := q.Count + o.Count
+				if n > 0 {
+					q.P50Ms = (q.P50Ms*float64(q.Count) + o.P50Ms*float64(o.Count)) / float64(n)
+				}
+				q.Count, q.Errors, q.Throttled = n, q.Errors+o.Errors, q.Throttled+o.Throttled
+				q.P95Ms, q.P99Ms = max(q.P95Ms, o.P95Ms), max(q.P99Ms, o.P99Ms)
+			}
+		}
+	}
+	return w
+}
+
+func secs(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
