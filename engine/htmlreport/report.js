@@ -210,6 +210,7 @@
     });
   }
 
+  overview();
   metricsSection();
 
   // Steps and their verdicts, the generator's health beside them.
@@ -276,20 +277,6 @@
     ["Desktop app", names.filter(function (n) { return timed[n] && n.indexOf("desktop_") === 0; })],
     ["Setup (the seed; outside the steps, no windows)", names.filter(function (n) { return !timed[n]; })]];
 
-  function totals(r, op) {
-    var t = { count: 0, ok: 0, errors: 0, throttled: 0, p50_ms: 0, p95_ms: 0, p99_ms: 0, due_p99_ms: 0, lag_p99_ms: 0 };
-    var p = rep(r) || {};
-    steps(r).concat([p.shutdown || {}, { ops: p.setup }]).forEach(function (s) {
-      var o = own(s.ops, op);
-      if (!o) return;
-      t.count += num(o.count); t.ok += num(o.ok); t.errors += num(o.errors); t.throttled += num(o.throttled);
-      ["p50_ms", "p95_ms", "p99_ms", "due_p99_ms", "lag_p99_ms"].forEach(function (k) { t[k] = Math.max(t[k], num(o[k])); });
-    });
-    // A result file's whole-run sinks are exact where the steps' worst is not.
-    var x = own(r.ops, op);
-    if (x) ["count", "ok", "errors", "throttled", "p50_ms", "p95_ms", "p99_ms"].forEach(function (k) { t[k] = num(x[k]); });
-    return t;
-  }
 
   groups.forEach(function (g) {
     if (!g[1].length) return;
@@ -369,6 +356,52 @@
   });
   document.documentElement.setAttribute("data-plots", String(plots.length));
   document.documentElement.setAttribute("data-height", String(Math.ceil(document.documentElement.scrollHeight)));
+  }
+
+  function totals(r, op) {
+    var t = { count: 0, ok: 0, errors: 0, throttled: 0, p50_ms: 0, p95_ms: 0, p99_ms: 0, due_p99_ms: 0, lag_p99_ms: 0 };
+    var p = rep(r) || {};
+    steps(r).concat([p.shutdown || {}, { ops: p.setup }]).forEach(function (s) {
+      var o = own(s.ops, op);
+      if (!o) return;
+      t.count += num(o.count); t.ok += num(o.ok); t.errors += num(o.errors); t.throttled += num(o.throttled);
+      ["p50_ms", "p95_ms", "p99_ms", "due_p99_ms", "lag_p99_ms"].forEach(function (k) { t[k] = Math.max(t[k], num(o[k])); });
+    });
+    // Live, before the report: the windows so far (percentiles: the worst).
+    if (!steps(r).length) {
+      windows(r).forEach(function (w) {
+        var o = own(w.ops, op);
+        if (!o) return;
+        t.count += num(o.count); t.errors += num(o.errors); t.throttled += num(o.throttled);
+        t.ok += num(o.count) - num(o.errors) - num(o.throttled);
+        ["p50_ms", "p95_ms", "p99_ms"].forEach(function (k) { t[k] = Math.max(t[k], num(o[k])); });
+      });
+    }
+    // A result file's whole-run sinks are exact where the steps' worst is not.
+    var x = own(r.ops, op);
+    if (x) ["count", "ok", "errors", "throttled", "p50_ms", "p95_ms", "p99_ms"].forEach(function (k) { t[k] = num(x[k]); });
+    return t;
+  }
+
+  // The overview: every operation's headline numbers, before the plots.
+  function overview() {
+    var seen = set();
+    runs.forEach(function (r) {
+      windows(r).forEach(function (w) { for (var k in w.ops || {}) seen[k] = true; });
+      steps(r).forEach(function (s) { for (var k in s.ops || {}) seen[k] = true; });
+      for (var k in r.ops || {}) seen[k] = true;
+    });
+    var names = Object.keys(seen).sort();
+    if (!names.length) return;
+    var s = section("Overview: operations");
+    var rows = [];
+    names.forEach(function (op) {
+      runs.forEach(function (r) {
+        var t = totals(r, op);
+        rows.push([op + (multi ? " (" + r.label + ")" : ""), t.count, t.errors, t.throttled, fmt(t.p50_ms), fmt(t.p95_ms), fmt(t.p99_ms)]);
+      });
+    });
+    table(s, ["operation", "count", "errors", "throttled", "p50 ms", "p95 ms", "p99 ms"], rows);
   }
 
   // The k6 metrics over the run's periods, for any script: VUs,
