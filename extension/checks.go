@@ -65,6 +65,8 @@ func checksOf(r *Report) []Check {
 				add(gname, CheckFail, "saturated: "+g.Reason)
 			case g.Saturated:
 				add(gname, CheckWarn, "saturated: "+g.Reason+" (its latencies measure the generator too)")
+			case g.Elsewhere != "":
+				add(gname, CheckWarn, "not saturated, but "+g.Elsewhere)
 			default:
 				add(gname, CheckPass, "not saturated")
 			}

@@ -2,7 +2,10 @@ package extension
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -74,8 +77,15 @@ type GeneratorReport struct {
 	// operations (LagSamples of them).
 	LagP99Ms   float64 `json:"lag_p99_ms"`
 	LagSamples int64   `json:"lag_samples"`
+	// MachinePct is the whole machine's busy CPU over the step, as a share
+	// of all its CPUs (/proc/stat; 0 where it cannot be read): a lag while
+	// the machine is busy and this process is not comes from elsewhere.
+	MachinePct float64 `json:"machine_cpu_pct,omitempty"`
 	Saturated  bool    `json:"saturated"`
 	Reason     string  `json:"reason,omitempty"`
+	// Elsewhere says the scheduling lag came from other processes (the
+	// machine busy, this process not): a warning, not a saturation.
+	Elsewhere string `json:"elsewhere,omitempty"`
 }
 
 // GeneratorSummary says whether any step was saturated.
@@ -85,11 +95,22 @@ type GeneratorSummary struct {
 	Reason    string   `json:"reason,omitempty"`
 }
 
-// judgeGenerator is the pure verdict of one step.
+// judgeGenerator is the pure verdict of one step. The generator is
+// saturated when this process is the cause (issue 29 item 5): its CPU
+// above saturationCPUPct of its cores, or a scheduling lag above the limit
+// unless the machine was busy (busyMachinePct) while this process used
+// under half of its cores — then other processes took the CPU, and it is
+// said apart (Elsewhere) rather than marked.
 func judgeGenerator(g *GeneratorReport, maxLagMs float64) {
 	var why string
+	g.Elsewhere = ""
 	if g.LagSamples >= minLagSamples && g.LagP99Ms > maxLagMs {
-		why = fmt.Sprintf("scheduling lag p99 %.1f ms above generator_max_lag_ms %g", g.LagP99Ms, maxLagMs)
+		lag := fmt.Sprintf("scheduling lag p99 %.1f ms above generator_max_lag_ms %g", g.LagP99Ms, maxLagMs)
+		if g.MachinePct >= busyMachinePct && g.CPUPct < 50 {
+			g.Elsewhere = fmt.Sprintf("%s while the machine's CPU was %.0f %% busy and this process used %.0f %% of its cores: other processes slowed the generator", lag, g.MachinePct, g.CPUPct)
+		} else {
+			why = lag
+		}
 	}
 	if g.CPUPct > saturationCPUPct {
 		why = joinReason(why, fmt.Sprintf("CPU %.0f %% of %d cores above %d %%", g.CPUPct, g.Cores, saturationCPUPct))
@@ -97,8 +118,35 @@ func judgeGenerator(g *GeneratorReport, maxLagMs float64) {
 	g.Saturated, g.Reason = why != "", why
 }
 
-// cpuCell is the CPU and wall time sampled in one step.
-type cpuCell struct{ cpu, wall time.Duration }
+// busyMachinePct is a machine busy enough to delay any process.
+const busyMachinePct = 90
+
+// cpuCell is the CPU and wall time sampled in one step, and the machine's
+// busy and total CPU time over it.
+type cpuCell struct{ cpu, wall, mbusy, mtotal time.Duration }
+
+// machineCPU is the machine's busy and total CPU time so far, from
+// /proc/stat's first line (user nice system idle iowait irq softirq steal,
+// in clock ticks of 10 ms); zero where it cannot be read.
+func machineCPU() (busy, total time.Duration) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	var v [8]int64
+	for i := 1; i < len(f) && i <= 8; i++ {
+		v[i-1], _ = strconv.ParseInt(f[i], 10, 64)
+	}
+	tick := 10 * time.Millisecond
+	idle := v[3] + v[4]
+	all := v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]
+	return time.Duration(all-idle) * tick, time.Duration(all) * tick
+}
 
 // generatorMeter samples the process's CPU into the steps.
 type generatorMeter struct {
@@ -168,18 +216,22 @@ func (l *loaded) watchGenerator(start time.Time, stop <-chan struct{}) {
 	t := time.NewTicker(cpuEvery)
 	defer t.Stop()
 	last, lastCPU := time.Now(), processCPU()
+	lastBusy, lastTotal := machineCPU()
 	gaugeAt, gaugeCPU := last, lastCPU
 	step := l.stepIndex(last.Sub(start))
 	sample := func() {
 		now, cpu := time.Now(), processCPU()
+		busy, total := machineCPU()
 		g.mu.Lock()
 		if step < len(g.cells) {
 			g.cells[step].cpu += cpu - lastCPU
 			g.cells[step].wall += now.Sub(last)
+			g.cells[step].mbusy += busy - lastBusy
+			g.cells[step].mtotal += total - lastTotal
 		}
 		push, met, tags, cores := g.push, g.met, g.tags, g.cores
 		g.mu.Unlock()
-		last, lastCPU = now, cpu
+		last, lastCPU, lastBusy, lastTotal = now, cpu, busy, total
 		if push != nil && now.Sub(gaugeAt) >= cpuGaugeEvery {
 			push(metrics.Sample{Metric: met.generatorCPU, Tags: tags, Time: now, Value: cpuShare(cpu-gaugeCPU, now.Sub(gaugeAt), cores)})
 			gaugeAt, gaugeCPU = now, cpu
@@ -224,6 +276,9 @@ func (l *loaded) stepGenerator(i int, ops map[string]*opAgg) *GeneratorReport {
 	g := &GeneratorReport{Cores: cores, LagSamples: lag.n}
 	if c.wall > 0 {
 		g.CPUPct = round3(100 * cpuShare(c.cpu, c.wall, cores))
+	}
+	if c.mtotal > 0 {
+		g.MachinePct = round3(100 * c.mbusy.Seconds() / c.mtotal.Seconds())
 	}
 	if ts, ok := lag.lag.(*metrics.TrendSink); ok && ts.Count() > 0 {
 		g.LagP99Ms = round3(ts.Percentile(99))

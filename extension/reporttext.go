@@ -14,6 +14,7 @@ import (
 // Text renders the report for a terminal.
 func (r *Report) Text() string {
 	var b strings.Builder
+	legend := false // the table legend, printed once
 	fmt.Fprintf(&b, "\n  buzz %s (%s)", tc(r.RunID), tc(r.Scenario))
 	if r.Shard != "" {
 		fmt.Fprintf(&b, " shard %s", tc(r.Shard))
@@ -45,7 +46,7 @@ func (r *Report) Text() string {
 		if len(w.Ops) == 0 {
 			b.WriteString("    nothing settled in the warm-up\n")
 		} else {
-			writeOps(&b, w.Ops)
+			writeOps(&b, w.Ops, &legend)
 		}
 	}
 	for _, s := range r.Steps {
@@ -61,7 +62,7 @@ func (r *Report) Text() string {
 			continue
 		}
 		b.WriteString("\n")
-		writeOps(&b, s.Ops)
+		writeOps(&b, s.Ops, &legend)
 		if s.AbortedAtS > 0 {
 			var own int64
 			for _, n := range s.ClientsStarted {
@@ -71,9 +72,17 @@ func (r *Report) Text() string {
 				secs(s.AbortedAtS), secs(s.AbortedAtS-s.StartS), own)
 		}
 		if g := s.Generator; g != nil {
-			fmt.Fprintf(&b, "    generator: CPU %.0f %% of %d cores, scheduling lag p99 %.1f ms over %d scheduled operations\n", g.CPUPct, g.Cores, g.LagP99Ms, g.LagSamples)
+			machine := ""
+			if g.MachinePct > 0 {
+				machine = fmt.Sprintf(" (the machine: %.0f %% of all CPUs)", g.MachinePct)
+			}
+			fmt.Fprintf(&b, "    generator: this process's CPU %.0f %% of %d cores%s, scheduling lag p99 %.1f ms over %d scheduled operations\n",
+				g.CPUPct, g.Cores, machine, g.LagP99Ms, g.LagSamples)
 			if g.Saturated {
-				fmt.Fprintf(&b, "    ⚠ generator saturated: %s — these latencies measure the generator too\n", tc(g.Reason))
+				fmt.Fprintf(&b, "    ⚠ generator saturated (this process): %s — these latencies measure the generator too\n", tc(g.Reason))
+			}
+			if g.Elsewhere != "" {
+				fmt.Fprintf(&b, "    ! %s — these latencies measure the machine too\n", tc(g.Elsewhere))
 			}
 		}
 		if s.AbortReason != "" {
@@ -84,7 +93,7 @@ func (r *Report) Text() string {
 	if len(r.Shutdown.Ops) == 0 {
 		b.WriteString("    nothing settled after the last hold\n")
 	} else {
-		writeOps(&b, r.Shutdown.Ops)
+		writeOps(&b, r.Shutdown.Ops, &legend)
 	}
 	if r.Shutdown.AbortedAtS > 0 {
 		fmt.Fprintf(&b, "    – cut by the abort at %s; not judged\n", secs(r.Shutdown.AbortedAtS))
@@ -198,7 +207,17 @@ func tc(s string) string { return termtext.Clean(s) }
 
 func secs(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
 
-func writeOps(b *strings.Builder, ops map[string]*OpReport) {
+// opsLegend explains the table's last columns and its "~" lines, once,
+// under the first table (issue 29 item 5).
+const opsLegend = "    (thr: refused by the relay's quotas, not errors · pend: in flight at the step's end · cut: cut short by the stop or an abort · ~: latency from the due time, where sending late shows)\n"
+
+func writeOps(b *strings.Builder, ops map[string]*OpReport, legend *bool) {
+	defer func() {
+		if !*legend {
+			*legend = true
+			b.WriteString(opsLegend)
+		}
+	}()
 	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend", "cut")
 	var errs []string
 	for _, name := range sortedOps(ops) {

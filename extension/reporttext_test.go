@@ -40,8 +40,12 @@ func TestDueLatencyLineOnlyWhereLatenessShows(t *testing.T) {
 		"late":  {Count: 10, Scheduled: 10, P99Ms: 20, DueP99Ms: 90, LagP99Ms: 70},
 		"slow":  {Count: 10, Scheduled: 10, P99Ms: 400, DueP99Ms: 406},
 	}
-	out := (&Report{RunID: "r", Scenario: "s", Steps: []StepReport{{Reached: true, Ops: ops}}}).Text()
-	if !strings.Contains(out, "~ late: 10 scheduled, p99 90.0 ms from the due time (20.0 from the send)") ||
+	out := (&Report{RunID: "r", Scenario: "s", Steps: []StepReport{{Reached: true, Ops: ops}, {Index: 1, Reached: true, Ops: ops}}}).Text()
+	// The columns are explained once, under the first table.
+	if strings.Count(out, "thr: refused by the relay's quotas") != 1 || strings.Index(out, "thr: refused") > strings.Index(out, "step 1") {
+		t.Errorf("legend:\n%s", out)
+	}
+	if strings.Count(out, "~ late: 10 scheduled, p99 90.0 ms from the due time (20.0 from the send)") != 2 ||
 		strings.Contains(out, "~ quiet") || strings.Contains(out, "~ slow") {
 		t.Errorf("due-time lines:\n%s", out)
 	}

@@ -69,6 +69,9 @@ func dispatch(ctx context.Context, args []string, env cliEnv) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-v" { // k6's root flag
+		return versionCmd(ctx, args[1:], env)
+	}
 	c, ok := cmds[args[0]]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "buzzload: unknown command %q\n\n", args[0])
