@@ -156,15 +156,23 @@ func loadRunOps(path string) (*runOps, error) {
 			return nil, fmt.Errorf("result file %s: %w", path, err)
 		}
 		ops, err := opsFromSnapshot(f.Metrics)
+		note := ""
+		if errors.Is(err, errNotBuzz) {
+			ops, err = plainOpsFromSnapshot(f.Metrics)
+			note = plainNote
+		}
 		if err != nil {
 			return nil, fmt.Errorf("result file %s: %w", path, err)
 		}
-		return &runOps{File: path, Format: "result", Script: f.Run.Script, Ops: ops, Buzz: f.Buzz}, nil
+		return &runOps{File: path, Format: "result", Script: f.Run.Script, Ops: ops, Buzz: f.Buzz, Note: note}, nil
+	}
+	if isSummaryExport(head) {
+		return loadSummaryExport(path, b)
 	}
 	_, hasSteps := head["steps"]
 	_, hasRunID := head["run_id"]
 	if !hasSteps || !hasRunID {
-		return nil, fmt.Errorf("%s: neither a buzzload result file (no \"kind\") nor a Buzz report (no \"run_id\" and \"steps\")", path)
+		return nil, fmt.Errorf("%s: neither a buzzload result file (no \"kind\"), a k6 --summary-export (no \"metrics\" and \"root_group\") nor a Buzz report (no \"run_id\" and \"steps\")", path)
 	}
 	var rep extension.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
@@ -176,6 +184,9 @@ func loadRunOps(path string) (*runOps, error) {
 	}
 	return r, nil
 }
+
+// errNotBuzz: a result without the Buzz module's samples (a plain k6 run).
+var errNotBuzz = errors.New("no buzz_op_duration, buzz_op_failed or buzz_op_throttled samples: not a run of the Buzz module")
 
 // opsFromSnapshot reads each op's sinks from the snapshot's grouping by op
 // (run --result adds it), or from buzz_op_*{op:X} sub-metrics when a run
@@ -210,7 +221,7 @@ func opsFromSnapshot(s *metrics.Snapshot) (map[string]*opStats, error) {
 		}
 	}
 	if !found {
-		return nil, errors.New("no buzz_op_duration, buzz_op_failed or buzz_op_throttled samples: not a run of the Buzz module")
+		return nil, errNotBuzz
 	}
 	for _, st := range ops {
 		st.Count = st.OK + st.Errors + st.Throttled

@@ -71,12 +71,15 @@ func htmlPage(title string, runs ...htmlreport.Run) htmlreport.Page {
 // result file's exact whole-run sinks for the totals.
 func htmlRun(label string, r *runOps) htmlreport.Run {
 	run := htmlreport.Run{Label: label, File: r.File, Report: r.Buzz, Note: r.Note}
-	if r.Format == "result" {
+	if r.Format == "result" || r.Format == "summary-export" {
 		run.Ops = r.Ops
 		run.Note = ""
 	}
 	if len(r.Buzz) == 0 {
 		run.Note = "no Buzz report in this file (a merged result, or a script without buzz.load): whole-run numbers only, no plots over time"
+		if r.Note != "" {
+			run.Note = r.Note + "; whole-run numbers only, no plots over time (the web dashboard's export has them)"
+		}
 	}
 	return run
 }
