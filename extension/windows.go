@@ -223,15 +223,21 @@ func (l *loaded) startWindows(start time.Time) {
 		w.mu.Unlock()
 		return
 	}
-	w.start, w.from = start, start
+	every, print := l.reportInterval()
+	// Windows lie on the start's grid (start + k·every), whenever the
+	// first client began: the first one begins at the grid point before
+	// it, so the instances of a distributed run (started together, their
+	// first clients at different moments) have the same windows to merge.
+	from := start
+	for every > 0 && !from.Add(every).After(time.Now()) {
+		from = from.Add(every)
+	}
+	w.start, w.from = start, from
 	w.genDone = make(chan struct{})
 	w.mu.Unlock()
 	go func() { defer close(w.genDone); l.watchGenerator(start, w.stop) }()
-	every, print := l.reportInterval()
 	go func() {
-		// Windows end on the start's grid (start + k·every), whenever the
-		// first client began.
-		next := start.Add(every)
+		next := from.Add(every)
 		for time.Until(next) < 0 {
 			next = next.Add(every)
 		}

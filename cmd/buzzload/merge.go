@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/buzzload/buzzload/engine/summary"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/engine/thresholds"
+	"github.com/buzzload/buzzload/extension"
 )
 
 // Exit codes of merge and compare besides 0 and 99 (thresholds failed on
@@ -55,7 +57,10 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		fmt.Fprintln(stdout, "usage: buzzload merge [flags] result1.json result2.json ...")
 		fmt.Fprintln(stdout, "\nMerges the --result files of the instances of one distributed run, re-judges the")
 		fmt.Fprintln(stdout, "thresholds on the merged data and prints the summary. Exit 0, 99 when a threshold")
-		fmt.Fprintln(stdout, "fails on the merged data, 1 on bad or mismatched result files, 2 on bad flags.")
+		fmt.Fprintln(stdout, "fails on the merged data, 112 when the merged Buzz verdict fails otherwise (an instance's")
+		fmt.Fprintln(stdout, "own verdict, its durability audit or relay log), 1 on bad or mismatched result files,")
+		fmt.Fprintln(stdout, "2 on bad flags. A run of the Buzz module gets its merged Buzz report (steps, windows,")
+		fmt.Fprintln(stdout, "verdict, checks) in the summary and in -o's result file.")
 		fmt.Fprintln(stdout)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
@@ -107,6 +112,17 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		return exitBadInput
 	}
 	statuses := result.Evaluate(set, merged)
+	buzzRep, err := mergeBuzz(ins, failedKeys(statuses))
+	if err != nil {
+		fmt.Fprintf(stderr, "buzzload merge: %s\n", termtext.Lines(err.Error()))
+		return exitBadInput
+	}
+	if buzzRep != nil {
+		if merged.Buzz, err = json.Marshal(buzzRep); err != nil {
+			fmt.Fprintf(stderr, "buzzload merge: %s\n", termtext.Lines(err.Error()))
+			return engine.ExitGeneric
+		}
+	}
 
 	opts := summary.Options{
 		Mode:       mode,
@@ -151,6 +167,9 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 			return engine.ExitGeneric
 		}
 		fmt.Fprint(stdout, text)
+		if buzzRep != nil {
+			fmt.Fprint(stdout, buzzRep.Text())
+		}
 	}
 	code := engine.ExitOK
 	if export != "" {
@@ -175,7 +194,29 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload merge: thresholds on metrics '%s' have been crossed on the merged data\n", strings.Join(failed, "', '"))
 		return engine.ExitThresholdsFailed
 	}
+	if buzzRep != nil && !buzzRep.OK && code == engine.ExitOK {
+		fmt.Fprintf(stderr, "buzzload merge: the Buzz verdict failed: %s (exit %d)\n", termtext.Lines(buzzRep.AbortReason), ExitRelayEvidence)
+		return ExitRelayEvidence
+	}
 	return code
+}
+
+// mergeBuzz is the merged Buzz report when every instance has one (a run
+// of the Buzz module): its steps, windows and verdict (extension.MergeReports).
+func mergeBuzz(ins []result.Input, thresholdsFailed []string) (*extension.Report, error) {
+	var names []string
+	var reps []*extension.Report
+	for _, in := range ins {
+		if len(in.File.Buzz) == 0 {
+			return nil, nil
+		}
+		var r extension.Report
+		if err := json.Unmarshal(in.File.Buzz, &r); err != nil {
+			return nil, fmt.Errorf("%s: its Buzz report: %w", in.Name, err)
+		}
+		names, reps = append(names, in.Name), append(reps, &r)
+	}
+	return extension.MergeReports(names, reps, thresholdsFailed)
 }
 
 // reportStageVerdicts names the stages a windowed threshold failed on the

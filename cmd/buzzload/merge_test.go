@@ -2,13 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/result"
+	"github.com/buzzload/buzzload/extension"
 )
 
 // segScript is deterministic under execution segments: per-vu-iterations
@@ -295,5 +299,77 @@ func TestMergeStageThresholds(t *testing.T) {
 		if th.Key == "checks" && !th.OK || th.Key == "work_time" && th.OK {
 			t.Errorf("merged status %+v", th)
 		}
+	}
+}
+
+// The merged result of a distributed Buzz run keeps its Buzz report (issue
+// 29 item 2: the merged page had an empty Steps section, no windows and
+// no verdict): steps with the instances' counts added, windows merged when
+// the instances started together, the verdict and the checks; `report`
+// of the merged file draws them. Fails without extension.MergeReports:
+// the merged file has no "buzz".
+func TestMergeKeepsTheBuzzReport(t *testing.T) {
+	t.Parallel() // subprocesses that mostly wait on their timelines
+	dir := copyTestdata(t, "ops-tiny.toml")
+	at := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	errs := make([]string, 2)
+	for i, seg := range []string{"0:1/2", "1/2:1"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, errs[i] = runBin(t, dir, nil, "run", "-q", "--execution-segment", seg, "--execution-segment-sequence", "0,1/2,1",
+				"--start-at", at, "--report-interval", "1s",
+				"--result", fmt.Sprintf("r%d.json", i), "ops-tiny.toml")
+		}()
+	}
+	wg.Wait()
+	for i := range codes {
+		if codes[i] != 0 {
+			t.Fatalf("shard %d: exit %d\n%s", i, codes[i], errs[i])
+		}
+	}
+	code, out, stderr := runBin(t, dir, nil, "merge", "-o", "merged.json", "r0.json", "r1.json")
+	if code != 0 || !strings.Contains(out, "result: ok") || !strings.Contains(out, "step 1") {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, stderr)
+	}
+	var parts [2]extension.Report
+	for i := range parts {
+		if err := json.Unmarshal(readResult(t, filepath.Join(dir, fmt.Sprintf("r%d.json", i))).Buzz, &parts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m extension.Report
+	if err := json.Unmarshal(readResult(t, filepath.Join(dir, "merged.json")).Buzz, &m); err != nil {
+		t.Fatalf("merged Buzz report: %v", err)
+	}
+	if !m.OK || len(m.Steps) != len(parts[0].Steps) || len(m.Checks) == 0 {
+		t.Fatalf("merged: ok %v, %d steps, %d checks", m.OK, len(m.Steps), len(m.Checks))
+	}
+	for s := range m.Steps {
+		for op, o := range m.Steps[s].Ops {
+			var want int64
+			for _, p := range parts {
+				if po := p.Steps[s].Ops[op]; po != nil {
+					want += po.Count
+				}
+			}
+			if o.Count != want {
+				t.Errorf("step %d %s: %d, want %d (the instances' sum)", s, op, o.Count, want)
+			}
+		}
+	}
+	if len(m.Windows) == 0 || len(m.Windows) != max(len(parts[0].Windows), len(parts[1].Windows)) {
+		t.Errorf("merged windows: %d, instances %d and %d (started together)", len(m.Windows), len(parts[0].Windows), len(parts[1].Windows))
+	}
+	if code, _, stderr := runBin(t, dir, nil, "report", "-o", "merged.html", "merged.json"); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	chromiumPath(t)
+	checkPage(t, filepath.Join(dir, "merged.html"), []string{"clients", "op-publish-latency", "op-publish-rate"}, nil)
+	page := loadPage(t, filepath.Join(dir, "merged.html"), "", 1600, 4000)
+	if !strings.Contains(page.dom, "<h2>Steps</h2>") || !strings.Contains(page.dom, "result: ok") {
+		t.Error("the merged page has no steps or no verdict")
 	}
 }
