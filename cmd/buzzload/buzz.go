@@ -20,13 +20,13 @@ import (
 // ExitUnreachable is the exit code of a run whose preflight failed: the
 // target's NIP-11, WebSocket (connect and AUTH) or operator API did not
 // answer before any seeding or traffic, so CI tells "relay down" from
-// "relay too slow" (99). README "Exit codes".
+// "relay too slow" (99). docs/guide.md "Exit codes".
 const ExitUnreachable = 111
 
 // ExitRelayEvidence is the exit code of a run the relay's own evidence
 // failed, when nothing else did: the durability audit found acknowledged
 // events missing, the relay's log has error lines, or the post-run sweep
-// found it no longer serving. README "Exit codes".
+// found it no longer serving. docs/guide.md "Exit codes".
 const ExitRelayEvidence = 112
 
 // buzzFlags are the Buzz options of `buzzload run` (buzz-loadgen's
