@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/buzzload/buzzload/engine/output/prometheusrw"
 	"github.com/buzzload/buzzload/engine/output/webdashboard"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
@@ -69,4 +70,40 @@ func finishDashboard(d *webdashboard.Dashboard, buzz *extension.Module, stderr i
 		return err
 	}
 	return nil
+}
+
+// grafanaHint says which shipped Grafana dashboard fits a remote-write
+// output's settings (issue 29 item 4): native histograms read
+// dashboards/buzzload-run.json; per-stat trends the -stats one, whose p50,
+// p95 and throughput panels need those stats (k6's default is p(99) alone).
+func grafanaHint(outs []string, environ []string) string {
+	for _, o := range outs {
+		kind, arg, _ := strings.Cut(o, "=")
+		if kind != "experimental-prometheus-rw" {
+			continue
+		}
+		c, err := prometheusrw.ParseConfig(arg, envMap(environ))
+		if err != nil {
+			return "" // the output reports it
+		}
+		if c.NativeHistograms {
+			return "Grafana: dashboards/buzzload-run.json fits these settings (native histograms)"
+		}
+		have := map[string]bool{}
+		for _, s := range c.TrendStats {
+			have[s.Name] = true
+		}
+		var miss []string
+		for _, s := range []string{"p(50)", "p(95)", "count"} {
+			if !have[s] {
+				miss = append(miss, s)
+			}
+		}
+		if len(miss) == 0 {
+			return "Grafana: dashboards/buzzload-run-stats.json fits these settings (per-stat trends)"
+		}
+		return "Grafana: dashboards/buzzload-run-stats.json fits per-stat trends; add " + strings.Join(miss, ",") +
+			" to K6_PROMETHEUS_RW_TREND_STATS for its p50, p95 and throughput panels (or K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM=true for dashboards/buzzload-run.json)"
+	}
+	return ""
 }

@@ -184,6 +184,9 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		}
 	}()
 	cfg.Registry = reg
+	if h := grafanaHint(cfg.Outputs, env.Env); h != "" {
+		fmt.Fprintf(stderr, "buzzload run: %s\n", h)
+	}
 	var dash *webdashboard.Dashboard
 	if f.dash != nil {
 		dash = webdashboard.New(*f.dash, f.fs.Arg(0), func(m string) { fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(m)) })
