@@ -194,6 +194,12 @@ func TestHTMLReportInChromium(t *testing.T) {
 	if fig == nil || len(strings.Fields(fig[1])) != len(rj.Windows) {
 		t.Errorf("connect's rate line has %v points, want one per window (%d)", fig, len(rj.Windows))
 	}
+	// The clients are drawn to the last window, a zero where they had all
+	// left (the line ended a window early: issue 29 item 2).
+	cl := regexp.MustCompile(`(?s)data-plot="clients".*?<polyline points="([^"]*)"`).FindStringSubmatch(page.dom)
+	if cl == nil || len(strings.Fields(cl[1])) != len(rj.Windows) {
+		t.Errorf("the clients line has %v points, want one per window (%d)", cl, len(rj.Windows))
+	}
 	// The checks are on the page (issue 26): the tally and each judgement.
 	if one := loadPage(t, filepath.Join(dir, "run.html"), "", 1600, 3000); !strings.Contains(one.dom, "Checks") ||
 		!strings.Contains(one.dom, "post-run sweep") || !regexp.MustCompile(`checks: \d+ pass / 0 fail`).MatchString(one.dom) {

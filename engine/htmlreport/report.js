@@ -238,8 +238,17 @@
     var ser = [];
     runs.forEach(function (r, ri) {
       KINDS.forEach(function (k) {
-        var pts = windows(r).filter(function (w) { return (w.clients || {})[k] !== undefined; }).map(function (w) { return [w.end_s, w.clients[k]]; });
-        if (pts.length) ser.push({ name: prefix(r) + k, color: COL[k], dash: dashOf(ri), pts: pts });
+        // Every window once the kind has run: a window whose clients have
+        // all left lists none of them, and is a zero (issue 29: the line
+        // ended a window early).
+        var ws = windows(r), seen = false, pts = [];
+        if (!ws.some(function (w) { return own(w.clients, k) !== undefined; })) return;
+        ws.forEach(function (w) {
+          var v = own(w.clients, k);
+          if (v !== undefined) seen = true;
+          if (seen) pts.push([w.end_s, num(v)]);
+        });
+        ser.push({ name: prefix(r) + k, color: COL[k], dash: dashOf(ri), pts: pts });
       });
     });
     chart(cs, "clients", "live clients by kind", "clients", ser);
