@@ -91,7 +91,7 @@ func TestWebDashboardLiveAndExport(t *testing.T) {
 	}
 
 	export := filepath.Join(dir, "dash.html")
-	checkPage(t, export, []string{"k6-vus", "k6-iterations", "k6-data", "clients", "op-publish-latency", "op-publish-rate"}, nil)
+	checkPage(t, export, []string{"k6-vus", "k6-iterations", "k6-data", "buzz-generator-cpu", "buzz-generator-lag", "clients", "op-publish-latency", "op-publish-rate"}, nil)
 	page := loadPage(t, export, "", 1600, 4000)
 	if !strings.Contains(page.dom, "<h2>Checks</h2>") || !strings.Contains(page.dom, "result: ok") || !strings.Contains(page.dom, "<h2>Steps</h2>") {
 		t.Error("the export lacks the Buzz report's verdict, checks or steps")

@@ -462,6 +462,11 @@
       .concat(series("iteration_duration", "p95", "p95", COL.p95)));
     plot("k6-data", "data per second", "kB/s", series("data_received", "sum", "received", COL.p50, 0.001, true)
       .concat(series("data_sent", "sum", "sent", COL.p95, 0.001, true)));
+    // The Buzz generator's health as it goes (the steps' verdicts on it
+    // come with the report): its CPU as a share of its cores, in %.
+    plot("buzz-generator-cpu", "generator CPU (this process, % of its cores)", "%", series("buzz_generator_cpu", "value", "CPU", COL.cpu, 100));
+    plot("buzz-generator-lag", "generator scheduling lag (due → started)", "ms", series("buzz_generator_lag", "p99", "p99", COL.lag)
+      .concat(series("buzz_generator_lag", "p50", "p50", COL.p50)));
   }
 
   // metricTotal is one metric over the whole run from its periods:
