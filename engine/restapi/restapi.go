@@ -207,14 +207,14 @@ func patchStatus(run Run, w http.ResponseWriter, r *http.Request) {
 
 // --- setup ----------------------------------------------------------------
 
+// setupAttributes are k6's: no "data" when setup returned nothing (or
+// none was set), "data": null when it returned null (observed on k6 v1.8.1:
+// `{"data":{"type":"setupData","id":"default","attributes":{}}}`).
 type setupAttributes struct {
-	Data json.RawMessage `json:"data"`
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 func setupDoc(data json.RawMessage) document[resource[setupAttributes]] {
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
 	return document[resource[setupAttributes]]{Data: resource[setupAttributes]{Type: "setupData", ID: "default", Attributes: setupAttributes{Data: data}}}
 }
 
