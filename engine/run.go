@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,6 +233,15 @@ func (r *runner) run(ctx context.Context) Result {
 			r.fail(ExitCode(err), err)
 		}
 		return r.result()
+	}
+	// k6 keeps http_req_duration{expected_response:true} whenever the
+	// expected_response system tag is on (the default): the summary data of
+	// a run that made HTTP requests carries it (observed on k6 v1.8.1).
+	if r.opts.SystemTags == nil || slices.Contains(r.opts.SystemTags, "expected_response") {
+		if err := r.coll.Submetric(metrics.ExpectedResponseSubmetric); err != nil {
+			r.fail(ExitGeneric, err)
+			return r.result()
+		}
 	}
 	for _, arg := range r.cfg.Outputs {
 		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags,

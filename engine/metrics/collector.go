@@ -160,7 +160,15 @@ func (c *Collector) stateByName(name string) (*metricState, error) {
 // every snapshot even while it has no samples, creating the sub-metric's
 // sink on demand. Thresholds and the summary call it for the keys they use.
 // Samples recorded before a sub-metric was created are not in it.
-func (c *Collector) Track(key string) error {
+func (c *Collector) Track(key string) error { return c.track(key, true) }
+
+// Submetric creates a sub-metric's sink without tracking its metric: it is
+// in a snapshot with its metric, once that has samples (k6's
+// http_req_duration{expected_response:true}, in the summary of a run that
+// made HTTP requests and not of one that made none).
+func (c *Collector) Submetric(key string) error { return c.track(key, false) }
+
+func (c *Collector) track(key string, tracked bool) error {
 	sel, err := ParseSelector(key)
 	if err != nil {
 		return err
@@ -171,7 +179,7 @@ func (c *Collector) Track(key string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	st.tracked = true
+	st.tracked = st.tracked || tracked
 	if !sel.IsSubmetric() {
 		return nil
 	}

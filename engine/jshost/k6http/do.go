@@ -21,7 +21,7 @@ import (
 
 // Timings are one request's phases in milliseconds (k6's Response.timings).
 type Timings struct {
-	Blocked, Connecting, TLSHandshaking, Sending, Waiting, Receiving, Duration float64
+	Blocked, LookingUp, Connecting, TLSHandshaking, Sending, Waiting, Receiving, Duration float64
 }
 
 // result is one request as it ended (the last hop after redirects).
@@ -82,6 +82,7 @@ func lookupMetrics(r *metrics.Registry) (*httpMetrics, error) {
 type tracer struct {
 	mu                                    sync.Mutex
 	getConn, gotConn, connStart, connDone time.Time
+	dnsStart, dnsDone                     time.Time
 	tlsStart, tlsDone, wrote, firstByte   time.Time
 	reused                                bool
 	remote                                net.Addr
@@ -106,6 +107,8 @@ func (t *tracer) trace() *httptrace.ClientTrace {
 			}
 			t.mu.Unlock()
 		},
+		DNSStart:             func(httptrace.DNSStartInfo) { set(&t.dnsStart) },
+		DNSDone:              func(httptrace.DNSDoneInfo) { set(&t.dnsDone) },
 		ConnectStart:         func(string, string) { set(&t.connStart) },
 		ConnectDone:          func(string, string, error) { set(&t.connDone) },
 		TLSHandshakeStart:    func() { set(&t.tlsStart) },
@@ -122,9 +125,11 @@ func ms(d time.Duration) float64 {
 	return float64(d) / float64(time.Millisecond)
 }
 
-// timings turns the trace into k6's phases: blocked until the dial starts
-// (or the pooled connection is handed over), connecting, TLS, sending until
-// the request is written, waiting for the first byte, receiving the body.
+// timings turns the trace into k6's phases: blocked until the connection
+// is handed over (a new one's DNS lookup, connect and TLS included: k6
+// v1.8.1's blocked is never below its connecting), looking_up, connecting,
+// TLS, sending until the request is written, waiting for the first byte,
+// receiving the body.
 func (t *tracer) timings(start, end time.Time) Timings {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -134,24 +139,25 @@ func (t *tracer) timings(start, end time.Time) Timings {
 		get = start
 	}
 	got := t.gotConn
+	if !t.dnsStart.IsZero() && !t.dnsDone.IsZero() {
+		tm.LookingUp = ms(t.dnsDone.Sub(t.dnsStart))
+	}
 	switch {
 	case got.IsZero():
 		// No connection: everything was blocked (dial failed or timed out).
+		tm.Blocked = ms(end.Sub(get))
 		if !t.connStart.IsZero() {
-			tm.Blocked = ms(t.connStart.Sub(get))
 			if !t.connDone.IsZero() {
 				tm.Connecting = ms(t.connDone.Sub(t.connStart))
 			} else {
 				tm.Connecting = ms(end.Sub(t.connStart))
 			}
-		} else {
-			tm.Blocked = ms(end.Sub(get))
 		}
 		return tm
 	case t.reused || t.connStart.IsZero():
 		tm.Blocked = ms(got.Sub(get))
 	default:
-		tm.Blocked = ms(t.connStart.Sub(get))
+		tm.Blocked = ms(got.Sub(get))
 		if !t.connDone.IsZero() {
 			tm.Connecting = ms(t.connDone.Sub(t.connStart))
 		}
@@ -218,12 +224,12 @@ func (c *client) execute(ctx context.Context, s *spec, ec emitCtx, warn func(str
 		}
 		switch res.status {
 		case http.StatusSeeOther:
-			if method != http.MethodHead {
+			if !strings.EqualFold(method, http.MethodHead) {
 				method = http.MethodGet
 			}
 			body, hasBody = nil, false
 		case http.StatusMovedPermanently, http.StatusFound:
-			if method == http.MethodPost {
+			if strings.EqualFold(method, http.MethodPost) {
 				method = http.MethodGet
 				body, hasBody = nil, false
 			}

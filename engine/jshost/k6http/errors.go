@@ -44,9 +44,21 @@ const (
 type reqError struct {
 	code int
 	msg  string
+	// cause is Response.error: k6 gives the bare cause (`EOF`, not
+	// `Get "http://…": EOF`; observed on v1.8.1); msg, the whole, goes to
+	// the "Request Failed" log and to a thrown error. "" means msg.
+	cause string
 }
 
 func (e *reqError) Error() string { return e.msg }
+
+// text is the response's error field.
+func (e *reqError) text() string {
+	if e.cause != "" {
+		return e.cause
+	}
+	return e.msg
+}
 
 // errTimeout is what a request past its timeout reports, as k6 does.
 var errTimeout = errors.New("request timeout")
@@ -64,100 +76,111 @@ func classify(err error, timedOut bool) *reqError {
 	if err == nil {
 		return nil
 	}
+	re := classifyWhole(err, timedOut)
+	var uErr *url.Error
+	if re.cause == "" && re.msg != "request timeout" && errors.As(err, &uErr) && uErr.Err != nil {
+		c := *re
+		c.cause = uErr.Err.Error()
+		return &c
+	}
+	return re
+}
+
+func classifyWhole(err error, timedOut bool) *reqError {
 	var re *reqError
 	if errors.As(err, &re) {
 		return re
 	}
 	if timedOut || errors.Is(err, errTimeout) {
-		return &reqError{codeTimeout, "request timeout"}
+		return &reqError{code: codeTimeout, msg: "request timeout"}
 	}
 	msg := err.Error()
 	var de errDecompress
 	if errors.As(err, &de) {
-		return &reqError{codeDecompression, msg}
+		return &reqError{code: codeDecompression, msg: msg}
 	}
 	var blIP *vudialer.BlacklistedIPError
 	if errors.As(err, &blIP) {
-		return &reqError{codeBlacklistedIP, msg}
+		return &reqError{code: codeBlacklistedIP, msg: msg}
 	}
 	var blHost *vudialer.BlockedHostError
 	if errors.As(err, &blHost) {
-		return &reqError{codeBlockedHostname, msg}
+		return &reqError{code: codeBlockedHostname, msg: msg}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		if dnsErr.IsNotFound {
-			return &reqError{codeNoIP, msg}
+			return &reqError{code: codeNoIP, msg: msg}
 		}
-		return &reqError{codeDNS, msg}
+		return &reqError{code: codeDNS, msg: msg}
 	}
 	var uaErr x509.UnknownAuthorityError
 	if errors.As(err, &uaErr) {
-		return &reqError{codeUnknownCA, msg}
+		return &reqError{code: codeUnknownCA, msg: msg}
 	}
 	var hnErr x509.HostnameError
 	if errors.As(err, &hnErr) {
-		return &reqError{codeHostMismatch, msg}
+		return &reqError{code: codeHostMismatch, msg: msg}
 	}
 	var vErr *tls.CertificateVerificationError
 	if errors.As(err, &vErr) {
-		return &reqError{codeTLS, msg}
+		return &reqError{code: codeTLS, msg: msg}
 	}
 	var recErr tls.RecordHeaderError
 	var alert tls.AlertError
 	if errors.As(err, &recErr) || errors.As(err, &alert) || strings.Contains(msg, "tls: ") {
-		return &reqError{codeTLS, msg}
+		return &reqError{code: codeTLS, msg: msg}
 	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		if opErr.Op == "dial" {
 			switch {
 			case opErr.Timeout():
-				return &reqError{codeDialTimeout, msg}
+				return &reqError{code: codeDialTimeout, msg: msg}
 			case errors.Is(err, syscall.ECONNREFUSED):
-				return &reqError{codeDialRefused, msg}
+				return &reqError{code: codeDialRefused, msg: msg}
 			}
 			var se *os.SyscallError
 			if errors.As(err, &se) {
-				return &reqError{codeDialUnknown, msg}
+				return &reqError{code: codeDialUnknown, msg: msg}
 			}
-			return &reqError{codeDial, msg}
+			return &reqError{code: codeDial, msg: msg}
 		}
 		switch {
 		case errors.Is(err, syscall.ECONNRESET):
-			return &reqError{codeReset, msg}
+			return &reqError{code: codeReset, msg: msg}
 		case errors.Is(err, syscall.EPIPE):
-			return &reqError{codeBrokenPipe, msg}
+			return &reqError{code: codeBrokenPipe, msg: msg}
 		}
 		var se *os.SyscallError
 		if errors.As(err, &se) {
-			return &reqError{codeTCPUnknown, msg}
+			return &reqError{code: codeTCPUnknown, msg: msg}
 		}
-		return &reqError{codeTCP, msg}
+		return &reqError{code: codeTCP, msg: msg}
 	}
 	switch {
 	case errors.Is(err, syscall.ECONNRESET):
-		return &reqError{codeReset, msg}
+		return &reqError{code: codeReset, msg: msg}
 	case errors.Is(err, syscall.EPIPE):
-		return &reqError{codeBrokenPipe, msg}
+		return &reqError{code: codeBrokenPipe, msg: msg}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &reqError{codeDialRefused, msg}
+		return &reqError{code: codeDialRefused, msg: msg}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &reqError{codeTimeout, "request timeout"}
+		return &reqError{code: codeTimeout, msg: "request timeout"}
 	}
 	var uErr *url.Error
 	if errors.As(err, &uErr) && strings.Contains(msg, "unsupported protocol scheme") {
-		return &reqError{codeInvalidURL, msg}
+		return &reqError{code: codeGeneric, msg: msg} // k6 v1.8.1: 1000, not 1020
 	}
 	if strings.Contains(msg, "http2: ") {
-		return &reqError{codeHTTP2, msg}
+		return &reqError{code: codeHTTP2, msg: msg}
 	}
 	if strings.Contains(msg, "connection reset") {
-		return &reqError{codeReset, msg}
+		return &reqError{code: codeReset, msg: msg}
 	}
-	return &reqError{codeGeneric, msg}
+	return &reqError{code: codeGeneric, msg: msg}
 }
 
 func invalidURL(raw string, err error) *reqError {
-	return &reqError{codeInvalidURL, fmt.Sprintf("invalid URL %q: %v", raw, err)}
+	return &reqError{code: codeInvalidURL, msg: fmt.Sprintf("invalid URL %q: %v", raw, err)}
 }

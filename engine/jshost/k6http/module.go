@@ -292,8 +292,10 @@ func (c *client) finish(s *spec, res *result) sobek.Value {
 	c.stopIfDone()
 	c.vu.Metrics().Push(res.samples...)
 	if res.err != nil && res.status == 0 {
-		if c.set.throw {
-			c.throw(fmt.Errorf("%s", res.err.msg))
+		if s.throw {
+			// k6 v1.8.1 throws the request's failure as a GoError
+			// ("GoError: Get \"…\": EOF").
+			panic(c.rt.NewGoError(errors.New(res.err.msg)))
 		}
 		c.warn("Request Failed", "error", res.err.msg)
 	}
@@ -330,7 +332,7 @@ func (c *client) asyncRequest(method string, urlV, bodyV, paramsV sobek.Value) s
 			}
 			c.vu.Metrics().Push(res.samples...)
 			if res.err != nil && res.status == 0 {
-				if c.set.throw {
+				if s.throw {
 					_ = reject(c.rt.NewGoError(errors.New(res.err.msg)))
 					return nil
 				}

@@ -59,6 +59,7 @@ type spec struct {
 	compress  []string
 	jar       http.CookieJar
 	expected  *expectedStatuses // nil: no http_req_failed, no expected_response
+	throw     bool              // a failed request throws (params.throw, else options.throw)
 }
 
 const defaultTimeout = 60 * time.Second
@@ -90,8 +91,9 @@ func (c *client) buildSpec(method string, urlV, bodyV, paramsV sobek.Value) (*sp
 		return nil, invalidURL(raw, err)
 	}
 	s := &spec{
-		method: strings.ToUpper(method), url: u, headers: http.Header{}, tags: map[string]string{},
-		timeout: defaultTimeout, redirects: c.set.maxRedirects, jar: c.jar, expected: c.callback,
+		// The method is sent as written, as k6 does (http.request("patch", …) sends "patch").
+		method: method, url: u, headers: http.Header{}, tags: map[string]string{},
+		timeout: defaultTimeout, redirects: c.set.maxRedirects, jar: c.jar, expected: c.callback, throw: c.set.throw,
 	}
 	if fromTmpl {
 		s.name, s.nameSet = tmplName, true
@@ -239,6 +241,9 @@ func (c *client) readParams(s *spec, v sobek.Value) error {
 				return errors.New("params.responseCallback must come from http.expectedStatuses")
 			}
 			s.expected = cb
+		case "throw":
+			// per request, over the throw option (k6 v1.8.1 honours it)
+			s.throw = val.ToBoolean()
 		}
 	}
 	_ = rt

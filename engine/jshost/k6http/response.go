@@ -30,19 +30,20 @@ func (c *client) responseObject(s *spec, res *result) sobek.Value {
 	set("ocsp", ocsp)
 	errMsg, code := "", 0
 	if res.err != nil {
-		errMsg, code = res.err.msg, res.err.code
+		errMsg, code = res.err.text(), res.err.code
 	}
 	set("error", errMsg)
 	set("error_code", code)
 	t := res.timings
-	tm := rt.NewObject()
+	tm := rt.NewObject() // k6's keys in k6's order
+	_ = tm.Set("duration", t.Duration)
 	_ = tm.Set("blocked", t.Blocked)
+	_ = tm.Set("looking_up", t.LookingUp)
 	_ = tm.Set("connecting", t.Connecting)
 	_ = tm.Set("tls_handshaking", t.TLSHandshaking)
 	_ = tm.Set("sending", t.Sending)
 	_ = tm.Set("waiting", t.Waiting)
 	_ = tm.Set("receiving", t.Receiving)
-	_ = tm.Set("duration", t.Duration)
 	set("timings", tm)
 	set("headers", headerObject(rt, res.headers))
 	set("cookies", c.cookiesObject(res.cookies))
@@ -91,7 +92,7 @@ func (c *client) responseObject(s *spec, res *result) sobek.Value {
 		if sel := call.Argument(0); !sobek.IsUndefined(sel) && !sobek.IsNull(sel) {
 			r := gjson.GetBytes(res.body, sel.String())
 			if !r.Exists() {
-				return sobek.Null()
+				return sobek.Undefined() // k6 v1.8.1: a missing path is undefined
 			}
 			return c.parseJSON(r.Raw)
 		}

@@ -3,7 +3,7 @@
 // args: -i 1
 // exit: 0
 // stdout: http_reqs
-// stdout: http_reqs............: 10
+// stdout: http_reqs......................: 10
 import http from "k6/http";
 import { check } from "k6";
 
