@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
@@ -46,6 +47,9 @@ type Consolidated struct {
 	// (summaryTrendStats, systemTags): `inspect` of a script shows them
 	// null, as k6 does.
 	Defaulted []string
+	// Unset names the options no layer set that k6's inspect always shows
+	// as null (its defaults apply at run time only).
+	Unset []string
 	// Warnings are to be logged (unknown keys, overridden layers), in
 	// the order they arose; they are set also when an error is returned.
 	Warnings []string
@@ -104,6 +108,15 @@ func Consolidate(l Layers) (Consolidated, error) {
 	if opts.SystemTags == nil {
 		c.Defaulted = append(c.Defaulted, "systemTags")
 	}
+	// k6's inspect shows these as null until set, its execution
+	// requirements and archives too (observed on v1.8.1).
+	for k, unset := range map[string]bool{"noSetup": opts.NoSetup == nil, "setupTimeout": opts.SetupTimeout == nil,
+		"noTeardown": opts.NoTeardown == nil, "teardownTimeout": opts.TeardownTimeout == nil, "throw": opts.Throw == nil} {
+		if unset {
+			c.Unset = append(c.Unset, k)
+		}
+	}
+	sort.Strings(c.Unset)
 	if c.Options, err = opts.Resolve(); err != nil {
 		return c, configerr.New(err)
 	}

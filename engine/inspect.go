@@ -6,6 +6,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sort"
 	"io"
 	"time"
 
@@ -60,9 +62,18 @@ func (in *Inspection) RequirementsJSON(withRequirements, withDefaults bool) (jso
 			m[k] = nil
 		}
 	}
-	if withRequirements {
-		m["maxVUs"] = in.Plan.MaxVUs
-		m["totalDuration"] = in.Plan.MaxDuration.String()
+	for _, k := range in.Unset {
+		m[k] = nil
 	}
-	return json.MarshalIndent(m, "", "  ")
+	// k6 lists the system tags sorted (a set).
+	if tags, ok := m["systemTags"].([]any); ok {
+		sort.Slice(tags, func(i, j int) bool { return fmt.Sprint(tags[i]) < fmt.Sprint(tags[j]) })
+	}
+	// handleSummaryTimeout is not in k6's options struct: k6 prints none.
+	delete(m, "handleSummaryTimeout")
+	var tail [][2]any
+	if withRequirements {
+		tail = [][2]any{{"totalDuration", in.Plan.MaxDuration.String()}, {"maxVUs", in.Plan.MaxVUs}}
+	}
+	return k6Inspect(m, tail)
 }

@@ -80,8 +80,10 @@ func inspectCmd(ctx context.Context, args []string, env cliEnv) int {
 	if insp == nil {
 		return code
 	}
-	// An archive's options are consolidated already, defaults included.
-	doc, err := insp.RequirementsJSON(execReqs, insp.fromArchive)
+	// An archive's options are consolidated already, defaults included; k6
+	// shows the defaults with the execution requirements too, so an
+	// archive's requirements equal its script's.
+	doc, err := insp.RequirementsJSON(execReqs, insp.fromArchive || execReqs)
 	if err != nil {
 		return logError(env.Stderr, err, engine.ExitGeneric)
 	}
