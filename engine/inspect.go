@@ -7,8 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/jshost"
