@@ -193,8 +193,20 @@ func (c *client) execute(ctx context.Context, s *spec, ec emitCtx, warn func(str
 	var authz string
 	var all []metrics.Sample
 	defer func() { res.samples = all }()
+	// Response.request is the first request's (k6 v1.8.1, observed: after
+	// a redirect it still names the URL the script asked for).
+	var first *result
+	defer func() {
+		if first != nil && first != res {
+			res.reqMethod, res.reqURL, res.reqHeaders, res.reqBody, res.reqCookies =
+				first.reqMethod, first.reqURL, first.reqHeaders, first.reqBody, first.reqCookies
+		}
+	}()
 	for hop := 0; ; hop++ {
 		res = c.roundTrip(ctx, s, method, u, body, hasBody, authz)
+		if hop == 0 {
+			first = res
+		}
 		if res.status == http.StatusUnauthorized && s.auth == "digest" && !digestTried && u.User != nil {
 			digestTried = true
 			if h, err := digestAuthorization(res.headers.Get("WWW-Authenticate"), method, u, body); err == nil {
@@ -338,8 +350,10 @@ func (c *client) roundTrip(ctx context.Context, s *spec, method string, u *url.U
 	return res
 }
 
-// addCookies sets the Cookie header from the jar and params.cookies (a
-// request cookie with replace drops the jar's cookie of that name).
+// addCookies sets the Cookie header from params.cookies, then the jar (a
+// request cookie with replace drops the jar's cookie of that name): k6
+// v1.8.1's order ("mid=3; beta=4; zeta=1" for params mid, beta and a jar's
+// zeta; observed).
 func (c *client) addCookies(req *http.Request, s *spec) []reqCookie {
 	var sent []reqCookie
 	replace := map[string]bool{}
@@ -347,6 +361,8 @@ func (c *client) addCookies(req *http.Request, s *spec) []reqCookie {
 		if rc.Replace {
 			replace[rc.Name] = true
 		}
+		req.AddCookie(&http.Cookie{Name: rc.Name, Value: rc.Value})
+		sent = append(sent, rc)
 	}
 	if s.jar != nil {
 		for _, ck := range s.jar.Cookies(req.URL) {
@@ -356,10 +372,6 @@ func (c *client) addCookies(req *http.Request, s *spec) []reqCookie {
 			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
 			sent = append(sent, reqCookie{Name: ck.Name, Value: ck.Value})
 		}
-	}
-	for _, rc := range s.cookies {
-		req.AddCookie(&http.Cookie{Name: rc.Name, Value: rc.Value})
-		sent = append(sent, rc)
 	}
 	return sent
 }

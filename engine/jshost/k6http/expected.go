@@ -2,6 +2,7 @@ package k6http
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/grafana/sobek"
 )
@@ -33,13 +34,20 @@ func (e *expectedStatuses) match(status int) bool {
 }
 
 // expectedStatuses is http.expectedStatuses(200, {min: 300, max: 399}, ...).
+// Bad arguments throw k6 v1.8.1's errors, as GoErrors (observed).
 func (c *client) expectedStatuses(call sobek.FunctionCall) sobek.Value {
+	if len(call.Arguments) == 0 {
+		panic(c.rt.NewGoError(errors.New("no arguments")))
+	}
 	e := &expectedStatuses{}
+	bad := func(i int) {
+		panic(c.rt.NewGoError(fmt.Errorf("argument number %d to expectedStatuses was neither an integer nor an object like {min:100, max:329}", i+1)))
+	}
 	for i, a := range call.Arguments {
 		if o, ok := a.(*sobek.Object); ok && o.ClassName() == "Object" {
 			lo, hi := o.Get("min"), o.Get("max")
 			if lo == nil || hi == nil || sobek.IsUndefined(lo) || sobek.IsUndefined(hi) {
-				c.throw(errors.New("expectedStatuses: a range needs min and max"))
+				bad(i)
 			}
 			e.ranges = append(e.ranges, [2]int{int(lo.ToInteger()), int(hi.ToInteger())})
 			continue
@@ -50,12 +58,11 @@ func (c *client) expectedStatuses(call sobek.FunctionCall) sobek.Value {
 		case float64:
 			f := a.ToFloat()
 			if f != float64(int64(f)) {
-				c.throw(errors.New("expectedStatuses: a status must be an integer"))
+				bad(i)
 			}
 			e.single = append(e.single, int(f))
 		default:
-			_ = i
-			c.throw(errors.New("expectedStatuses: arguments must be integers or {min, max} objects"))
+			bad(i)
 		}
 	}
 	return c.rt.ToValue(e)
@@ -71,7 +78,7 @@ func (c *client) setResponseCallback(call sobek.FunctionCall) sobek.Value {
 	}
 	e, ok := a.Export().(*expectedStatuses)
 	if !ok {
-		c.throw(errors.New("setResponseCallback takes the result of http.expectedStatuses or null"))
+		panic(c.rt.NewGoError(errors.New("unsupported argument, expected http.expectedStatuses")))
 	}
 	c.callback = e
 	return sobek.Undefined()
