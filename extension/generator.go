@@ -99,14 +99,16 @@ type GeneratorSummary struct {
 // saturated when this process is the cause (issue 29 item 5): its CPU
 // above saturationCPUPct of its cores, or a scheduling lag above the limit
 // unless the machine was busy (busyMachinePct) while this process used
-// under half of its cores — then other processes took the CPU, and it is
-// said apart (Elsewhere) rather than marked.
+// under a quarter of its cores (idleProcessPct) — then other processes
+// took the CPU, and it is said apart (Elsewhere) rather than marked. A
+// process that used more and still lagged is a cause itself (a generator
+// with GOMAXPROCS=1 at 48 % of its core on a busy machine is saturated).
 func judgeGenerator(g *GeneratorReport, maxLagMs float64) {
 	var why string
 	g.Elsewhere = ""
 	if g.LagSamples >= minLagSamples && g.LagP99Ms > maxLagMs {
 		lag := fmt.Sprintf("scheduling lag p99 %.1f ms above generator_max_lag_ms %g", g.LagP99Ms, maxLagMs)
-		if g.MachinePct >= busyMachinePct && g.CPUPct < 50 {
+		if g.MachinePct >= busyMachinePct && g.CPUPct < idleProcessPct {
 			g.Elsewhere = fmt.Sprintf("%s while the machine's CPU was %.0f %% busy and this process used %.0f %% of its cores: other processes slowed the generator", lag, g.MachinePct, g.CPUPct)
 		} else {
 			why = lag
@@ -118,8 +120,12 @@ func judgeGenerator(g *GeneratorReport, maxLagMs float64) {
 	g.Saturated, g.Reason = why != "", why
 }
 
-// busyMachinePct is a machine busy enough to delay any process.
-const busyMachinePct = 90
+// busyMachinePct is a machine busy enough to delay any process;
+// idleProcessPct a generator too idle to be the cause of its own lag.
+const (
+	busyMachinePct = 90
+	idleProcessPct = 25
+)
 
 // cpuCell is the CPU and wall time sampled in one step, and the machine's
 // busy and total CPU time over it.

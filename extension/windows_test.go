@@ -155,6 +155,7 @@ func TestGeneratorSaturationNamesItsCause(t *testing.T) {
 		{"lag, machine idle", 20, 30, 500, true, false},
 		{"lag, machine busy, process busy", 70, 99, 500, true, false},
 		{"lag, machine busy, process idle", 10, 99, 500, false, true},
+		{"lag, machine busy, process at half its core", 48, 99, 500, true, false},
 		{"lag, machine unknown", 10, 0, 500, true, false},
 	} {
 		g := &GeneratorReport{CPUPct: c.cpu, MachinePct: c.machine, LagP99Ms: c.lag, LagSamples: 100, Cores: 2}
