@@ -404,7 +404,6 @@ func (c *client) emit(res *result, s *spec, ec emitCtx) []metrics.Sample {
 	if res.tlsVersion != "" {
 		add("tls_version", res.tlsVersion)
 	}
-	failed := res.err != nil && res.status == 0
 	if res.err != nil {
 		add("error_code", strconv.Itoa(res.err.code))
 		if res.err.msg != "" {
@@ -413,7 +412,10 @@ func (c *client) emit(res *result, s *spec, ec emitCtx) []metrics.Sample {
 	}
 	var expected bool
 	if s.expected != nil {
-		expected = !failed && s.expected.match(res.status)
+		// A network error is status 0: expected only when the callback
+		// names 0 (k6 v1.8.1: expectedStatuses(0) or {min: 0, ...} keeps it
+		// out of http_req_failed; observed).
+		expected = s.expected.match(res.status)
 		add("expected_response", strconv.FormatBool(expected))
 	}
 	tags = tags.Merge(metrics.NewTagSet(extra...))

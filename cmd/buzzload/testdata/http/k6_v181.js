@@ -4,13 +4,16 @@
 // undefined; Response.error is the bare cause (`EOF`) and an unsupported
 // scheme is error_code 1000; a request's own { throw: true } throws a
 // GoError with the whole message; the summary data has
-// http_req_duration{expected_response:true} once requests were made.
+// http_req_duration{expected_response:true} once requests were made; a
+// network error is failed unless the response callback names status 0.
 // args: -i 1
 // exit: 0
 // stdout: has expected_response: true
 import http from "k6/http";
 import { check } from "k6";
-export const options = { noConnectionReuse: true, thresholds: { checks: ["rate==1"] } };
+// A network error (status 0) is failed unless the callback names 0.
+export const options = { noConnectionReuse: true, thresholds: { checks: ["rate==1"],
+  "http_req_failed{name:zero}": ["rate==0"], "http_req_failed{name:refused}": ["rate==1"] } };
 export default function () {
   const r = http.request("patch", `${__ENV.BASE}/echo`);
   check(r, {
@@ -33,6 +36,8 @@ export default function () {
     thrown = String(e);
   }
   check(thrown, { "a GoError with the whole message": (s) => s.startsWith("GoError: Get ") });
+  http.get(`http://${__ENV.REFUSED}/`, { tags: { name: "refused" } });
+  http.get(`http://${__ENV.REFUSED}/`, { tags: { name: "zero" }, responseCallback: http.expectedStatuses(0) });
 }
 export function handleSummary(data) {
   return { stdout: "has expected_response: " + ("http_req_duration{expected_response:true}" in data.metrics) + "\n" };
