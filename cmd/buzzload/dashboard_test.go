@@ -86,6 +86,10 @@ func TestWebDashboardLiveAndExport(t *testing.T) {
 	if !strings.Contains(live.dom, "live: ") {
 		t.Error("the live page does not say it is live")
 	}
+	// The ramp steps are drawn before the report gives their verdicts.
+	if !strings.Contains(live.dom, `class="band band-running"`) || !strings.Contains(live.dom, ">step 0<") {
+		t.Error("the live page draws no ramp step")
+	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}

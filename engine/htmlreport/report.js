@@ -76,7 +76,27 @@
     return a.length >= b.length ? a : b;
   }
   function steps(r) { var p = rep(r); return (p && p.steps) || []; }
+  // liveSteps are the ramp steps as the periods' Buzz operations show them
+  // (their step tags), before the report gives their verdicts: each from
+  // the first period it appears in to the last.
+  function liveSteps(r) {
+    var by = Object.create(null);
+    periods(r).forEach(function (w) {
+      (w.steps || []).forEach(function (label) {
+        if (!/^[0-9]+$/.test(label)) return;
+        var s = by[label] || (by[label] = { index: Number(label), start_s: num(w.start_s), end_s: num(w.end_s), reached: true, live: true });
+        s.start_s = Math.min(s.start_s, num(w.start_s));
+        s.end_s = Math.max(s.end_s, num(w.end_s));
+      });
+    });
+    var list = Object.keys(by).map(function (k) { return by[k]; }).sort(function (a, b) { return a.index - b.index; });
+    // A period holding the end of one step and the start of the next
+    // belongs to the next: the bands do not overlap.
+    for (var i = 0; i + 1 < list.length; i++) list[i].end_s = Math.min(list[i].end_s, list[i + 1].start_s);
+    return list;
+  }
   function verdict(s) {
+    if (s.live) return "running";
     if (!s.reached) return "unreached";
     if (s.aborted_at_s) return "cut";
     return s.abort_reason ? "failed" : "ok";
@@ -100,7 +120,7 @@
     var xm = opts.xMax || xMax;
     var X = function (x) { return L + (W - L - R) * num(x) / xm; };
     var Y = function (y) { return T + (H - T - B) * (1 - num(y) / ymax); };
-    var st = opts.steps === false ? [] : (runs.length ? steps(runs[0]) : []);
+    var st = opts.steps === false ? [] : (runs.length ? (steps(runs[0]).length ? steps(runs[0]) : liveSteps(runs[0])) : []);
     st.forEach(function (s) {
       var v = verdict(s);
       svg.appendChild(sv("rect", { x: X(s.start_s), y: T, width: Math.max(0, X(s.end_s) - X(s.start_s)), height: H - T - B,

@@ -2,6 +2,7 @@ package webdashboard
 
 import (
 	"math"
+	"sort"
 	"sync"
 	"time"
 
@@ -19,6 +20,10 @@ type Window struct {
 	Metrics map[string]*Point   `json:"metrics"`
 	Ops     map[string]*OpPoint `json:"ops,omitempty"`
 	Clients map[string]float64  `json:"clients,omitempty"`
+	// Steps are the ramp steps the Buzz operations of the window settled
+	// in (their step tag: "0", "1", ..., "shutdown"), so a live page draws
+	// the steps before the report gives their verdicts.
+	Steps []string `json:"steps,omitempty"`
 	// Merged is how many periods the window holds once old ones are merged
 	// to keep memory flat (0: one).
 	Merged int `json:"merged,omitempty"`
@@ -96,11 +101,12 @@ type aggregator struct {
 	cur     map[string]*acc
 	ops     map[string]*acc
 	clients map[string]float64
+	steps   map[string]bool // step tags seen in the current period
 	done    []Window
 }
 
 func newAggregator(start time.Time) *aggregator {
-	return &aggregator{start: start, from: start, cur: map[string]*acc{}, ops: map[string]*acc{}, clients: map[string]float64{}}
+	return &aggregator{start: start, from: start, cur: map[string]*acc{}, ops: map[string]*acc{}, clients: map[string]float64{}, steps: map[string]bool{}}
 }
 
 func (g *aggregator) get(m map[string]*acc, name string, typ metrics.Type) *acc {
@@ -142,6 +148,9 @@ func (g *aggregator) add(samples []metrics.Sample) {
 			op, ok := s.Tags.Get("op")
 			if !ok {
 				continue
+			}
+			if st, ok := s.Tags.Get("step"); ok && !g.steps[st] {
+				g.steps[st] = true
 			}
 			o := g.get(g.ops, op, metrics.Trend)
 			switch s.Metric.Name {
@@ -216,6 +225,11 @@ func (g *aggregator) close(now time.Time) Window {
 			w.Clients[k] = v // a gauge: the last value holds until the next
 		}
 	}
+	for st := range g.steps {
+		w.Steps = append(w.Steps, st)
+		delete(g.steps, st)
+	}
+	sort.Strings(w.Steps)
 	g.from = now
 	g.done = append(g.done, w)
 	if len(g.done) > maxWindows {
@@ -264,6 +278,14 @@ func mergeOlderHalf(ws []Window) []Window {
 
 func mergeWindows(a, b Window) Window {
 	w := Window{StartS: a.StartS, EndS: b.EndS, Metrics: map[string]*Point{}, Clients: b.Clients, Merged: max(a.Merged, 1) + max(b.Merged, 1)}
+	seen := map[string]bool{}
+	for _, st := range append(append([]string(nil), a.Steps...), b.Steps...) {
+		if !seen[st] {
+			seen[st] = true
+			w.Steps = append(w.Steps, st)
+		}
+	}
+	sort.Strings(w.Steps)
 	for _, src := range []map[string]*Point{a.Metrics, b.Metrics} {
 		for name, p := range src {
 			q := w.Metrics[name]

@@ -71,7 +71,7 @@ func TestAggregatorWindows(t *testing.T) {
 	m := testMetrics(t)
 	t0 := time.Now()
 	g := newAggregator(t0)
-	op := metrics.NewTagSet(metrics.Tag{Key: "op", Value: "publish"})
+	op := metrics.NewTagSet(metrics.Tag{Key: "op", Value: "publish"}, metrics.Tag{Key: "step", Value: "1"})
 	var ss []metrics.Sample
 	for i := 1; i <= 1000; i++ {
 		ss = append(ss, metrics.Sample{Metric: m["http_req_duration"], Value: float64(i)},
@@ -106,9 +106,12 @@ func TestAggregatorWindows(t *testing.T) {
 	if w.Clients["human"] != 12 {
 		t.Errorf("clients %v", w.Clients)
 	}
+	if len(w.Steps) != 1 || w.Steps[0] != "1" {
+		t.Errorf("steps %v, want the ops' step tag", w.Steps)
+	}
 	w2 := g.close(t0.Add(3 * time.Second))
 	// A gauge holds its value into a period without samples.
-	if len(w2.Metrics) != 2 || w2.Metrics["vus"].Value != 7 || w2.Metrics[clientsName].Value != 12 || len(w2.Ops) != 0 || w2.Clients["human"] != 12 || w2.StartS != 2 {
+	if len(w2.Metrics) != 2 || w2.Metrics["vus"].Value != 7 || w2.Metrics[clientsName].Value != 12 || len(w2.Ops) != 0 || w2.Clients["human"] != 12 || w2.StartS != 2 || len(w2.Steps) != 0 {
 		t.Errorf("the next period %+v", w2)
 	}
 }
