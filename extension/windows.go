@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	halves "github.com/buzzload/buzzload/engine/downsample"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -161,17 +162,7 @@ func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
 }
 
 // downsample merges the older half of the windows pairwise.
-func downsample(ws []WindowReport) []WindowReport {
-	half := len(ws) / 2
-	out := make([]WindowReport, 0, len(ws)-half/2)
-	for i := 0; i+1 < half; i += 2 {
-		out = append(out, mergeWindows(ws[i], ws[i+1]))
-	}
-	if half%2 == 1 {
-		out = append(out, ws[half-1])
-	}
-	return append(out, ws[half:]...)
-}
+func downsample(ws []WindowReport) []WindowReport { return halves.OlderHalf(ws, mergeWindows) }
 
 func mergeWindows(a, b WindowReport) WindowReport {
 	m := WindowReport{StartS: a.StartS, EndS: b.EndS, Merged: max(a.Merged, 1) + max(b.Merged, 1),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/buzzload/buzzload/engine/downsample"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
@@ -233,7 +234,7 @@ func (g *aggregator) close(now time.Time) Window {
 	g.from = now
 	g.done = append(g.done, w)
 	if len(g.done) > maxWindows {
-		g.done = mergeOlderHalf(g.done)
+		g.done = downsample.OlderHalf(g.done, mergeWindows)
 	}
 	return w
 }
@@ -261,21 +262,9 @@ func (g *aggregator) windows() []Window {
 	return append([]Window(nil), g.done...)
 }
 
-// mergeOlderHalf merges the older half of ws pairwise: counts and sums add,
-// a gauge keeps the later value, a percentile the larger of the two (an
-// upper bound; p50 the count-weighted mean).
-func mergeOlderHalf(ws []Window) []Window {
-	half := len(ws) / 2
-	out := make([]Window, 0, len(ws))
-	for i := 0; i+1 < half; i += 2 {
-		out = append(out, mergeWindows(ws[i], ws[i+1]))
-	}
-	if half%2 == 1 {
-		out = append(out, ws[half-1])
-	}
-	return append(out, ws[half:]...)
-}
-
+// mergeWindows merges two adjacent periods: counts and sums add, a gauge
+// keeps the later value, a percentile the larger of the two (an upper
+// bound; p50 the count-weighted mean).
 func mergeWindows(a, b Window) Window {
 	w := Window{StartS: a.StartS, EndS: b.EndS, Metrics: map[string]*Point{}, Clients: b.Clients, Merged: max(a.Merged, 1) + max(b.Merged, 1)}
 	seen := map[string]bool{}
