@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/thresholds"
@@ -68,6 +70,9 @@ type Control struct {
 	done    chan struct{} // closed when the run's last phase ended
 	stopCh  chan struct{} // closed by Stop
 	r       *runner       // nil until Run starts
+	// external: the plan has an externally-controlled scenario (set when
+	// the test is loaded; SetVUs before the start reads it).
+	external atomic.Bool
 }
 
 // NewControl is the control of a run that waits for a resume when paused.
@@ -119,12 +124,40 @@ func (c *Control) Status() StatusInfo {
 	if r != nil {
 		if s := r.sched.Load(); s != nil {
 			st.VUs, st.VUsMax = s.ActiveVUs(), s.AllocatedVUs()
+			if e := s.External(); e != nil {
+				st.VUs, st.VUsMax = e.Status() // what was asked for, as k6 reports it
+			}
 		} else if p := r.poolRef.Load(); p != nil {
 			st.VUsMax = p.Allocated()
 		}
 		st.Tainted = r.tainted.Load()
 	}
 	return st
+}
+
+// SetVUs changes an externally-controlled scenario's VUs and maximum
+// (PATCH /v1/status vus, vus-max), with k6's refusals; a run without one,
+// or not started yet, refuses too.
+func (c *Control) SetVUs(vus, vusMax *int64) error {
+	c.mu.Lock()
+	r := c.r
+	c.mu.Unlock()
+	var s *executor.Scheduler
+	if r != nil {
+		s = r.sched.Load()
+	}
+	if s == nil {
+		// Before the start: k6's refusal when no scenario could take it.
+		if c.external.Load() {
+			return errors.New("the scenarios have not started yet")
+		}
+		return executor.ErrNoExternal
+	}
+	e := s.External()
+	if e == nil {
+		return executor.ErrNoExternal
+	}
+	return e.Update(vus, vusMax)
 }
 
 // SetPaused resumes a paused run (false) or refuses: a run that is not

@@ -23,7 +23,7 @@ const (
 	RampingVUs           = "ramping-vus"
 	ConstantArrivalRate  = "constant-arrival-rate"
 	RampingArrivalRate   = "ramping-arrival-rate"
-	externallyControlled = "externally-controlled"
+	ExternallyControlled = "externally-controlled"
 )
 
 // Defaults shared by the executors (docs/k6-compat.md §2).
@@ -78,12 +78,13 @@ var scenarioName = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
 var commonKeys = []string{"executor", "startTime", "gracefulStop", "exec", "env", "tags", "options"}
 
 var executorKeys = map[string][]string{
-	SharedIterations:    {"vus", "iterations", "maxDuration"},
-	PerVUIterations:     {"vus", "iterations", "maxDuration"},
-	ConstantVUs:         {"vus", "duration"},
-	RampingVUs:          {"startVUs", "stages", "gracefulRampDown"},
-	ConstantArrivalRate: {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
-	RampingArrivalRate:  {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
+	SharedIterations:     {"vus", "iterations", "maxDuration"},
+	PerVUIterations:      {"vus", "iterations", "maxDuration"},
+	ConstantVUs:          {"vus", "duration"},
+	RampingVUs:           {"startVUs", "stages", "gracefulRampDown"},
+	ConstantArrivalRate:  {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
+	RampingArrivalRate:   {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
+	ExternallyControlled: {"vus", "maxVUs", "duration"},
 }
 
 // ParseScenarios parses the `scenarios` object of the options into validated
@@ -113,6 +114,15 @@ func ParseScenarios(raw json.RawMessage) ([]Config, []string, error) {
 			continue
 		}
 		configs = append(configs, c)
+	}
+	ext := 0
+	for _, c := range configs {
+		if _, ok := c.(*ExternallyControlledConfig); ok {
+			ext++
+		}
+	}
+	if ext > 1 {
+		errs = append(errs, configerr.Errorf("", "scenarios", "at most one externally-controlled scenario: the REST API sets one scenario's VUs"))
 	}
 	if len(errs) > 0 {
 		return nil, warnings, errors.Join(errs...)
@@ -149,9 +159,6 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 	if p.errs != nil {
 		return nil, nil, errors.Join(p.errs...)
 	}
-	if typ == externallyControlled {
-		return nil, nil, configerr.Errorf(name, "executor", "externally-controlled is not supported by buzzload (its VUs are set live through the REST API's vus and vus-max, which buzzload refuses; removed in k6 v2); use constant-vus or ramping-vus")
-	}
 	keys, ok := executorKeys[typ]
 	if !ok {
 		return nil, nil, configerr.Errorf(name, "executor", "unknown executor %q (one of %s)", typ, strings.Join(ExecutorTypes(), ", "))
@@ -179,6 +186,16 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 		} else {
 			c = &PerVUIterationsConfig{BaseConfig: base, VUs: vus, Iterations: iters, MaxDuration: maxDur}
 		}
+	case ExternallyControlled:
+		cc := &ExternallyControlledConfig{BaseConfig: base, VUs: 1, MaxVUs: -1}
+		p.integer("vus", &cc.VUs)
+		p.integer("maxVUs", &cc.MaxVUs)
+		p.required("duration")
+		p.duration("duration", &cc.Duration)
+		if cc.MaxVUs < 0 {
+			cc.MaxVUs = cc.VUs // k6: maxVUs defaults to vus
+		}
+		c = cc
 	case ConstantVUs:
 		cc := &ConstantVUsConfig{BaseConfig: base, VUs: 1}
 		p.integer("vus", &cc.VUs)
@@ -245,7 +262,7 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 
 // ExecutorTypes lists the supported executor names.
 func ExecutorTypes() []string {
-	return []string{SharedIterations, PerVUIterations, ConstantVUs, RampingVUs, ConstantArrivalRate, RampingArrivalRate}
+	return []string{SharedIterations, PerVUIterations, ConstantVUs, RampingVUs, ConstantArrivalRate, RampingArrivalRate, ExternallyControlled}
 }
 
 // fieldParser reads typed fields out of one JSON object and collects errors

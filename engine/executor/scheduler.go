@@ -147,7 +147,13 @@ type Scheduler struct {
 	errOnce sync.Once
 	err     error
 	cancel  context.CancelFunc
+	// ext is the externally-controlled scenario's control (nil without one).
+	ext *External
 }
+
+// External is the control of the run's externally-controlled scenario, or
+// nil (the REST API's PATCH /v1/status vus and vus-max).
+func (s *Scheduler) External() *External { return s.ext }
 
 // NewScheduler prepares to run plan on pool. obs may be nil.
 func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {
@@ -160,6 +166,8 @@ func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {
 		r := &scenarioRun{sched: s, cfg: c}
 		r.info = ScenarioInfo{Name: b.Name, Executor: b.Type, Exec: b.Exec, Env: b.Env, Tags: b.Tags, Options: b.Options, Config: c, run: r}
 		switch cc := c.(type) {
+		case *ExternallyControlledConfig:
+			s.ext = newExternal(cc.VUs, cc.MaxVUs)
 		case *RampingVUsConfig:
 			r.stages = cc.Stages
 		case *RampingArrivalRateConfig:
@@ -327,6 +335,8 @@ func (r *scenarioRun) execute(ctx context.Context) {
 		r.runLoopingVUs(ctx, t.ScaleInt64(c.VUs), c.Duration, c.GracefulStop)
 	case *RampingVUsConfig:
 		r.runRampingVUs(ctx, c, t)
+	case *ExternallyControlledConfig:
+		r.runExternal(ctx, c, t)
 	case *ConstantArrivalRateConfig:
 		sched := c.Schedule()
 		r.runArrivalRate(ctx, sched, c.Duration, c.GracefulStop, c.PreAllocatedVUs, c.MaxVUs, t)

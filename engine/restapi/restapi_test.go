@@ -270,7 +270,7 @@ func TestStatusCodesOfBadRequests(t *testing.T) {
 		want               int
 	}{
 		{http.MethodPatch, "/v1/status", `{"data":`, http.StatusBadRequest},
-		{http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus":3}}}`, http.StatusInternalServerError},
+		{http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus":3}}}`, http.StatusInternalServerError}, // no externally-controlled scenario
 		{http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus-max":3}}}`, http.StatusInternalServerError},
 		{http.MethodPost, "/v1/status", "", http.StatusMethodNotAllowed},
 		{http.MethodDelete, "/v1/setup", "", http.StatusMethodNotAllowed},
@@ -370,5 +370,42 @@ func TestPausedRunsClockStartsAtTheResume(t *testing.T) {
 	// max: the latest of setup's and the iterations' readings.
 	if max, _ := s["max"].(float64); max >= float64(paused.Milliseconds())-500 {
 		t.Fatalf("the test's clock read %.0f ms after a %s pause: it started before the resume", max, paused)
+	}
+}
+
+// The externally-controlled executor (issue 28 item 5): PATCH /v1/status
+// sets its VUs while it runs, with k6 v1.8.1's answers (observed): the new
+// number at once in the status, 400 "Config update error" over vus-max,
+// below the starting vus-max or negative; the VUs really change.
+func TestExternallyControlledVUs(t *testing.T) {
+	src := `
+import { sleep } from "k6";
+import exec from "k6/execution";
+import { Gauge } from "k6/metrics";
+const seen = new Gauge("seen_vus");
+export const options = { scenarios: { ec: { executor: "externally-controlled", vus: 1, maxVUs: 3, duration: "3s" } } };
+export default function () { seen.add(exec.instance.vusActive); sleep(0.1); }`
+	l := startRun(t, src, false, nil)
+	l.waitStatus(func(a map[string]any) bool { return a["status"] == float64(engine.StatusStarted) || a["vus"] == float64(1) })
+	if code, doc, _ := l.do(http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus":3}}}`); code != http.StatusOK || attrs(doc)["vus"] != float64(3) || attrs(doc)["vus-max"] != float64(3) {
+		t.Fatalf("vus 3: %d %v", code, doc)
+	}
+	for body, want := range map[string]string{
+		`{"data":{"attributes":{"vus":5}}}`:     "invalid configuration supplied: the number of active VUs (5) must be less than or equal to the number of maxVUs (3)",
+		`{"data":{"attributes":{"vus-max":2}}}`: "the new number of max VUs cannot be lower than the starting number of max VUs (3)",
+		`{"data":{"attributes":{"vus":-1}}}`:    "invalid configuration supplied: the number of VUs can't be negative",
+	} {
+		code, doc, _ := l.do(http.MethodPatch, "/v1/status", body)
+		errs, _ := doc["errors"].([]any)
+		if code != http.StatusBadRequest || len(errs) != 1 || errs[0].(map[string]any)["detail"] != want || errs[0].(map[string]any)["title"] != "Config update error" {
+			t.Errorf("%s: %d %v", body, code, doc)
+		}
+	}
+	if res := l.result(); res.ExitCode != 0 {
+		t.Fatalf("exit %d %v", res.ExitCode, res.Err)
+	}
+	code, doc, _ := l.do(http.MethodGet, "/v1/metrics/seen_vus", "")
+	if s, _ := attrs(doc)["sample"].(map[string]any); code != http.StatusOK || s["value"] != float64(3) {
+		t.Errorf("the VUs did not become 3: %d %v", code, doc)
 	}
 }
