@@ -386,7 +386,9 @@ const seen = new Gauge("seen_vus");
 export const options = { scenarios: { ec: { executor: "externally-controlled", vus: 1, maxVUs: 3, duration: "3s" } } };
 export default function () { seen.add(exec.instance.vusActive); sleep(0.1); }`
 	l := startRun(t, src, false, nil)
-	l.waitStatus(func(a map[string]any) bool { return a["status"] == float64(engine.StatusStarted) || a["vus"] == float64(1) })
+	l.waitStatus(func(a map[string]any) bool {
+		return a["status"] == float64(engine.StatusStarted) || a["vus"] == float64(1)
+	})
 	if code, doc, _ := l.do(http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus":3}}}`); code != http.StatusOK || attrs(doc)["vus"] != float64(3) || attrs(doc)["vus-max"] != float64(3) {
 		t.Fatalf("vus 3: %d %v", code, doc)
 	}
