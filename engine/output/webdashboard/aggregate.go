@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/buzzload/buzzload/engine/downsample"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -30,12 +28,12 @@ type Window struct {
 	Merged int `json:"merged,omitempty"`
 }
 
-// Point is one metric over one window. N counts the samples; a Counter
+// Point is one metric over one window: a Counter
 // has Sum, a Gauge its last Value, a Rate its share of non-zero samples
-// in Value (Passes of N), a Trend its statistics.
+// in Value (Passes of N samples), a Trend its N samples' statistics.
 type Point struct {
 	Type   string  `json:"t"` // counter, gauge, rate or trend
-	N      int64   `json:"n"`
+	N      int64   `json:"n,omitempty"` // a Rate's or a Trend's samples
 	Sum    float64 `json:"sum,omitempty"`
 	Value  float64 `json:"value,omitempty"`
 	Passes int64   `json:"passes,omitempty"`
@@ -69,54 +67,31 @@ const (
 	clientsName = "buzz_clients"
 )
 
-// acc accumulates one metric (or one op) in the current period.
-type acc struct {
-	typ               metrics.Type
-	n, nonzero        int64
-	sum, last, maxVal float64
-	h                 *hdrhistogram.Histogram // trends: kept and reset, not reallocated
-	errs, thr         int64                   // ops
-	seen              bool                    // a gauge had a value
+// opAcc is one Buzz operation in the current period: its settled count,
+// errors, throttles and the latency of its successes.
+type opAcc struct {
+	n, errs, thr int64
+	dur          *metrics.TrendSink
 }
 
-// hist records a trend's values in thousandths (µs for times) up to an
-// hour, at 2 significant digits: 1 % is enough for a plot, and the
-// histogram stays small (tens of KB) however many samples a period has.
-func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 3_600_000_000, 2) }
-
-func (a *acc) record(v float64) {
-	if a.h == nil {
-		a.h = newHist()
-	}
-	x := int64(math.Round(v * 1000))
-	_ = a.h.RecordValue(min(max(x, 1), 3_600_000_000))
-}
-
-func (a *acc) quantile(q float64) float64 { return float64(a.h.ValueAtQuantile(q)) / 1000 }
-
-// aggregator turns samples into windows.
+// aggregator turns samples into windows. A period's values go into the
+// engine's own sinks (the summary's: exact count, sum, min and max, a
+// sparse HDR histogram for a Trend's percentiles), emptied when it closes.
 type aggregator struct {
 	mu      sync.Mutex
 	start   time.Time
 	from    time.Time // the current period's start
-	cur     map[string]*acc
-	ops     map[string]*acc
+	cur     map[*metrics.Metric]metrics.Sink
+	held    map[string]float64 // a gauge's last value, held into periods without samples
+	ops     map[string]*opAcc
 	clients map[string]float64
 	steps   map[string]bool // step tags seen in the current period
 	done    []Window
 }
 
 func newAggregator(start time.Time) *aggregator {
-	return &aggregator{start: start, from: start, cur: map[string]*acc{}, ops: map[string]*acc{}, clients: map[string]float64{}, steps: map[string]bool{}}
-}
-
-func (g *aggregator) get(m map[string]*acc, name string, typ metrics.Type) *acc {
-	a := m[name]
-	if a == nil {
-		a = &acc{typ: typ}
-		m[name] = a
-	}
-	return a
+	return &aggregator{start: start, from: start, cur: map[*metrics.Metric]metrics.Sink{}, held: map[string]float64{},
+		ops: map[string]*opAcc{}, clients: map[string]float64{}, steps: map[string]bool{}}
 }
 
 // add takes a batch of samples into the current period.
@@ -128,22 +103,14 @@ func (g *aggregator) add(samples []metrics.Sample) {
 		if s.Metric == nil {
 			continue
 		}
-		a := g.get(g.cur, s.Metric.Name, s.Metric.Type)
-		a.n++
-		switch s.Metric.Type {
-		case metrics.Counter:
-			a.sum += s.Value
-		case metrics.Gauge:
-			a.last = s.Value
-		case metrics.Rate:
-			if s.Value != 0 {
-				a.nonzero++
+		sk := g.cur[s.Metric]
+		if sk == nil {
+			if sk = metrics.NewSink(s.Metric.Type); sk == nil {
+				continue
 			}
-		case metrics.Trend:
-			a.sum += s.Value
-			a.maxVal = max(a.maxVal, s.Value)
-			a.record(s.Value)
+			g.cur[s.Metric] = sk
 		}
+		sk.Add(s.Value, s.Time)
 		switch s.Metric.Name {
 		case opDuration, opFailed, opThrottled:
 			op, ok := s.Tags.Get("op")
@@ -153,10 +120,14 @@ func (g *aggregator) add(samples []metrics.Sample) {
 			if st, ok := s.Tags.Get("step"); ok && !g.steps[st] {
 				g.steps[st] = true
 			}
-			o := g.get(g.ops, op, metrics.Trend)
+			o := g.ops[op]
+			if o == nil {
+				o = &opAcc{dur: metrics.NewTrendSink()}
+				g.ops[op] = o
+			}
 			switch s.Metric.Name {
 			case opDuration:
-				o.record(s.Value)
+				o.dur.Add(s.Value, s.Time)
 			case opFailed:
 				o.n++
 				if s.Value != 0 {
@@ -174,50 +145,59 @@ func (g *aggregator) add(samples []metrics.Sample) {
 	}
 }
 
+// point is one metric's sink over the period as a Point.
+func point(sk metrics.Sink) *Point {
+	p := &Point{Type: sk.Type().String()}
+	switch x := sk.(type) {
+	case *metrics.CounterSink:
+		p.Sum = x.Sum()
+	case *metrics.GaugeSink:
+		p.Value = x.Last()
+	case *metrics.RateSink:
+		p.N, p.Passes = x.Total(), x.Passes()
+		p.Value, _ = x.Ratio()
+	case *metrics.TrendSink:
+		p.N, p.Avg, p.Max = x.Count(), x.Avg(), x.Max()
+		p.P50, p.P95, p.P99 = x.Percentile(50), x.Percentile(95), x.Percentile(99)
+	}
+	return p
+}
+
 // close ends the current period at now and returns its window.
 func (g *aggregator) close(now time.Time) Window {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	w := Window{StartS: secs(g.from.Sub(g.start)), EndS: secs(now.Sub(g.start)), Metrics: make(map[string]*Point, len(g.cur))}
-	for name, a := range g.cur {
-		if a.n == 0 {
-			if a.typ == metrics.Gauge && a.seen {
-				// A gauge holds its value until the next sample (the VU
-				// count is sampled once a second, not every period).
-				w.Metrics[name] = &Point{Type: a.typ.String(), Value: a.last}
-			}
+	for m, sk := range g.cur {
+		if sk.IsEmpty() {
 			continue
 		}
-		a.seen = true
-		p := &Point{Type: a.typ.String(), N: a.n}
-		switch a.typ {
-		case metrics.Counter:
-			p.Sum = a.sum
-		case metrics.Gauge:
-			p.Value = a.last
-		case metrics.Rate:
-			p.Passes, p.Value = a.nonzero, float64(a.nonzero)/float64(a.n)
-		case metrics.Trend:
-			p.Avg, p.Max = a.sum/float64(a.n), a.maxVal
-			p.P50, p.P95, p.P99 = a.quantile(50), a.quantile(95), a.quantile(99)
-			a.h.Reset()
+		w.Metrics[m.Name] = point(sk)
+		if gs, ok := sk.(*metrics.GaugeSink); ok {
+			g.held[m.Name] = gs.Last()
 		}
-		a.n, a.nonzero, a.sum, a.maxVal = 0, 0, 0, 0
-		w.Metrics[name] = p
+		sk.Reset()
+	}
+	for name, v := range g.held {
+		if w.Metrics[name] == nil {
+			// A gauge holds its value until the next sample (the VU count
+			// is sampled once a second, not every period).
+			w.Metrics[name] = &Point{Type: metrics.Gauge.String(), Value: v}
+		}
 	}
 	if len(g.ops) > 0 {
 		w.Ops = map[string]*OpPoint{}
-		for op, a := range g.ops {
-			if a.n == 0 {
+		for name, o := range g.ops {
+			if o.n == 0 {
 				continue
 			}
-			o := &OpPoint{Count: a.n, Errors: a.errs, Throttled: a.thr}
-			if a.h != nil && a.h.TotalCount() > 0 {
-				o.P50Ms, o.P95Ms, o.P99Ms = a.quantile(50), a.quantile(95), a.quantile(99)
-				a.h.Reset()
+			pt := &OpPoint{Count: o.n, Errors: o.errs, Throttled: o.thr}
+			if !o.dur.IsEmpty() {
+				pt.P50Ms, pt.P95Ms, pt.P99Ms = o.dur.Percentile(50), o.dur.Percentile(95), o.dur.Percentile(99)
 			}
-			a.n, a.errs, a.thr = 0, 0, 0
-			w.Ops[op] = o
+			w.Ops[name] = pt
+			o.n, o.errs, o.thr = 0, 0, 0
+			o.dur.Reset()
 		}
 	}
 	if len(g.clients) > 0 {
