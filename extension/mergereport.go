@@ -12,7 +12,7 @@ import (
 // Steps section, no windows and no verdict). The instances ran the same
 // scenario at once, each a share of the clients, so the same step or
 // window of each covers the same time: counts add; a percentile cannot be
-// recombined from percentiles, so p50 is the count-weighted mean and
+// recombined from percentiles, so p50 is the mean weighted by successes and
 // p95/p99/max the worst instance's (an upper bound, said in the report's
 // warnings). Windows merge by position when every instance has them at
 // the same times (runs started together, --start-at). The verdict: the
@@ -89,7 +89,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string) (*R
 			out.Sweep = r.Sweep
 		}
 	}
-	out.Warnings = append(out.Warnings, fmt.Sprintf("merged from %d instances: counts add; p50 is the count-weighted mean of theirs, p95/p99/max the worst instance's (an upper bound)", len(reps)))
+	out.Warnings = append(out.Warnings, fmt.Sprintf("merged from %d instances: counts add; p50 is the mean of theirs weighted by successes, p95/p99/max the worst instance's (an upper bound)", len(reps)))
 	// The verdict.
 	if len(thresholdsFailed) > 0 {
 		out.AbortReason = "thresholds crossed on the merged data: " + strings.Join(thresholdsFailed, ", ")
@@ -139,8 +139,8 @@ func mergeOps(all []map[string]*OpReport) map[string]*OpReport {
 				out[op] = &c
 				continue
 			}
-			if n := q.Count + o.Count; n > 0 {
-				q.P50Ms = (q.P50Ms*float64(q.Count) + o.P50Ms*float64(o.Count)) / float64(n)
+			if n := q.OK + o.OK; n > 0 { // p50 is of the successes
+				q.P50Ms = (q.P50Ms*float64(q.OK) + o.P50Ms*float64(o.OK)) / float64(n)
 			}
 			if n := q.Scheduled + o.Scheduled; n > 0 {
 				q.DueP50Ms = (q.DueP50Ms*float64(q.Scheduled) + o.DueP50Ms*float64(o.Scheduled)) / float64(n)
@@ -224,18 +224,7 @@ func addWindow(w *WindowReport, rw WindowReport) {
 		w.Clients[k] += n
 	}
 	for op, o := range rw.Ops {
-		q := w.Ops[op]
-		if q == nil {
-			c := *o
-			w.Ops[op] = &c
-			continue
-		}
-		if n := q.Count + o.Count; n > 0 {
-			q.P50Ms = round3((q.P50Ms*float64(q.Count) + o.P50Ms*float64(o.Count)) / float64(n))
-		}
-		q.Count, q.Errors, q.Throttled = q.Count+o.Count, q.Errors+o.Errors, q.Throttled+o.Throttled
-		q.P95Ms, q.P99Ms = max(q.P95Ms, o.P95Ms), max(q.P99Ms, o.P99Ms)
-		q.DueP99Ms, q.LagP99Ms = max(q.DueP99Ms, o.DueP99Ms), max(q.LagP99Ms, o.LagP99Ms)
+		addWindowOp(w.Ops, op, o)
 	}
 }
 

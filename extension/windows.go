@@ -169,25 +169,34 @@ func mergeWindows(a, b WindowReport) WindowReport {
 		Warmup: a.Warmup || b.Warmup, Clients: b.Clients, Ops: map[string]*WindowOp{}}
 	for _, w := range []WindowReport{a, b} {
 		for op, o := range w.Ops {
-			cur := m.Ops[op]
-			if cur == nil {
-				cp := *o
-				m.Ops[op] = &cp
-				continue
-			}
-			okA, okB := cur.Count-cur.Errors-cur.Throttled, o.Count-o.Errors-o.Throttled
-			if okA+okB > 0 {
-				cur.P50Ms = round3((cur.P50Ms*float64(okA) + o.P50Ms*float64(okB)) / float64(okA+okB))
-			}
-			cur.P95Ms = max(cur.P95Ms, o.P95Ms)
-			cur.DueP99Ms, cur.LagP99Ms = max(cur.DueP99Ms, o.DueP99Ms), max(cur.LagP99Ms, o.LagP99Ms)
-			cur.P99Ms = max(cur.P99Ms, o.P99Ms)
-			cur.Count += o.Count
-			cur.Errors += o.Errors
-			cur.Throttled += o.Throttled
+			addWindowOp(m.Ops, op, o)
 		}
 	}
 	return m
+}
+
+// addWindowOp adds o to ops[op]: counts add, p50 is the mean of the two
+// weighted by their successes (what it is a percentile of), the other
+// percentiles the larger (an upper bound). Adjacent windows merge so
+// (downsampling), and the same window of a distributed run's instances
+// (MergeReports).
+func addWindowOp(ops map[string]*WindowOp, op string, o *WindowOp) {
+	cur := ops[op]
+	if cur == nil {
+		cp := *o
+		ops[op] = &cp
+		return
+	}
+	okA, okB := cur.Count-cur.Errors-cur.Throttled, o.Count-o.Errors-o.Throttled
+	if okA+okB > 0 {
+		cur.P50Ms = round3((cur.P50Ms*float64(okA) + o.P50Ms*float64(okB)) / float64(okA+okB))
+	}
+	cur.P95Ms = max(cur.P95Ms, o.P95Ms)
+	cur.DueP99Ms, cur.LagP99Ms = max(cur.DueP99Ms, o.DueP99Ms), max(cur.LagP99Ms, o.LagP99Ms)
+	cur.P99Ms = max(cur.P99Ms, o.P99Ms)
+	cur.Count += o.Count
+	cur.Errors += o.Errors
+	cur.Throttled += o.Throttled
 }
 
 // list returns the closed windows.
