@@ -44,15 +44,6 @@ func takeDashboard(outs []string, environ []string) ([]string, *webdashboard.Con
 	return rest, &c, nil
 }
 
-func envMap(environ []string) map[string]string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
 
 // finishDashboard ends the dashboard after the run: the export and the
 // live pages get the run's Buzz report when it has one.

@@ -255,13 +255,19 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 
 // lookupFrom makes an envconfig lookup over a KEY=VALUE list.
 func lookupFrom(environ []string) func(string) (string, bool) {
+	m := envMap(environ)
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// envMap is a KEY=VALUE list as a map.
+func envMap(environ []string) map[string]string {
 	m := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			m[k] = v
 		}
 	}
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	return m
 }
 
 func optErr(format string, a ...any) error {
