@@ -78,7 +78,7 @@ func classify(err error, timedOut bool) *reqError {
 	}
 	re := classifyWhole(err, timedOut)
 	var uErr *url.Error
-	if re.cause == "" && re.msg != "request timeout" && errors.As(err, &uErr) && uErr.Err != nil {
+	if re.cause == "" && re.code != codeTimeout && errors.As(err, &uErr) && uErr.Err != nil {
 		c := *re
 		c.cause = uErr.Err.Error()
 		return &c
