@@ -5,6 +5,7 @@ package extension
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,8 +77,8 @@ func (r *Report) Text() string {
 			if g.MachinePct > 0 {
 				machine = fmt.Sprintf(" (the machine: %.0f %% of all CPUs)", g.MachinePct)
 			}
-			fmt.Fprintf(&b, "    generator: this process's CPU %.0f %% of %d cores%s, scheduling lag p99 %.1f ms over %d scheduled operations\n",
-				g.CPUPct, g.Cores, machine, g.LagP99Ms, g.LagSamples)
+			fmt.Fprintf(&b, "    generator: this process's CPU %s %% of %d cores%s, scheduling lag p99 %.1f ms over %d scheduled operations\n",
+				pct(g.CPUPct), g.Cores, machine, g.LagP99Ms, g.LagSamples)
 			if g.Saturated {
 				fmt.Fprintf(&b, "    ⚠ generator saturated (this process): %s — these latencies measure the generator too\n", tc(g.Reason))
 			}
@@ -245,4 +246,13 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport, legend *bool) {
 // op's p99, so the latency from the due time tells more than the send's.
 func lateNotable(o *OpReport) bool {
 	return o.DueP99Ms-o.P99Ms >= 5 && o.DueP99Ms >= 1.1*o.P99Ms
+}
+
+// pct is a percentage for the console: one decimal below 10 (a quiet
+// generator's 0.5 % is not "0 %"), none above.
+func pct(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }

@@ -50,3 +50,14 @@ func TestDueLatencyLineOnlyWhereLatenessShows(t *testing.T) {
 		t.Errorf("due-time lines:\n%s", out)
 	}
 }
+
+// A quiet generator's CPU reads 0.5 %, not 0 %; a busy one's without
+// decimals.
+func TestGeneratorLineShowsSmallShares(t *testing.T) {
+	for cpu, want := range map[float64]string{0.5: "this process's CPU 0.5 % of 2 cores", 87.4: "this process's CPU 87 % of 2 cores"} {
+		r := &Report{RunID: "r", Scenario: "s", Steps: []StepReport{{Reached: true, Generator: &GeneratorReport{CPUPct: cpu, Cores: 2}}}}
+		if out := r.Text(); !strings.Contains(out, want) {
+			t.Errorf("%v: want %q in\n%s", cpu, want, out)
+		}
+	}
+}
