@@ -198,3 +198,50 @@ func TestCompareTableEscapesControlCharacters(t *testing.T) {
 		t.Fatalf("escaped names missing:\n%s", out.String())
 	}
 }
+
+// report and compare take runs of plain k6 scripts (issue 29 item 3): a
+// --result file and a --summary-export, their Trend metrics as rows
+// (count = samples), the page drawn in Chromium with no console line.
+func TestPlainK6RunsInReportAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	script := `import { sleep } from "k6";
+import { Trend } from "k6/metrics";
+const think = new Trend("think_ms", true);
+export const options = { vus: 2, iterations: 20, summaryTrendStats: ["avg", "min", "med", "max", "p(95)", "p(99)"] };
+export default function () { const t = Date.now(); sleep(0.01); think.add(Date.now() - t); }
+`
+	if err := os.WriteFile(filepath.Join(dir, "plain.js"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runBin(t, dir, nil, "run", "-q", "--result", "res.json", "--summary-export", "sum.json", "plain.js"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs := runBin(t, dir, nil, "compare", "--json", "res.json", "sum.json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s", code, errs)
+	}
+	var c struct {
+		Ops []struct {
+			Op   string
+			A, B *struct{ Count int64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("compare --json: %v\n%s", err, out)
+	}
+	rows := map[string]bool{}
+	for _, r := range c.Ops {
+		rows[r.Op] = true
+		if r.Op == "iteration_duration" && (r.A == nil || r.B == nil || r.A.Count != 20 || r.B.Count != 20) {
+			t.Errorf("iteration_duration counts: %+v %+v", r.A, r.B)
+		}
+	}
+	if !rows["iteration_duration"] || !rows["think_ms"] {
+		t.Errorf("rows %v, want the run's trends", rows)
+	}
+	if code, _, errs := runBin(t, dir, nil, "report", "-o", "plain.html", "res.json"); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, errs)
+	}
+	chromiumPath(t)
+	checkPage(t, filepath.Join(dir, "plain.html"), []string{"ops-summary"}, nil)
+}
