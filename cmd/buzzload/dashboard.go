@@ -44,7 +44,6 @@ func takeDashboard(outs []string, environ []string) ([]string, *webdashboard.Con
 	return rest, &c, nil
 }
 
-
 // finishDashboard ends the dashboard after the run: the export and the
 // live pages get the run's Buzz report when it has one.
 func finishDashboard(d *webdashboard.Dashboard, buzz *extension.Module, stderr io.Writer) error {
