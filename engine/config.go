@@ -47,6 +47,8 @@ type RunConfig struct {
 	SummaryMode   string // compact (default), full, legacy, disabled
 	SummaryExport string
 	Outputs       []string
+	// Version is buzzload's, for what outputs send (the cloud's User-Agent).
+	Version string
 	// ExtraOutputs are outputs the caller made and started (the web
 	// dashboard, whose server and end the caller owns): the run feeds them
 	// and stops them with the others. BannerLines go in the banner above

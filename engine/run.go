@@ -245,7 +245,12 @@ func (r *runner) run(ctx context.Context) Result {
 	}
 	for _, arg := range r.cfg.Outputs {
 		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags,
-			Warn: func(m string) { r.log.Log(jshost.LevelWarn, m) }})
+			Warn:       func(m string) { r.log.Log(jshost.LevelWarn, m) },
+			ScriptPath: r.cfg.Script, ScriptEnv: r.cfg.ScriptEnv, Options: r.merged,
+			MaxVUs: r.plan.MaxVUs, Duration: r.plan.MaxDuration, Version: r.cfg.Version})
+		if s, ok := o.(output.Stopper); ok && err == nil {
+			s.SetStopRun(func(err error) { r.stopRun(ExitExternalAbort, err) })
+		}
 		if err == nil {
 			err = o.Start()
 		}
@@ -345,7 +350,16 @@ func (r *runner) printBanner() {
 	w := r.cfg.Stdout
 	out := "-"
 	if len(r.cfg.Outputs) > 0 {
-		out = strings.Join(r.cfg.Outputs, ", ")
+		names := make([]string, len(r.cfg.Outputs))
+		for i, arg := range r.cfg.Outputs {
+			names[i] = arg
+			if i < len(r.outs) {
+				if d, ok := r.outs[i].(output.Describer); ok {
+					names[i] = d.Description()
+				}
+			}
+		}
+		out = strings.Join(names, ", ")
 	}
 	fmt.Fprintf(w, "\n  execution: local\n     script: %s\n", r.cfg.Script)
 	for _, l := range r.cfg.BannerLines {
@@ -363,6 +377,15 @@ func (r *runner) printBanner() {
 }
 
 func (r *runner) stopOutputs() {
+	var ended func(output.Ender)
+	for _, o := range r.outs {
+		if e, ok := o.(output.Ender); ok {
+			if ended == nil {
+				ended = r.tellEnding()
+			}
+			ended(e)
+		}
+	}
 	for _, o := range r.outs {
 		if err := o.Stop(); err != nil {
 			r.log.Log(jshost.LevelError, "output: "+err.Error())
@@ -541,4 +564,39 @@ func (r *runner) markStart() {
 	r.runStart = r.now()
 	t := r.runStart
 	r.started.Store(&t)
+}
+
+// errOutputAbort marks a run an output stopped (the cloud output with
+// K6_CLOUD_STOP_ON_ERROR).
+var errOutputAbort = errors.New("stopped by an output")
+
+// stopRun ends the run for an output: exit code first, then the context.
+func (r *runner) stopRun(code int, err error) {
+	r.fail(code, fmt.Errorf("%w: %w", errOutputAbort, err))
+	r.mu.Lock()
+	cancel := r.cancelRun
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel(err)
+	}
+}
+
+// tellEnding returns what Ender outputs learn of the run's end.
+func (r *runner) tellEnding() func(output.Ender) {
+	res := r.result()
+	r.mu.Lock()
+	aborted := res.ExitCode == ExitThresholdsFailed && !r.endThresholds
+	r.mu.Unlock()
+	code := res.ExitCode
+	if errors.Is(res.Err, errOutputAbort) {
+		code = ExitGeneric
+	}
+	results := map[string]map[string]bool{}
+	for _, st := range res.Thresholds {
+		if results[st.Key] == nil {
+			results[st.Key] = map[string]bool{}
+		}
+		results[st.Key][st.Source] = st.Evaluated && !st.OK
+	}
+	return func(e output.Ender) { e.RunEnded(code, aborted, results) }
 }

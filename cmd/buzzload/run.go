@@ -282,7 +282,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		return engine.RunConfig{}, optErr("environment: %w", err)
 	}
 	changed := f.fs.Changed
-	cfg := engine.RunConfig{Script: script}
+	cfg := engine.RunConfig{Script: script, Version: version}
 
 	// Execution options: env layer and CLI layer.
 	var envDur *time.Duration

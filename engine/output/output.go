@@ -14,6 +14,7 @@ package output
 
 import (
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output/cloud"
 	"github.com/buzzload/buzzload/engine/output/prometheusrw"
 	"github.com/buzzload/buzzload/engine/thresholds"
 )
@@ -55,10 +57,36 @@ type Params struct {
 	// Warn receives an output's warnings (remote-write losses); nil writes
 	// them to stderr.
 	Warn func(msg string)
+
+	// What the cloud output tells the cloud of the run: the script's path
+	// and environment (-e), the merged options (options.cloud), the plan's
+	// max VUs and end, and the version for its User-Agent.
+	ScriptPath string
+	ScriptEnv  map[string]string
+	Options    json.RawMessage
+	MaxVUs     int64
+	Duration   time.Duration
+	Version    string
 }
 
+// Describer is an output whose banner entry is not its --out argument
+// (the cloud output names its test run's URL, as k6 prints it).
+type Describer interface{ Description() string }
+
+// Ender is an output told how the run ended before Stop: the exit code,
+// whether an abortOnFail threshold stopped the run, and each threshold's
+// result (metric key → source → crossed).
+type Ender interface {
+	RunEnded(exitCode int, thresholdAborted bool, thresholds map[string]map[string]bool)
+}
+
+// Stopper is an output that may stop the run (the cloud output with
+// K6_CLOUD_STOP_ON_ERROR).
+type Stopper interface{ SetStopRun(func(error)) }
+
 // New creates an output from a `--out` argument: `json=FILE`, `json`,
-// `csv=FILE` or `csv=fileName=…,saveInterval=…,timeFormat=…`.
+// `csv=FILE` or `csv=fileName=…,saveInterval=…,timeFormat=…`,
+// `experimental-prometheus-rw`, `cloud` or `cloud=NAME`.
 func New(arg string, p Params) (Output, error) {
 	kind, rest, _ := strings.Cut(arg, "=")
 	switch kind {
@@ -76,8 +104,33 @@ func New(arg string, p Params) (Output, error) {
 			return nil, fmt.Errorf("--out %s: %w", arg, err)
 		}
 		return prometheusrw.New(cfg, p.Warn)
+	case cloud.Name:
+		return newCloud(arg, rest, p)
 	}
-	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv, experimental-prometheus-rw)", arg, kind)
+	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv, experimental-prometheus-rw, cloud)", arg, kind)
+}
+
+// newCloud makes `--out cloud[=NAME]` from k6's settings.
+func newCloud(arg, name string, p Params) (Output, error) {
+	cfg, warn, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: p.ScriptPath})
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", arg, err)
+	}
+	if warn != "" && p.Warn != nil {
+		p.Warn(warn)
+	}
+	thr := map[string][]string{}
+	if p.Thresholds != nil {
+		for _, t := range p.Thresholds.Thresholds {
+			thr[t.Key] = append(thr[t.Key], t.Source)
+		}
+	}
+	o, err := cloud.New(cloud.Params{Config: cfg, MaxVUs: p.MaxVUs, Duration: p.Duration, Thresholds: thr,
+		SystemTags: p.SystemTags, Version: p.Version, Warn: p.Warn})
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", arg, err)
+	}
+	return o, nil
 }
 
 // sink is an opened destination: a file, possibly gzipped, or stdout.

@@ -32,7 +32,7 @@ type Window struct {
 // has Sum, a Gauge its last Value, a Rate its share of non-zero samples
 // in Value (Passes of N samples), a Trend its N samples' statistics.
 type Point struct {
-	Type   string  `json:"t"` // counter, gauge, rate or trend
+	Type   string  `json:"t"`           // counter, gauge, rate or trend
 	N      int64   `json:"n,omitempty"` // a Rate's or a Trend's samples
 	Sum    float64 `json:"sum,omitempty"`
 	Value  float64 `json:"value,omitempty"`

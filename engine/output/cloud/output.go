@@ -1,0 +1,479 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang/snappy"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+)
+
+// Params are what the output needs from the run besides its settings.
+type Params struct {
+	Config Config
+	// MaxVUs and Duration describe the test run to the cloud (the plan's
+	// max VUs; its end, graceful stops included). Duration 0 is a run of
+	// unspecified length, which k6 refuses.
+	MaxVUs   int64
+	Duration time.Duration
+	// Thresholds are each metric key's threshold sources, as written.
+	Thresholds map[string][]string
+	// SystemTags are the enabled system tags; nil means k6's defaults.
+	SystemTags []string
+	// Version goes into the User-Agent (k6cloud/<version>).
+	Version string
+	// Warn receives the output's warnings; nil writes them to stderr.
+	Warn func(string)
+}
+
+// Stats are the output's delivery counts.
+type Stats struct {
+	Pushes, FailedPushes int64
+	// PointsSent and PointsLost are series values (one series, one period)
+	// in pushes that succeeded or failed; SamplesDropped never reached a
+	// period (the inbox was full, the series limit was reached, or the
+	// pushes queued behind a slow cloud were past the bound).
+	PointsSent, PointsLost, SamplesDropped int64
+	LastError                              string
+}
+
+// inboxBatches bounds the samples waiting for the aggregator (batches of
+// up to 512 samples).
+const inboxBatches = 256
+
+// maxQueuedPeriods bounds the periods waiting while a push is in flight:
+// past it the oldest are dropped and counted (memory stays flat whatever
+// the cloud does).
+const maxQueuedPeriods = 200
+
+// Output is the cloud output.
+type Output struct {
+	p      Params
+	cfg    Config
+	warn   func(string)
+	now    func() time.Time
+	client *client
+	ref    string // the test run pushed to
+	create bool   // this output created the run, so it finishes it
+
+	inbox    chan *[]metrics.Sample
+	pool     sync.Pool
+	overflow atomic.Int64
+	agg      *aggregator
+
+	stop, done chan struct{}
+	flushQ     chan []*bucket
+	flushDone  chan struct{}
+
+	mu        sync.Mutex
+	stats     Stats
+	failing   bool
+	refused   bool // 403 E4: the cloud asked k6 to stop sending
+	started   bool
+	noRun     bool // the test run could not be created
+	ending    *ending
+	stopOnce  sync.Once
+	stopRun   func(error)
+	ctx       context.Context
+	cancelCtx context.CancelFunc
+}
+
+type ending struct {
+	status     RunStatus
+	thresholds map[string]map[string]bool
+}
+
+// requiredTags are the system tags the cloud needs (k6 refuses to start
+// without them).
+var requiredTags = []string{"name", "method", "status", "error", "check", "group"}
+
+// New checks the run can be sent to the cloud and makes the output.
+func New(p Params) (*Output, error) {
+	if p.Duration <= 0 {
+		return nil, errors.New("tests with unspecified duration are not allowed when outputting data to k6 cloud")
+	}
+	if p.SystemTags != nil {
+		var missing []string
+		for _, t := range requiredTags {
+			if !slices.Contains(p.SystemTags, t) {
+				missing = append(missing, t)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("the cloud output needs the following system tags enabled: %s", strings.Join(missing, ", "))
+		}
+	}
+	warn := p.Warn
+	if warn == nil {
+		warn = func(s string) { fmt.Fprintln(os.Stderr, "WARN "+s) }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Output{
+		p: p, cfg: p.Config, warn: warn, now: time.Now,
+		client: &client{http: &http.Client{Timeout: p.Config.Timeout, Transport: http.DefaultTransport},
+			host: p.Config.Host, token: p.Config.Token, userAgent: "k6cloud/" + p.Version,
+			stackID: p.Config.StackID, retryWait: 500 * time.Millisecond},
+		inbox: make(chan *[]metrics.Sample, inboxBatches),
+		stop:  make(chan struct{}), done: make(chan struct{}),
+		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
+		ctx: ctx, cancelCtx: cancel,
+	}, nil
+}
+
+// SetStopRun gives the output a way to stop the run, used only with
+// K6_CLOUD_STOP_ON_ERROR when the cloud refuses the run's metrics.
+func (o *Output) SetStopRun(f func(error)) { o.stopRun = f }
+
+// Start creates the test run (unless one is given) and starts streaming.
+// A cloud that cannot create the run costs this run's metrics, not the
+// run: one warning, and the samples are counted as not sent.
+func (o *Output) Start() error {
+	o.started = true
+	switch {
+	case o.cfg.PushRefID != "":
+		o.ref = o.cfg.PushRefID
+	case o.cfg.TestRunID != "":
+		o.ref, o.create = o.cfg.TestRunID, true
+	default:
+		resp, err := o.client.createTestRun(o.ctx, createRequest{Name: o.cfg.Name, ProjectID: o.cfg.ProjectID,
+			VUs: o.p.MaxVUs, Thresholds: o.p.Thresholds, Duration: int64(o.p.Duration / time.Second)})
+		if err != nil {
+			o.noRun = true
+			o.stats.LastError = err.Error()
+			o.warn(fmt.Sprintf("cloud: the test run could not be created at %s: %v; the run goes on without sending its metrics", o.cfg.Host, err))
+			close(o.flushDone)
+			go o.discard()
+			return nil
+		}
+		for _, l := range resp.Logs {
+			o.warn("cloud (" + l.Level + "): " + l.Message)
+		}
+		o.ref, o.create = resp.ReferenceID, true
+		o.applyOverride(resp)
+	}
+	o.agg = newAggregator(o.cfg.AggregationPeriod, o.cfg.AggregationWaitPeriod)
+	o.agg.warn = o.warn
+	go o.flusher()
+	go o.loop()
+	return nil
+}
+
+func (o *Output) applyOverride(resp createResponse) {
+	c := resp.Config
+	if c == nil {
+		return
+	}
+	for _, d := range []struct {
+		dst *time.Duration
+		src *duration
+	}{{&o.cfg.AggregationPeriod, c.AggregationPeriod}, {&o.cfg.AggregationWaitPeriod, c.AggregationWaitPeriod},
+		{&o.cfg.MetricPushInterval, c.MetricPushInterval}} {
+		if d.src != nil && d.src.d > 0 && d.src.d == d.src.d.Truncate(time.Second) {
+			*d.dst = d.src.d
+		}
+	}
+	if c.MetricPushConcurrency != nil && *c.MetricPushConcurrency > 0 {
+		o.cfg.MetricPushConcurrency = *c.MetricPushConcurrency
+	}
+	if c.MaxTimeSeriesInBatch != nil && *c.MaxTimeSeriesInBatch > 0 {
+		o.cfg.MaxTimeSeriesInBatch = *c.MaxTimeSeriesInBatch
+	}
+}
+
+// Description is the banner's "output:" entry, as k6 prints it.
+func (o *Output) Description() string {
+	if o.ref == "" {
+		return "cloud (no test run)"
+	}
+	return "cloud (" + o.cfg.ResultsURL(o.ref) + ")"
+}
+
+// TestRunID is the test run the output pushes to ("" when none).
+func (o *Output) TestRunID() string { return o.ref }
+
+// AddSamples copies the batch for the aggregator without waiting: a full
+// inbox drops it (counted).
+func (o *Output) AddSamples(samples []metrics.Sample) {
+	if len(samples) == 0 {
+		return
+	}
+	cp, _ := o.pool.Get().(*[]metrics.Sample)
+	if cp == nil {
+		cp = new([]metrics.Sample)
+	}
+	*cp = append((*cp)[:0], samples...)
+	select {
+	case o.inbox <- cp:
+	default:
+		o.overflow.Add(int64(len(samples)))
+		o.pool.Put(cp)
+	}
+}
+
+// discard empties the inbox when there is no test run to send to.
+func (o *Output) discard() {
+	defer close(o.done)
+	for {
+		select {
+		case b := <-o.inbox:
+			o.overflow.Add(int64(len(*b)))
+			o.pool.Put(b)
+		case <-o.stop:
+			for {
+				select {
+				case b := <-o.inbox:
+					o.overflow.Add(int64(len(*b)))
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// loop aggregates, hands expired periods out every aggregation period and
+// queues them for the flusher every push interval.
+func (o *Output) loop() {
+	defer close(o.done)
+	aggT := time.NewTicker(o.cfg.AggregationPeriod)
+	pushT := time.NewTicker(o.cfg.MetricPushInterval)
+	defer aggT.Stop()
+	defer pushT.Stop()
+	var queue []*bucket
+	take := func(b *[]metrics.Sample) {
+		o.agg.add(*b)
+		o.pool.Put(b)
+	}
+	for {
+		select {
+		case b := <-o.inbox:
+			take(b)
+		case <-aggT.C:
+			queue = append(queue, o.agg.expired(o.now(), false)...)
+			if over := len(queue) - maxQueuedPeriods; over > 0 {
+				o.lose(queue[:over])
+				queue = append(queue[:0:0], queue[over:]...)
+			}
+		case <-pushT.C:
+			if len(queue) == 0 {
+				continue
+			}
+			select {
+			case o.flushQ <- queue:
+				queue = nil
+			default: // a push is in flight: keep the periods for the next tick
+			}
+		case <-o.stop:
+			for {
+				select {
+				case b := <-o.inbox:
+					take(b)
+					continue
+				default:
+				}
+				break
+			}
+			queue = append(queue, o.agg.expired(o.now(), true)...)
+			o.flushQ <- queue
+			close(o.flushQ)
+			return
+		}
+	}
+}
+
+// lose counts periods that were never pushed.
+func (o *Output) lose(bs []*bucket) {
+	var n int64
+	for _, b := range bs {
+		n += int64(len(b.values))
+	}
+	o.mu.Lock()
+	o.stats.PointsLost += n
+	o.mu.Unlock()
+}
+
+// flusher pushes the queued periods, in batches of at most
+// K6_CLOUD_MAX_TIME_SERIES_IN_BATCH series, K6_CLOUD_METRIC_PUSH_CONCURRENCY
+// at a time.
+func (o *Output) flusher() {
+	defer close(o.flushDone)
+	for q := range o.flushQ {
+		sets := batches(q, int(o.cfg.MaxTimeSeriesInBatch))
+		work := make(chan *metricSet)
+		var wg sync.WaitGroup
+		for range min(int(o.cfg.MetricPushConcurrency), len(sets)) {
+			wg.Go(func() {
+				for ms := range work {
+					o.push(ms)
+				}
+			})
+		}
+		for _, ms := range sets {
+			work <- ms
+		}
+		close(work)
+		wg.Wait()
+	}
+}
+
+func (o *Output) push(ms *metricSet) {
+	o.mu.Lock()
+	refused := o.refused
+	o.mu.Unlock()
+	if refused {
+		o.mu.Lock()
+		o.stats.PointsLost += int64(ms.points)
+		o.mu.Unlock()
+		return
+	}
+	body := snappy.Encode(nil, ms.encode(o.ref, uint32(o.cfg.AggregationPeriod/time.Second))) //nolint:gosec // whole seconds, validated
+	err := o.client.pushMetrics(o.ctx, o.ref, body)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stats.Pushes++
+	if err == nil {
+		o.stats.PointsSent += int64(ms.points)
+		if o.failing {
+			o.failing = false
+			o.warn("cloud: pushing metrics works again")
+		}
+		return
+	}
+	o.stats.FailedPushes++
+	o.stats.PointsLost += int64(ms.points)
+	o.stats.LastError = err.Error()
+	if !o.failing {
+		o.failing = true
+		o.warn(fmt.Sprintf("cloud: failed to push metrics to the cloud: %v; the run goes on, losses are counted", err))
+	}
+	// The cloud's "stop sending" (403, error code 4): k6 stops pushing and,
+	// with K6_CLOUD_STOP_ON_ERROR, stops the run.
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusForbidden && ae.Code == 4 && !o.refused {
+		o.refused = true
+		o.warn("cloud: Interrupt sending metrics to cloud due to an error")
+		if o.cfg.StopOnError && o.stopRun != nil {
+			go o.stopRun(fmt.Errorf("the cloud refused the run's metrics: %w", err))
+		}
+	}
+}
+
+// RunEnded tells the output how the run ended, before Stop: the exit code,
+// whether an abortOnFail threshold stopped it, and each threshold's result
+// (metric key → source → crossed).
+func (o *Output) RunEnded(exitCode int, thresholdAborted bool, thresholds map[string]map[string]bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ending = &ending{status: StatusOf(exitCode, thresholdAborted), thresholds: thresholds}
+}
+
+// StatusOf is the cloud's run status for a run's exit code, as k6 v1.8.1
+// maps its abort reasons (observed: abortOnFail 8, exec.test.abort() 5, a
+// throwing setup() 7, exec.test.fail() 6 — its error has no abort reason).
+func StatusOf(exitCode int, thresholdAborted bool) RunStatus {
+	switch exitCode {
+	case 0:
+		return RunFinished
+	case 99:
+		if thresholdAborted {
+			return RunAbortedThreshold
+		}
+		return RunFinished
+	case 103, 105, 108: // REST API stop, signal, exec.test.abort()
+		return RunAbortedUser
+	case 107:
+		return RunAbortedScriptError
+	case 100, 101, 102:
+		return RunAbortedLimit
+	}
+	return RunAbortedSystem
+}
+
+// Stop pushes what is left, finishes the test run it created and reports
+// losses. It returns no error for the cloud's failures: they cost the
+// cloud's copy of the results, not the run.
+func (o *Output) Stop() error {
+	if !o.started {
+		return nil
+	}
+	o.stopOnce.Do(func() {
+		close(o.stop)
+		<-o.done
+		<-o.flushDone
+		o.finish()
+		o.report()
+		o.cancelCtx()
+	})
+	return nil
+}
+
+func (o *Output) finish() {
+	if o.noRun || !o.create {
+		return
+	}
+	o.mu.Lock()
+	e := o.ending
+	o.mu.Unlock()
+	if e == nil {
+		e = &ending{status: RunAbortedSystem}
+	}
+	req := finishRequest{RunStatus: e.status, Thresholds: e.thresholds}
+	if req.Thresholds == nil {
+		req.Thresholds = map[string]map[string]bool{}
+	}
+	for _, byExpr := range req.Thresholds {
+		for _, crossed := range byExpr {
+			if crossed {
+				req.ResultStatus = 1
+			}
+		}
+	}
+	if err := o.client.finishTestRun(o.ctx, o.ref, req); err != nil {
+		o.warn(fmt.Sprintf("cloud: failed to send test finished to the cloud: %v", err))
+	}
+}
+
+func (o *Output) report() {
+	st := o.Stats()
+	if st.FailedPushes == 0 && st.PointsLost == 0 && st.SamplesDropped == 0 {
+		return
+	}
+	msg := fmt.Sprintf("cloud: %d of %d pushes failed; %d series values not sent", st.FailedPushes, st.Pushes, st.PointsLost)
+	if st.SamplesDropped > 0 {
+		msg += fmt.Sprintf(", %d samples dropped", st.SamplesDropped)
+	}
+	if st.LastError != "" {
+		msg += "; last error: " + st.LastError
+	}
+	o.warn(msg)
+}
+
+// Stats returns the delivery counts so far.
+func (o *Output) Stats() Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.stats
+	st.SamplesDropped += o.overflow.Load()
+	if o.agg != nil && o.isDone() {
+		st.SamplesDropped += o.agg.dropped
+	}
+	return st
+}
+
+func (o *Output) isDone() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
