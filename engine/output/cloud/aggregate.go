@@ -56,11 +56,10 @@ type series struct {
 	m      *metrics.Metric
 	tags   metrics.TagSet
 	labels []byte // encoded Label messages (field 1 of TimeSeries)
-}
-
-type seriesKey struct {
-	m    *metrics.Metric
-	hash uint64
+	// The period the series' last sample fell in and its value there: most
+	// samples of a series land in the same period as its previous one.
+	curID int64
+	cur   *value
 }
 
 // bucket is one aggregation period: start time (ns, a multiple of the
@@ -77,7 +76,7 @@ type bucket struct {
 // goroutine.
 type aggregator struct {
 	period, wait time.Duration
-	byKey        map[seriesKey][]*series
+	byKey        map[uint64][]*series // by tag hash; metric and tags compared
 	nseries      int
 	maxSeries    int
 	buckets      map[int64]*bucket
@@ -91,7 +90,7 @@ type aggregator struct {
 const maxSeries = 200_000
 
 func newAggregator(period, wait time.Duration) *aggregator {
-	return &aggregator{period: period, wait: wait, byKey: map[seriesKey][]*series{},
+	return &aggregator{period: period, wait: wait, byKey: map[uint64][]*series{},
 		buckets: map[int64]*bucket{}, maxSeries: maxSeries, discarded: map[string]bool{}}
 }
 
@@ -100,6 +99,7 @@ func (a *aggregator) add(batch []metrics.Sample) {
 		lastID int64 = -1
 		b      *bucket
 	)
+	// Only the loop goroutine touches series' caches and buckets.
 	for i := range batch {
 		s := &batch[i]
 		if s.Metric == nil {
@@ -111,6 +111,10 @@ func (a *aggregator) add(batch []metrics.Sample) {
 			continue
 		}
 		id := s.Time.UnixNano() / int64(a.period)
+		if sr.cur != nil && sr.curID == id {
+			sr.cur.add(s.Metric.Type, s.Value)
+			continue
+		}
 		if id != lastID || b == nil {
 			lastID = id
 			b = a.buckets[id]
@@ -124,14 +128,15 @@ func (a *aggregator) add(batch []metrics.Sample) {
 			v = &value{}
 			b.values[sr] = v
 		}
+		sr.curID, sr.cur = id, v
 		v.add(s.Metric.Type, s.Value)
 	}
 }
 
 func (a *aggregator) series(s *metrics.Sample) *series {
-	k := seriesKey{s.Metric, s.Tags.Hash()}
+	k := s.Tags.Hash()
 	for _, sr := range a.byKey[k] {
-		if sr.tags.Equal(s.Tags) {
+		if sr.m == s.Metric && sr.tags.Equal(s.Tags) {
 			return sr
 		}
 	}
@@ -164,10 +169,18 @@ func (a *aggregator) encodeLabels(tags metrics.TagSet) []byte {
 // expired removes and returns the periods whose end is at least the wait
 // period before now (all of them when all is set), oldest first.
 func (a *aggregator) expired(now time.Time, all bool) []*bucket {
+	// A period ends at (id+1)·period; it goes once that end is a wait period
+	// past. (k6 hands it out a period earlier, when its start is: with a
+	// wait shorter than the period that splits one period over two pushes.)
 	cutoff := now.Add(-a.wait).UnixNano() / int64(a.period)
 	var out []*bucket
 	for id, b := range a.buckets {
-		if all || id <= cutoff {
+		if all || id < cutoff {
+			for sr := range b.values {
+				if sr.curID == id {
+					sr.cur = nil
+				}
+			}
 			out = append(out, b)
 			delete(a.buckets, id)
 		}

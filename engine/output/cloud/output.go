@@ -39,16 +39,12 @@ type Params struct {
 type Stats struct {
 	Pushes, FailedPushes int64
 	// PointsSent and PointsLost are series values (one series, one period)
-	// in pushes that succeeded or failed; SamplesDropped never reached a
-	// period (the inbox was full, the series limit was reached, or the
-	// pushes queued behind a slow cloud were past the bound).
+	// in pushes that succeeded or failed (or queued behind a slow cloud
+	// past the bound); SamplesDropped never reached a period (there was no
+	// test run, or the series limit was reached).
 	PointsSent, PointsLost, SamplesDropped int64
 	LastError                              string
 }
-
-// inboxBatches bounds the samples waiting for the aggregator (batches of
-// up to 512 samples).
-const inboxBatches = 256
 
 // maxQueuedPeriods bounds the periods waiting while a push is in flight:
 // past it the oldest are dropped and counted (memory stays flat whatever
@@ -65,10 +61,12 @@ type Output struct {
 	ref    string // the test run pushed to
 	create bool   // this output created the run, so it finishes it
 
-	inbox    chan *[]metrics.Sample
-	pool     sync.Pool
-	overflow atomic.Int64
-	agg      *aggregator
+	// agg is filled by AddSamples on the collector's goroutine (about 55
+	// ns a sample, no I/O) and emptied by the loop every aggregation
+	// period: no sample is copied or dropped on the way.
+	aggMu   sync.Mutex
+	agg     *aggregator
+	dropped atomic.Int64 // samples with no test run to go to
 
 	stop, done chan struct{}
 	flushQ     chan []*bucket
@@ -81,6 +79,7 @@ type Output struct {
 	started   bool
 	noRun     bool // the test run could not be created
 	ending    *ending
+	closed    bool // guarded by aggMu: Stop took the last periods
 	stopOnce  sync.Once
 	stopRun   func(error)
 	ctx       context.Context
@@ -122,8 +121,7 @@ func New(p Params) (*Output, error) {
 		client: &client{http: &http.Client{Timeout: p.Config.Timeout, Transport: http.DefaultTransport},
 			host: p.Config.Host, token: p.Config.Token, userAgent: "k6cloud/" + p.Version,
 			stackID: p.Config.StackID, retryWait: 500 * time.Millisecond},
-		inbox: make(chan *[]metrics.Sample, inboxBatches),
-		stop:  make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
 		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
 		ctx: ctx, cancelCtx: cancel,
 	}, nil
@@ -151,7 +149,7 @@ func (o *Output) Start() error {
 			o.stats.LastError = err.Error()
 			o.warn(fmt.Sprintf("cloud: the test run could not be created at %s: %v; the run goes on without sending its metrics", o.cfg.Host, err))
 			close(o.flushDone)
-			go o.discard()
+			close(o.done)
 			return nil
 		}
 		for _, l := range resp.Logs {
@@ -160,8 +158,11 @@ func (o *Output) Start() error {
 		o.ref, o.create = resp.ReferenceID, true
 		o.applyOverride(resp)
 	}
-	o.agg = newAggregator(o.cfg.AggregationPeriod, o.cfg.AggregationWaitPeriod)
-	o.agg.warn = o.warn
+	agg := newAggregator(o.cfg.AggregationPeriod, o.cfg.AggregationWaitPeriod)
+	agg.warn = o.warn
+	o.aggMu.Lock()
+	o.agg = agg
+	o.aggMu.Unlock()
 	go o.flusher()
 	go o.loop()
 	return nil
@@ -200,48 +201,22 @@ func (o *Output) Description() string {
 // TestRunID is the test run the output pushes to ("" when none).
 func (o *Output) TestRunID() string { return o.ref }
 
-// AddSamples copies the batch for the aggregator without waiting: a full
-// inbox drops it (counted).
+// AddSamples sorts the batch into its periods and series.
 func (o *Output) AddSamples(samples []metrics.Sample) {
 	if len(samples) == 0 {
 		return
 	}
-	cp, _ := o.pool.Get().(*[]metrics.Sample)
-	if cp == nil {
-		cp = new([]metrics.Sample)
+	o.aggMu.Lock()
+	defer o.aggMu.Unlock()
+	if o.agg == nil || o.closed {
+		o.dropped.Add(int64(len(samples)))
+		return
 	}
-	*cp = append((*cp)[:0], samples...)
-	select {
-	case o.inbox <- cp:
-	default:
-		o.overflow.Add(int64(len(samples)))
-		o.pool.Put(cp)
-	}
+	o.agg.add(samples)
 }
 
-// discard empties the inbox when there is no test run to send to.
-func (o *Output) discard() {
-	defer close(o.done)
-	for {
-		select {
-		case b := <-o.inbox:
-			o.overflow.Add(int64(len(*b)))
-			o.pool.Put(b)
-		case <-o.stop:
-			for {
-				select {
-				case b := <-o.inbox:
-					o.overflow.Add(int64(len(*b)))
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-// loop aggregates, hands expired periods out every aggregation period and
-// queues them for the flusher every push interval.
+// loop hands out the expired periods every aggregation period and queues
+// them for the flusher every push interval.
 func (o *Output) loop() {
 	defer close(o.done)
 	aggT := time.NewTicker(o.cfg.AggregationPeriod)
@@ -249,16 +224,18 @@ func (o *Output) loop() {
 	defer aggT.Stop()
 	defer pushT.Stop()
 	var queue []*bucket
-	take := func(b *[]metrics.Sample) {
-		o.agg.add(*b)
-		o.pool.Put(b)
+	expired := func(all bool) []*bucket {
+		o.aggMu.Lock()
+		defer o.aggMu.Unlock()
+		if all {
+			o.closed = true
+		}
+		return o.agg.expired(o.now(), all)
 	}
 	for {
 		select {
-		case b := <-o.inbox:
-			take(b)
 		case <-aggT.C:
-			queue = append(queue, o.agg.expired(o.now(), false)...)
+			queue = append(queue, expired(false)...)
 			if over := len(queue) - maxQueuedPeriods; over > 0 {
 				o.lose(queue[:over])
 				queue = append(queue[:0:0], queue[over:]...)
@@ -273,17 +250,7 @@ func (o *Output) loop() {
 			default: // a push is in flight: keep the periods for the next tick
 			}
 		case <-o.stop:
-			for {
-				select {
-				case b := <-o.inbox:
-					take(b)
-					continue
-				default:
-				}
-				break
-			}
-			queue = append(queue, o.agg.expired(o.now(), true)...)
-			o.flushQ <- queue
+			o.flushQ <- append(queue, expired(true)...)
 			close(o.flushQ)
 			return
 		}
@@ -460,20 +427,13 @@ func (o *Output) report() {
 // Stats returns the delivery counts so far.
 func (o *Output) Stats() Stats {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	st := o.stats
-	st.SamplesDropped += o.overflow.Load()
-	if o.agg != nil && o.isDone() {
+	o.mu.Unlock()
+	st.SamplesDropped += o.dropped.Load()
+	o.aggMu.Lock()
+	if o.agg != nil {
 		st.SamplesDropped += o.agg.dropped
 	}
+	o.aggMu.Unlock()
 	return st
-}
-
-func (o *Output) isDone() bool {
-	select {
-	case <-o.done:
-		return true
-	default:
-		return false
-	}
 }

@@ -1,0 +1,215 @@
+package cloud
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output/cloud/capture"
+)
+
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) add(s string) { w.mu.Lock(); w.list = append(w.list, s); w.mu.Unlock() }
+func (w *warnings) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.list, "\n")
+}
+
+func startCapture(t *testing.T) *capture.Server {
+	t.Helper()
+	srv, err := capture.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// testOutput is an output with fast periods against host.
+func testOutput(t *testing.T, host string, env map[string]string) (*Output, *warnings) {
+	t.Helper()
+	e := map[string]string{"K6_CLOUD_HOST": host, "K6_CLOUD_TOKEN": "tok-secret-77",
+		"K6_CLOUD_AGGREGATION_PERIOD": "1s", "K6_CLOUD_AGGREGATION_WAIT_PERIOD": "1s", "K6_CLOUD_METRIC_PUSH_INTERVAL": "50ms"}
+	for k, v := range env {
+		e[k] = v
+	}
+	cfg, _, err := ParseConfig(Inputs{Env: e, ScriptPath: "/x/test.js"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &warnings{}
+	o, err := New(Params{Config: cfg, MaxVUs: 3, Duration: 90 * time.Second, Version: "test", Warn: w.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.client.retryWait = 10 * time.Millisecond
+	return o, w
+}
+
+func counterSamples(t *testing.T, n int, at time.Time) []metrics.Sample {
+	t.Helper()
+	reg := metrics.NewRegistry()
+	m, err := reg.New("things", metrics.Counter, metrics.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := metrics.NewTagSet(metrics.Tag{Key: "scenario", Value: "s"})
+	out := make([]metrics.Sample, n)
+	for i := range out {
+		out[i] = metrics.Sample{Metric: m, Tags: tags, Time: at, Value: 1}
+	}
+	return out
+}
+
+func TestPushesOnlyToTheGivenRun(t *testing.T) {
+	srv := startCapture(t)
+	o, _ := testOutput(t, srv.URL, map[string]string{"K6_CLOUD_PUSH_REF_ID": "777"})
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	o.AddSamples(counterSamples(t, 10, time.Now()))
+	o.RunEnded(0, false, nil)
+	if err := o.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("nothing pushed")
+	}
+	var sum float64
+	for _, r := range reqs {
+		if r.Path != "/v2/metrics/777" || r.Set == nil {
+			t.Fatalf("with K6_CLOUD_PUSH_REF_ID only pushes are sent: %s %s", r.Method, r.Path)
+		}
+		sum += capture.Totals([]capture.MetricSet{*r.Set})["things{scenario=s}"].Sum
+	}
+	if sum != 10 {
+		t.Fatalf("things: %v, want 10", sum)
+	}
+	if o.Description() != "cloud (https://app.k6.io/runs/777)" {
+		t.Fatalf("description %q", o.Description())
+	}
+}
+
+func TestTestRunIDFromTheScriptEnvironmentIsFinished(t *testing.T) {
+	srv := startCapture(t)
+	cfg, _, err := ParseConfig(Inputs{Env: map[string]string{"K6_CLOUD_HOST": srv.URL}, ScriptPath: "a.js",
+		ScriptEnv: map[string]string{"K6_CLOUDRUN_TEST_RUN_ID": "55"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := New(Params{Config: cfg, Duration: time.Second, Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	o.AddSamples(counterSamples(t, 1, time.Now()))
+	o.RunEnded(0, false, nil)
+	_ = o.Stop()
+	reqs := srv.Requests()
+	if reqs[0].Path != "/v2/metrics/55" || reqs[len(reqs)-1].Path != "/v1/tests/55" {
+		t.Fatalf("requests: %v", reqs)
+	}
+}
+
+// A cloud that is not there costs the metrics, not the run: one warning,
+// Start and Stop succeed, the samples are counted.
+func TestADownCloudCostsTheMetricsNotTheRun(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "http://" + ln.Addr().String()
+	ln.Close()
+	o, w := testOutput(t, host, nil)
+	if err := o.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	o.AddSamples(counterSamples(t, 7, time.Now()))
+	if err := o.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if st := o.Stats(); st.SamplesDropped != 7 {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := w.all(); !strings.Contains(got, "could not be created") || !strings.Contains(got, "7 samples dropped") {
+		t.Fatalf("warnings:\n%s", got)
+	}
+}
+
+// Refused pushes are retried, counted and reported once; the token never
+// shows, even when the cloud echoes it.
+func TestRefusedPushesAreCountedAndTheTokenNeverShows(t *testing.T) {
+	srv := startCapture(t)
+	srv.RefusePushes(http.StatusInternalServerError, `{"error":{"code":9,"message":"bad token tok-secret-77"}}`)
+	o, w := testOutput(t, srv.URL, nil)
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	o.AddSamples(counterSamples(t, 5, now.Add(-3*time.Second)))
+	time.Sleep(1500 * time.Millisecond) // the first period expires and is pushed
+	o.AddSamples(counterSamples(t, 5, now))
+	o.RunEnded(99, false, map[string]map[string]bool{"things": {"count<1": true}})
+	if err := o.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	pushes := srv.Pushes()
+	st := o.Stats()
+	if st.FailedPushes < 2 || len(pushes) != 3*int(st.FailedPushes) || st.PointsLost != st.FailedPushes {
+		t.Fatalf("%d requests; stats %+v (3 attempts a push, one series a push)", len(pushes), st)
+	}
+	got := w.all()
+	if strings.Count(got, "failed to push metrics") != 1 || !strings.Contains(got, "pushes failed") {
+		t.Fatalf("want one warning and the total:\n%s", got)
+	}
+	if strings.Contains(got, "tok-secret-77") {
+		t.Fatalf("the token shows:\n%s", got)
+	}
+	for _, r := range pushes[:3] {
+		if r.Header.Get("K6-Idempotency-Key") != pushes[0].Header.Get("K6-Idempotency-Key") {
+			t.Fatal("a retried push must carry the same idempotency key")
+		}
+	}
+	finish := srv.Requests()[len(srv.Requests())-1]
+	if finish.Path != "/v1/tests/4242" || !strings.Contains(string(finish.Body), `"result_status":1`) {
+		t.Fatalf("finish: %s %s", finish.Path, finish.Body)
+	}
+}
+
+// The cloud's "stop sending" (403, code 4) stops the pushes, as in k6.
+func TestForbiddenCode4StopsPushing(t *testing.T) {
+	srv := startCapture(t)
+	srv.RefusePushes(http.StatusForbidden, `{"error":{"code":4,"message":"test run aborted"}}`)
+	o, w := testOutput(t, srv.URL, nil)
+	stopped := make(chan error, 1)
+	o.SetStopRun(func(err error) { stopped <- err })
+	_ = o.Start()
+	now := time.Now()
+	o.AddSamples(counterSamples(t, 1, now.Add(-3*time.Second)))
+	time.Sleep(1500 * time.Millisecond)
+	o.AddSamples(counterSamples(t, 1, now))
+	_ = o.Stop()
+	if n := len(srv.Pushes()); n != 1 {
+		t.Fatalf("%d pushes after a 403 E4, want 1", n)
+	}
+	if !strings.Contains(w.all(), "(403/E4) test run aborted") {
+		t.Fatalf("warnings:\n%s", w.all())
+	}
+	select {
+	case <-stopped:
+		t.Fatal("the run was stopped without K6_CLOUD_STOP_ON_ERROR")
+	default:
+	}
+}
