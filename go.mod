@@ -17,6 +17,7 @@ require (
 	github.com/nbd-wtf/go-nostr v0.38.2
 	github.com/spf13/pflag v1.1.0
 	github.com/tidwall/gjson v1.17.3
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.59.0
 	google.golang.org/protobuf v1.36.12
 )

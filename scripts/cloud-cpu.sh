@@ -68,7 +68,8 @@ cpu() { # run args... → user+sys seconds
 echo "pkg: scripts/cloud-cpu.sh"
 echo "cloud-cpu: 4,000,000 tagged samples, with and without --out cloud, $runs rounds"
 for _ in $(seq "$runs"); do
-	plain=$(cpu "$bin" run -q "$work/samples.js")
+	# Both runs profile, so the profiler's own cost is on both sides.
+	plain=$(cpu "$bin" run -q --cpuprofile "$work/plain.prof" "$work/samples.js")
 	cloud=$(K6_CLOUD_HOST="http://127.0.0.1:$port" K6_CLOUD_TOKEN=bench cpu "$bin" run -q --cpuprofile "$work/cpu.prof" --out cloud "$work/samples.js")
 	grep -q "cloud:" "$work/err" && { echo "cloud-cpu: the cloud output warned:" >&2; cat "$work/err" >&2; exit 1; }
 	awk -v p="$plain" -v c="$cloud" 'BEGIN {

@@ -112,7 +112,13 @@ func New(arg string, p Params) (Output, error) {
 
 // newCloud makes `--out cloud[=NAME]` from k6's settings.
 func newCloud(arg, name string, p Params) (Output, error) {
-	cfg, warn, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: p.ScriptPath})
+	// A scenario file runs as <file>.toml.js (cmd/buzzload's scenarioScript):
+	// the test run is named after the file.
+	script := strings.TrimSuffix(p.ScriptPath, ".toml.js")
+	if script != p.ScriptPath {
+		script += ".toml"
+	}
+	cfg, warn, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: script})
 	if err != nil {
 		return nil, fmt.Errorf("--out %s: %w", arg, err)
 	}

@@ -206,6 +206,9 @@ type pods struct {
 	dir     string
 	scripts string // host directory of the script and TOML
 	results string // host directory of the result files
+	// runnerEnv is what the operator adds to the runners' environment (the
+	// cloud output's K6_CLOUD_* variables).
+	runnerEnv []string
 }
 
 // script is the script's path as the pods see it.
@@ -256,10 +259,11 @@ func (p pods) runner(n int, args []string) *proc {
 		podman, _ := exec.LookPath("podman")
 		cname := fmt.Sprintf("buzzload-test-%s-%d", name, os.Getpid())
 		p.t.Cleanup(func() { _ = exec.Command(podman, "--storage-driver", "vfs", "rm", "-f", cname).Run() })
-		return start(p.t, p.dir, name, podman, append(p.podmanArgs(cname, "k6", "BUZZLOAD_RESULT="+p.resultPattern()), args...), os.Environ())
+		env := append([]string{"BUZZLOAD_RESULT=" + p.resultPattern()}, p.runnerEnv...)
+		return start(p.t, p.dir, name, podman, append(p.podmanArgs(cname, "k6", env...), args...), os.Environ())
 	}
 	return start(p.t, p.dir, name, filepath.Join(p.bin, "k6"), append([]string{"k6"}, args...),
-		testEnv(p.bin, "BUZZLOAD_RESULT="+p.resultPattern()))
+		testEnv(p.bin, append([]string{"BUZZLOAD_RESULT=" + p.resultPattern()}, p.runnerEnv...)...))
 }
 
 // newPods lays out the script for the relay at relay and a results
@@ -313,15 +317,16 @@ func initialize(t *testing.T, p pods) {
 	}
 }
 
-// startRunners starts the runners with the operator's command lines plus
-// extra and waits until each answers GET /v1/status below 400.
-func startRunners(t *testing.T, p pods, extra ...string) ([]*proc, []string) {
+// startRunners starts the runners with the operator's command lines
+// (spec.arguments then the script) plus extra and waits until each answers
+// GET /v1/status below 400.
+func startRunners(t *testing.T, p pods, arguments []string, extra ...string) ([]*proc, []string) {
 	t.Helper()
 	var runners []*proc
 	var addrs []string
 	for n := 1; n <= parallelism; n++ {
 		addr := freePort(t)
-		args := append(runnerArgs(n, parallelism, testArguments, p.script(), addr, testRunName), extra...)
+		args := append(runnerArgs(n, parallelism, arguments, p.script(), addr, testRunName), extra...)
 		if len(extra) > 0 { // PLZ: the reserved instance id variable
 			args = append(args, "-e", fmt.Sprintf("K6_CLOUDRUN_INSTANCE_ID=%d", n))
 		}
@@ -444,13 +449,17 @@ func oneSeeder(t *testing.T, runners []*proc) {
 
 // playOperator is a TestRun of three runners: initializer, runners,
 // readiness, starter, exits, merge, and the comparisons.
-func playOperator(t *testing.T, image bool) {
+func playOperator(t *testing.T, image bool, cloud *cloudRun) {
 	bin := k6Bin(t)
 	need(t, "curl")
 	relay := startRelay(t, bin, t.TempDir(), "relay")
 	p := newPods(t, image, bin, relay)
 	initialize(t, p)
-	runners, addrs := startRunners(t, p)
+	args := testArguments
+	if cloud != nil {
+		args, p.runnerEnv = cloud.arguments(args), cloud.env(false)
+	}
+	runners, addrs := startRunners(t, p, args)
 	starter(t, bin, addrs)
 	// Each runner judges only its share: 10 iterations fail count>=30.
 	for _, r := range runners {
@@ -461,6 +470,9 @@ func playOperator(t *testing.T, image bool) {
 	oneSeeder(t, runners)
 	seededOnce(t, filepath.Join(p.scripts, "distributed.toml"), 30)
 	sameAsOneInstance(t, bin, mergeJob(t, p))
+	if cloud != nil {
+		cloud.check(t)
+	}
 }
 
 // TestPlaysTheOperator runs a three-runner TestRun as k6-operator would,
@@ -468,14 +480,23 @@ func playOperator(t *testing.T, image bool) {
 // of the same script, its thresholds are judged on the whole, and the
 // fixture is seeded once.
 func TestPlaysTheOperator(t *testing.T) {
-	playOperator(t, false)
+	playOperator(t, false, nil)
+}
+
+// TestPlaysTheOperatorCloudOutput is a TestRun with `--out cloud` in its
+// arguments: the operator creates the cloud test run and gives every
+// runner K6_CLOUD_PUSH_REF_ID and K6_CLOUD_TOKEN (and the aggregation
+// settings); the runners only push, to a capture server on loopback that
+// decodes and checks what arrives.
+func TestPlaysTheOperatorCloudOutput(t *testing.T) {
+	playOperator(t, false, newCloudRun(t))
 }
 
 // TestPlaysTheOperatorWithTheImage is the same with every pod a container
 // of the image.
 func TestPlaysTheOperatorWithTheImage(t *testing.T) {
 	image(t)
-	playOperator(t, true)
+	playOperator(t, true, newCloudRun(t))
 }
 
 // TestPlaysTheOperatorPLZ is the operator's cloud (PLZ) flow: runners with
@@ -488,7 +509,9 @@ func TestPlaysTheOperatorPLZ(t *testing.T) {
 	need(t, "curl")
 	relay := startRelay(t, bin, t.TempDir(), "relay")
 	p := newPods(t, false, bin, relay)
-	runners, addrs := startRunners(t, p, "--no-setup", "--no-teardown", "--linger")
+	cloud := newCloudRun(t)
+	p.runnerEnv = cloud.env(true)
+	runners, addrs := startRunners(t, p, cloud.arguments(testArguments), "--no-setup", "--no-teardown", "--linger")
 	client := &http.Client{Timeout: 2 * time.Minute}
 	resp, err := client.Post("http://"+addrs[0]+"/v1/setup", "application/json", nil)
 	if err != nil {
@@ -568,4 +591,5 @@ func TestPlaysTheOperatorPLZ(t *testing.T) {
 	}
 	seededOnce(t, filepath.Join(p.scripts, "distributed.toml"), 30)
 	sameAsOneInstance(t, bin, mergeJob(t, p))
+	cloud.check(t)
 }

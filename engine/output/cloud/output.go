@@ -72,18 +72,20 @@ type Output struct {
 	flushQ     chan []*bucket
 	flushDone  chan struct{}
 
-	mu        sync.Mutex
-	stats     Stats
-	failing   bool
-	refused   bool // 403 E4: the cloud asked k6 to stop sending
-	started   bool
-	noRun     bool // the test run could not be created
-	ending    *ending
-	closed    bool // guarded by aggMu: Stop took the last periods
-	stopOnce  sync.Once
-	stopRun   func(error)
-	ctx       context.Context
-	cancelCtx context.CancelFunc
+	mu       sync.Mutex
+	stats    Stats
+	failing  bool
+	refused  bool // 403 E4: the cloud asked k6 to stop sending
+	started  bool
+	noRun    bool // the test run could not be created
+	ending   *ending
+	closed   bool // guarded by aggMu: Stop took the last periods
+	stopOnce sync.Once
+	// stopBudget and finishBudget bound the end (Stop); tests shorten them.
+	stopBudget, finishBudget time.Duration
+	stopRun                  func(error)
+	ctx                      context.Context
+	cancelCtx                context.CancelFunc
 }
 
 type ending struct {
@@ -123,7 +125,7 @@ func New(p Params) (*Output, error) {
 			stackID: p.Config.StackID, retryWait: 500 * time.Millisecond},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
-		ctx: ctx, cancelCtx: cancel,
+		ctx: ctx, cancelCtx: cancel, stopBudget: stopBudget, finishBudget: finishBudget,
 	}, nil
 }
 
@@ -373,15 +375,27 @@ func (o *Output) Stop() error {
 		return nil
 	}
 	o.stopOnce.Do(func() {
+		// The last pushes get stopBudget, the finish call finishBudget: a
+		// cloud that does not answer (a black-holed host, each request's
+		// K6_CLOUD_TIMEOUT of a minute, three attempts) must not hold the
+		// run's end for minutes. What is cut is counted.
+		cut := time.AfterFunc(o.stopBudget, o.cancelCtx)
 		close(o.stop)
 		<-o.done
 		<-o.flushDone
+		cut.Stop()
 		o.finish()
 		o.report()
 		o.cancelCtx()
 	})
 	return nil
 }
+
+// The end's bounds (see Stop).
+const (
+	stopBudget   = 20 * time.Second
+	finishBudget = 10 * time.Second
+)
 
 func (o *Output) finish() {
 	if o.noRun || !o.create {
@@ -404,7 +418,9 @@ func (o *Output) finish() {
 			}
 		}
 	}
-	if err := o.client.finishTestRun(o.ctx, o.ref, req); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), o.finishBudget)
+	defer cancel()
+	if err := o.client.finishTestRun(ctx, o.ref, req); err != nil {
 		o.warn(fmt.Sprintf("cloud: failed to send test finished to the cloud: %v", err))
 	}
 }

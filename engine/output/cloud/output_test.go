@@ -213,3 +213,42 @@ func TestForbiddenCode4StopsPushing(t *testing.T) {
 	default:
 	}
 }
+
+// A cloud that takes the requests and never answers holds the run's end
+// for the stop budget, not for three attempts of K6_CLOUD_TIMEOUT each;
+// the cut pushes are counted.
+func TestASilentCloudDoesNotHoldTheEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and read, never answer
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, 1<<16)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	o, w := testOutput(t, "http://"+ln.Addr().String(), map[string]string{"K6_CLOUD_PUSH_REF_ID": "9"})
+	o.stopBudget, o.finishBudget = 300*time.Millisecond, 100*time.Millisecond
+	_ = o.Start()
+	o.AddSamples(counterSamples(t, 3, time.Now()))
+	start := time.Now()
+	_ = o.Stop()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Stop took %v", d)
+	}
+	if st := o.Stats(); st.PointsLost != 1 || st.FailedPushes != 1 {
+		t.Fatalf("stats %+v\n%s", st, w.all())
+	}
+}
