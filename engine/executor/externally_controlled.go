@@ -12,9 +12,10 @@ import (
 
 // ExternallyControlledConfig: VUs loop for Duration, their number set at
 // run time through the REST API (PATCH /v1/status vus and vus-max), as k6
-// v1.x's externally-controlled executor (docs/k6-compat.md §2). buzzload
-// initialises MaxVUs VUs before the run and cannot add more while it goes:
-// vus-max can be neither raised above nor lowered below the starting one.
+// v1.x's externally-controlled executor (docs/k6-compat.md §2). MaxVUs VUs
+// are initialised before the run; raising vus-max initialises more while
+// it goes (up to MaxRaisedVUs above the plan's VUs per instance); it can
+// never go below the starting MaxVUs.
 type ExternallyControlledConfig struct {
 	BaseConfig
 	VUs, MaxVUs int64
@@ -38,16 +39,26 @@ func (c *ExternallyControlledConfig) Description(t *segment.Tuple) string {
 		startText(&c.BaseConfig), gracefulText(&c.BaseConfig))
 }
 
+// MaxRaisedVUs is how many VUs above the plan's an instance can add by
+// raising vus-max during a run: the pool's channel is sized for them (8
+// bytes each) when the run has an externally-controlled scenario.
+const MaxRaisedVUs = 100_000
+
 // External is the run-time control of an externally-controlled scenario.
 type External struct {
+	update  sync.Mutex // one Update at a time (raising initialises VUs)
 	mu      sync.Mutex
 	vus     int64
 	max     int64
-	changed chan struct{} // a token when vus changed
+	start   int64                                    // the configured maxVUs: vus-max never goes below it
+	raise   func(ctx context.Context, n int64) error // adds n VUs (this instance's share) to the pool
+	scale   func(int64) int64                        // the whole test's VUs → this instance's
+	ctx     context.Context                          // the scenario's, once it runs (VU init)
+	changed chan struct{}                            // a token when vus or max changed
 }
 
-func newExternal(vus, maxVUs int64) *External {
-	return &External{vus: vus, max: maxVUs, changed: make(chan struct{}, 1)}
+func newExternal(vus, maxVUs int64, raise func(context.Context, int64) error, scale func(int64) int64) *External {
+	return &External{vus: vus, max: maxVUs, start: maxVUs, raise: raise, scale: scale, changed: make(chan struct{}, 1)}
 }
 
 // Status is the wanted VUs and the maximum.
@@ -61,11 +72,14 @@ func (e *External) Status() (vus, maxVUs int64) {
 var ErrNoExternal = errors.New("an externally-controlled executor needs to be configured for live configuration updates")
 
 // Update sets the VUs and the maximum, with k6 v1.8.1's refusals (observed
-// through its REST API).
+// through its REST API). A higher maximum initialises the new VUs before it
+// returns, as k6's PATCH does.
 func (e *External) Update(vus, maxVUs *int64) error {
+	e.update.Lock()
+	defer e.update.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	nv, nm := e.vus, e.max
+	nv, nm, ctx := e.vus, e.max, e.ctx
+	e.mu.Unlock()
 	if vus != nil {
 		nv = *vus
 	}
@@ -75,15 +89,27 @@ func (e *External) Update(vus, maxVUs *int64) error {
 	switch {
 	case nv < 0:
 		return errors.New("invalid configuration supplied: the number of VUs can't be negative")
-	case nm < e.max:
-		return fmt.Errorf("the new number of max VUs cannot be lower than the starting number of max VUs (%d)", e.max)
-	case nv > nm:
+	case nv > nm: // k6 validates the new numbers before comparing with the start
 		return fmt.Errorf("invalid configuration supplied: the number of active VUs (%d) must be less than or equal to the number of maxVUs (%d)", nv, nm)
-	case nm > e.max:
-		return fmt.Errorf("buzzload cannot raise vus-max above the scenario's maxVUs (%d) during the run: its VUs are initialised before it starts", e.max)
+	case nm < e.start:
+		return fmt.Errorf("the new number of max VUs cannot be lower than the starting number of max VUs (%d)", e.start)
 	}
-	if nv != e.vus {
-		e.vus = nv
+	e.mu.Lock()
+	old := e.max
+	e.mu.Unlock()
+	if grow := e.scale(nm) - e.scale(old); grow > 0 {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if err := e.raise(ctx, grow); err != nil {
+			return fmt.Errorf("raising vus-max to %d: %w", nm, err)
+		}
+	}
+	e.mu.Lock()
+	changed := nv != e.vus || nm != e.max
+	e.vus, e.max = nv, nm
+	e.mu.Unlock()
+	if changed {
 		select {
 		case e.changed <- struct{}{}:
 		default:
@@ -100,14 +126,17 @@ func (r *scenarioRun) runExternal(ctx context.Context, c *ExternallyControlledCo
 	r.setProgress(r.elapsedProgress(c.Duration))
 	reg, grace, cancel := r.durationContexts(ctx, c.Duration, c.GracefulStop)
 	defer cancel()
-	handles := make([]*vuHandle, t.ScaleInt64(c.MaxVUs))
-	for i := range handles {
-		handles[i] = &vuHandle{r: r}
-	}
+	e.mu.Lock()
+	e.ctx = reg
+	e.mu.Unlock()
+	var handles []*vuHandle
 	var wg sync.WaitGroup
 	var cur int64
 	apply := func() {
-		want, _ := e.Status()
+		want, most := e.Status()
+		for int64(len(handles)) < t.ScaleInt64(most) {
+			handles = append(handles, &vuHandle{r: r})
+		}
 		want = min(t.ScaleInt64(want), int64(len(handles)))
 		for ; cur < want; cur++ {
 			handles[cur].start(reg, grace, &wg)

@@ -45,7 +45,8 @@ type Pool struct {
 	idle      chan *pooledVU
 	nextID    atomic.Uint64
 	allocated atomic.Int64
-	mu        sync.Mutex // serialises capacity checks when creating
+	limit     atomic.Int64 // the most VUs create makes (≤ cap(idle))
+	mu        sync.Mutex   // serialises capacity checks when creating
 }
 
 type pooledVU struct {
@@ -61,14 +62,46 @@ func NewPool(factory VUFactory, t *segment.Tuple, capacity int64) *Pool {
 	if t == nil {
 		t = segment.FullTuple()
 	}
-	return &Pool{factory: factory, tuple: t, idle: make(chan *pooledVU, max(capacity, 0))}
+	return NewGrowablePool(factory, t, capacity, capacity)
+}
+
+// NewGrowablePool is NewPool for limit VUs whose limit Raise may lift up
+// to capacity during the run (the externally-controlled executor's
+// vus-max); the idle channel is sized for capacity.
+func NewGrowablePool(factory VUFactory, t *segment.Tuple, limit, capacity int64) *Pool {
+	if t == nil {
+		t = segment.FullTuple()
+	}
+	p := &Pool{factory: factory, tuple: t, idle: make(chan *pooledVU, max(capacity, limit, 0))}
+	p.limit.Store(max(limit, 0))
+	return p
+}
+
+// Raise lifts the limit by n and initialises n more VUs into the pool, as
+// k6 does when vus-max is raised during a run. It fails past the capacity.
+func (p *Pool) Raise(ctx context.Context, n int64) error {
+	p.mu.Lock()
+	if p.limit.Load()+n > int64(cap(p.idle)) {
+		p.mu.Unlock()
+		return fmt.Errorf("cannot raise the VUs above %d during the run", cap(p.idle))
+	}
+	p.limit.Add(n)
+	p.mu.Unlock()
+	for range n {
+		pv, err := p.create(ctx)
+		if err != nil {
+			return err
+		}
+		p.idle <- pv
+	}
+	return nil
 }
 
 // Allocated is the number of VUs created so far (the vus_max metric).
 func (p *Pool) Allocated() int64 { return p.allocated.Load() }
 
-// Capacity is the most VUs the pool will hold.
-func (p *Pool) Capacity() int64 { return int64(cap(p.idle)) }
+// Capacity is the most VUs the pool will hold now.
+func (p *Pool) Capacity() int64 { return p.limit.Load() }
 
 // Init creates n VUs, up to parallel at a time, and puts them in the pool.
 // It is how the integrator initialises the planned VUs before setup().
@@ -107,9 +140,9 @@ func (p *Pool) Init(ctx context.Context, n int64, parallel int) error {
 // create makes one new VU if the pool is below capacity.
 func (p *Pool) create(ctx context.Context) (*pooledVU, error) {
 	p.mu.Lock()
-	if p.allocated.Load() >= int64(cap(p.idle)) {
+	if p.allocated.Load() >= p.limit.Load() {
 		p.mu.Unlock()
-		return nil, fmt.Errorf("cannot initialise another VU: the pool is at its planned maximum of %d", cap(p.idle))
+		return nil, fmt.Errorf("cannot initialise another VU: the pool is at its planned maximum of %d", p.limit.Load())
 	}
 	p.allocated.Add(1)
 	p.mu.Unlock()

@@ -167,7 +167,7 @@ func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {
 		r.info = ScenarioInfo{Name: b.Name, Executor: b.Type, Exec: b.Exec, Env: b.Env, Tags: b.Tags, Options: b.Options, Config: c, run: r}
 		switch cc := c.(type) {
 		case *ExternallyControlledConfig:
-			s.ext = newExternal(cc.VUs, cc.MaxVUs)
+			s.ext = newExternal(cc.VUs, cc.MaxVUs, pool.Raise, plan.Tuple.ScaleInt64)
 		case *RampingVUsConfig:
 			r.stages = cc.Stages
 		case *RampingArrivalRateConfig:

@@ -376,7 +376,8 @@ func TestPausedRunsClockStartsAtTheResume(t *testing.T) {
 // The externally-controlled executor (issue 28 item 5): PATCH /v1/status
 // sets its VUs while it runs, with k6 v1.8.1's answers (observed): the new
 // number at once in the status, 400 "Config update error" over vus-max,
-// below the starting vus-max or negative; the VUs really change.
+// below the starting vus-max or negative; the VUs really change, and a
+// raised vus-max initialises more VUs while the run goes.
 func TestExternallyControlledVUs(t *testing.T) {
 	src := `
 import { sleep } from "k6";
@@ -393,9 +394,10 @@ export default function () { seen.add(exec.instance.vusActive); sleep(0.1); }`
 		t.Fatalf("vus 3: %d %v", code, doc)
 	}
 	for body, want := range map[string]string{
-		`{"data":{"attributes":{"vus":5}}}`:     "invalid configuration supplied: the number of active VUs (5) must be less than or equal to the number of maxVUs (3)",
-		`{"data":{"attributes":{"vus-max":2}}}`: "the new number of max VUs cannot be lower than the starting number of max VUs (3)",
-		`{"data":{"attributes":{"vus":-1}}}`:    "invalid configuration supplied: the number of VUs can't be negative",
+		`{"data":{"attributes":{"vus":5}}}`:             "invalid configuration supplied: the number of active VUs (5) must be less than or equal to the number of maxVUs (3)",
+		`{"data":{"attributes":{"vus-max":2}}}`:         "invalid configuration supplied: the number of active VUs (3) must be less than or equal to the number of maxVUs (2)",
+		`{"data":{"attributes":{"vus":2,"vus-max":2}}}`: "the new number of max VUs cannot be lower than the starting number of max VUs (3)",
+		`{"data":{"attributes":{"vus":-1}}}`:            "invalid configuration supplied: the number of VUs can't be negative",
 	} {
 		code, doc, _ := l.do(http.MethodPatch, "/v1/status", body)
 		errs, _ := doc["errors"].([]any)
@@ -403,11 +405,25 @@ export default function () { seen.add(exec.instance.vusActive); sleep(0.1); }`
 			t.Errorf("%s: %d %v", body, code, doc)
 		}
 	}
+	// Raising vus-max initialises more VUs during the run (k6 does the same
+	// before answering); then 5 can run.
+	if code, doc, _ := l.do(http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus-max":5,"vus":5}}}`); code != http.StatusOK || attrs(doc)["vus"] != float64(5) || attrs(doc)["vus-max"] != float64(5) {
+		t.Fatalf("vus-max 5: %d %v", code, doc)
+	}
+	code, doc, _ := l.do(http.MethodPatch, "/v1/status", `{"data":{"attributes":{"vus-max":4}}}`)
+	if errs, _ := doc["errors"].([]any); code != http.StatusBadRequest || len(errs) != 1 ||
+		errs[0].(map[string]any)["detail"] != "invalid configuration supplied: the number of active VUs (5) must be less than or equal to the number of maxVUs (4)" {
+		t.Errorf("vus-max 4 under 5 VUs: %d %v", code, doc)
+	}
 	if res := l.result(); res.ExitCode != 0 {
 		t.Fatalf("exit %d %v", res.ExitCode, res.Err)
 	}
-	code, doc, _ := l.do(http.MethodGet, "/v1/metrics/seen_vus", "")
-	if s, _ := attrs(doc)["sample"].(map[string]any); code != http.StatusOK || s["value"] != float64(3) {
-		t.Errorf("the VUs did not become 3: %d %v", code, doc)
+	code, doc, _ = l.do(http.MethodGet, "/v1/metrics/seen_vus", "")
+	if s, _ := attrs(doc)["sample"].(map[string]any); code != http.StatusOK || s["value"] != float64(5) {
+		t.Errorf("the VUs did not become 5: %d %v", code, doc)
+	}
+	code, doc, _ = l.do(http.MethodGet, "/v1/metrics/vus_max", "")
+	if s, _ := attrs(doc)["sample"].(map[string]any); code != http.StatusOK || s["value"] != float64(5) {
+		t.Errorf("vus_max did not become 5: %d %v", code, doc)
 	}
 }
