@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test test-go node-deps bench bench-scale bench-clients lint fuzz run clean image
+.PHONY: all build test test-go node-deps bench bench-scale bench-clients lint fuzz run clean image k8s-e2e
 
 all: build
 
@@ -19,6 +19,14 @@ build:
 IMAGE ?= buzzload:dev
 image:
 	GO='$(GO)' LDFLAGS='$(LDFLAGS)' scripts/image.sh $(IMAGE) out/image
+
+# The manifests on a real single-node Kubernetes with the real k6-operator,
+# offline, inside a network namespace of its own (scripts/k8s-e2e/run.sh;
+# root, Debian's containerd, etcd-server, runc, containernetworking-plugins,
+# conntrack). Kubernetes (kubectl too) is built from the Go module proxy outside
+# this module and cached in ~/.cache/buzzload-k8s (cold: ~13 min).
+k8s-e2e: image
+	IMAGE='$(IMAGE)' scripts/k8s-e2e/run.sh
 
 # The Node packages the cross-checks use (nostr-tools as an independent oracle).
 node-deps: $(NODE_DIR)/node_modules/.installed

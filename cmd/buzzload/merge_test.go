@@ -311,7 +311,9 @@ func TestMergeStageThresholds(t *testing.T) {
 func TestMergeKeepsTheBuzzReport(t *testing.T) {
 	t.Parallel() // subprocesses that mostly wait on their timelines
 	dir := copyTestdata(t, "ops-tiny.toml")
-	at := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+	// Long enough for both to initialise on a busy 2-core machine: one that
+	// starts late ("--start-at ... is already past") has windows of its own.
+	at := time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339Nano)
 	var wg sync.WaitGroup
 	codes := make([]int, 2)
 	errs := make([]string, 2)
