@@ -59,7 +59,9 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		fmt.Fprintln(stdout, "thresholds on the merged data and prints the summary. Exit 0, 99 when a threshold")
 		fmt.Fprintln(stdout, "fails on the merged data, 112 when the merged Buzz verdict fails otherwise (an instance's")
 		fmt.Fprintln(stdout, "own verdict, its durability audit or relay log), 1 on bad or mismatched result files,")
-		fmt.Fprintln(stdout, "2 on bad flags. A run of the Buzz module gets its merged Buzz report (steps, windows,")
+		fmt.Fprintln(stdout, "2 on bad flags; an instance that did not complete (interrupted 105, script error 107,")
+		fmt.Fprintln(stdout, "aborted 108, marked failed 110, ...) makes the merge exit with its code. A run of the")
+		fmt.Fprintln(stdout, "Buzz module gets its merged Buzz report (steps, windows,")
 		fmt.Fprintln(stdout, "verdict, checks) in the summary and in -o's result file.")
 		fmt.Fprintln(stdout)
 		fs.SetOutput(stdout)
@@ -190,8 +192,21 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		}
 	}
 	reportStageVerdicts(stderr, merged.StageVerdicts)
-	if failed := failedKeys(statuses); len(failed) > 0 {
+	failed := failedKeys(statuses)
+	if len(failed) > 0 {
 		fmt.Fprintf(stderr, "buzzload merge: thresholds on metrics '%s' have been crossed on the merged data\n", strings.Join(failed, "', '"))
+	}
+	// An instance that did not run its plan to the end (interrupted, a
+	// script error, aborted, marked failed) leaves the merged data short:
+	// the whole run cannot pass, whatever its thresholds say (issue 31: a
+	// runner pod killed mid-run wrote a partial result).
+	if in, ok := unfinished(ins); ok {
+		f := in.File.Run
+		fmt.Fprintf(stderr, "buzzload merge: %s (segment %s, instance %s) ended with exit code %d (%s): the run did not complete, so the merged verdict cannot pass (exit %d)\n",
+			in.Name, f.ExecutionSegment, f.InstanceID, f.ExitCode, termtext.Lines(f.Error), f.ExitCode)
+		return f.ExitCode
+	}
+	if len(failed) > 0 {
 		return engine.ExitThresholdsFailed
 	}
 	if buzzRep != nil && !buzzRep.OK && code == engine.ExitOK {
@@ -199,6 +214,20 @@ func mergeCmd(_ context.Context, args []string, env cliEnv) int {
 		return ExitRelayEvidence
 	}
 	return code
+}
+
+// unfinished is the first instance whose run ended otherwise than by its
+// plan: an exit code other than 0, 99 (its share failed a threshold) and
+// 112 (the relay's evidence, judged in the merged Buzz verdict).
+func unfinished(ins []result.Input) (result.Input, bool) {
+	for _, in := range ins {
+		switch in.File.Run.ExitCode {
+		case engine.ExitOK, engine.ExitThresholdsFailed, ExitRelayEvidence:
+		default:
+			return in, true
+		}
+	}
+	return result.Input{}, false
 }
 
 // mergeBuzz is the merged Buzz report when every instance has one (a run

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/result"
 	"github.com/buzzload/buzzload/extension"
 )
@@ -176,6 +177,28 @@ func TestMergeRejudgesThresholdsOnMergedData(t *testing.T) {
 	// --no-thresholds judges nothing.
 	if code, _, stderr := runCLI(t, append([]string{"merge", "--no-thresholds", "--no-summary"}, parts...)...); code != 0 {
 		t.Errorf("merge --no-thresholds exit %d: %s", code, stderr)
+	}
+}
+
+// An instance that was interrupted (a runner pod killed mid-run: its
+// partial result written on SIGTERM, exit 105) fails the merge with its
+// exit code even when the merged thresholds pass (issue 31; without
+// unfinished() the merge exited 0).
+func TestMergeFailsWhenAnInstanceDidNotComplete(t *testing.T) {
+	dir := t.TempDir()
+	_, parts := runSegments(t, dir, "100")
+	killed := filepath.Join(dir, "killed.json")
+	f := readResult(t, parts[1])
+	f.Run.ExitCode, f.Run.Error = engine.ExitExternalAbort, "interrupted by signal"
+	if err := result.Write(killed, f); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "merge", "--no-summary", parts[0], parts[1], parts[2]); code != 0 {
+		t.Fatalf("complete instances: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := runCLI(t, "merge", "--no-summary", parts[0], killed, parts[2])
+	if code != engine.ExitExternalAbort || !strings.Contains(stderr, "segment 1/3:2/3") || !strings.Contains(stderr, "interrupted by signal") {
+		t.Fatalf("an interrupted instance: exit %d, want %d naming it:\n%s", code, engine.ExitExternalAbort, stderr)
 	}
 }
 

@@ -23,8 +23,10 @@ func manifests(t *testing.T, file string, vars map[string]string) []map[string]a
 	for k, v := range vars {
 		raw = bytes.ReplaceAll(raw, []byte("${"+k+"}"), []byte(v))
 	}
-	if i := bytes.Index(raw, []byte("${")); i >= 0 {
-		t.Fatalf("%s: an unfilled variable at byte %d", file, i)
+	for n, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, "${") {
+			t.Fatalf("%s:%d: an unfilled variable: %s", file, n+1, line)
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	var docs []map[string]any

@@ -12,7 +12,9 @@
 #
 # After a timeout it merges what exists: merge then refuses, naming the
 # segments that are missing. Exit code: merge's (0, 99 when a threshold
-# fails on the merged data, 1 for missing or mismatched results).
+# fails on the merged data, 1 for missing or mismatched results, an
+# instance's own code — 105 interrupted, 107 script error ... — when one
+# did not complete).
 set -eu
 
 n=${INSTANCES:?INSTANCES must be set}

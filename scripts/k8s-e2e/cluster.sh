@@ -46,9 +46,17 @@ snapshot() {
 	mkdir -p "$W/before"
 	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$W/before/links"
 	ip netns list | awk '{print $1}' | sort >"$W/before/netns"
-	iptables-save | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$W/before/iptables"
+	iptables-save | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$W/before/iptables"
 	awk '{print $2}' /proc/mounts | sort >"$W/before/mounts"
 	sysctl $SYSCTLS >"$W/before/sysctl" 2>/dev/null || true
+	cgroups >"$W/before/cgroups"
+	for d in /var/lib/kubelet /run/containerd /var/lib/containerd /etc/kubernetes; do [ -e $d ] && echo $d; done >"$W/before/dirs" || true
+}
+
+# cgroups lists the kubelet's cgroup trees (kubepods) under every
+# hierarchy.
+cgroups() {
+	find /sys/fs/cgroup -maxdepth 2 -type d -name 'kubepods*' 2>/dev/null | sort
 }
 
 preflight() {
@@ -132,7 +140,8 @@ up() {
 		--cert-dir="$W/kubelet/pki" --node-ip=$NODEIP --hostname-override=e2e-node
 	start kube-proxy "$BIN/kube-proxy" --kubeconfig="$P/admin.kubeconfig" --bind-address=127.0.0.1 --metrics-bind-address=127.0.0.1:10249 \
 		--healthz-bind-address=127.0.0.1:10256 --cluster-cidr=10.244.0.0/16 --proxy-mode=iptables --hostname-override=e2e-node \
-		--nodeport-addresses=127.0.0.1/32
+		--nodeport-addresses=127.0.0.1/32 --conntrack-max-per-core=0 --conntrack-tcp-timeout-established=0 \
+		--conntrack-tcp-timeout-close-wait=0 # conntrack limits are the machine's: not writable from a namespace, left as they are
 	for i in $(seq 240); do inns kubectl get node e2e-node >/dev/null 2>&1 && break; sleep 0.5; done
 	inns kubectl wait --for=condition=Ready node/e2e-node --timeout=180s >/dev/null || fail "the node is not ready: $(tail -5 "$W/logs/kubelet.log")"
 	for i in $(seq 120); do inns kubectl get sa default >/dev/null 2>&1 && break; sleep 0.5; done
@@ -188,6 +197,16 @@ down() {
 	# snapshots and shm), deepest first.
 	awk -v w="$W/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	[ -f "$W/before/sysctl" ] && sed 's/ = /=/' "$W/before/sysctl" | xargs -r -n1 sysctl -q -w 2>/dev/null || true
+	# The kubelet's cgroups (empty once every pod is gone), deepest first.
+	for c in $(cgroups); do
+		grep -qx "$c" "$W/before/cgroups" 2>/dev/null && continue
+		find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	done
+	# Directories the kubelet and containerd make outside the state
+	# directory when they were not there before.
+	for d in /var/lib/kubelet /run/containerd /var/lib/containerd /etc/kubernetes; do
+		[ -e $d ] && ! grep -qx $d "$W/before/dirs" 2>/dev/null && rm -rf $d
+	done
 	log "down done"
 }
 
@@ -196,10 +215,12 @@ check() {
 	tmp=$(mktemp -d)
 	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$tmp/links"
 	ip netns list | awk '{print $1}' | sort >"$tmp/netns"
-	iptables-save | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$tmp/iptables"
+	iptables-save | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$tmp/iptables"
 	awk '{print $2}' /proc/mounts | sort >"$tmp/mounts"
 	sysctl $SYSCTLS >"$tmp/sysctl" 2>/dev/null || true
-	for f in links netns iptables mounts sysctl; do
+	cgroups >"$tmp/cgroups"
+	for d in /var/lib/kubelet /run/containerd /var/lib/containerd /etc/kubernetes; do [ -e $d ] && echo $d; done >"$tmp/dirs" || true
+	for f in links netns iptables mounts sysctl cgroups dirs; do
 		if ! diff -u "$W/before/$f" "$tmp/$f" >"$tmp/$f.diff"; then
 			echo "k8s-e2e: the machine's $f differ from before the run:" >&2
 			cat "$tmp/$f.diff" >&2
