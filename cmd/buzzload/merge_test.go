@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/result"
 	"github.com/buzzload/buzzload/extension"
 )
