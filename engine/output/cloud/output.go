@@ -82,10 +82,10 @@ type Output struct {
 	closed   bool // guarded by aggMu: Stop took the last periods
 	stopOnce sync.Once
 	// stopBudget and finishBudget bound the end (Stop); tests shorten them.
-	stopBudget, finishBudget time.Duration
-	stopRun                  func(error)
-	ctx                      context.Context
-	cancelCtx                context.CancelFunc
+	stopBudget, finishBudget, createBudget time.Duration
+	stopRun                                func(error)
+	ctx                                    context.Context
+	cancelCtx                              context.CancelFunc
 }
 
 type ending struct {
@@ -125,7 +125,7 @@ func New(p Params) (*Output, error) {
 			stackID: p.Config.StackID, retryWait: 500 * time.Millisecond},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
-		ctx: ctx, cancelCtx: cancel, stopBudget: stopBudget, finishBudget: finishBudget,
+		ctx: ctx, cancelCtx: cancel, stopBudget: stopBudget, finishBudget: finishBudget, createBudget: createBudget,
 	}, nil
 }
 
@@ -144,8 +144,12 @@ func (o *Output) Start() error {
 	case o.cfg.TestRunID != "":
 		o.ref, o.create = o.cfg.TestRunID, true
 	default:
-		resp, err := o.client.createTestRun(o.ctx, createRequest{Name: o.cfg.Name, ProjectID: o.cfg.ProjectID,
+		// A cloud that does not answer holds the start for createBudget at
+		// most (not three attempts of K6_CLOUD_TIMEOUT each, as in k6).
+		ctx, cancel := context.WithTimeout(o.ctx, o.createBudget)
+		resp, err := o.client.createTestRun(ctx, createRequest{Name: o.cfg.Name, ProjectID: o.cfg.ProjectID,
 			VUs: o.p.MaxVUs, Thresholds: o.p.Thresholds, Duration: int64(o.p.Duration / time.Second)})
+		cancel()
 		if err != nil {
 			o.noRun = true
 			o.stats.LastError = err.Error()
@@ -395,6 +399,7 @@ func (o *Output) Stop() error {
 const (
 	stopBudget   = 20 * time.Second
 	finishBudget = 10 * time.Second
+	createBudget = 30 * time.Second
 )
 
 func (o *Output) finish() {

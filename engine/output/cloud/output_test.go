@@ -239,11 +239,19 @@ func TestASilentCloudDoesNotHoldTheEnd(t *testing.T) {
 			}()
 		}
 	}()
+	// Creating the run waits for the create budget, then the run goes on.
+	c, cw := testOutput(t, "http://"+ln.Addr().String(), nil)
+	c.createBudget = 300 * time.Millisecond
+	start := time.Now()
+	if err := c.Start(); err != nil || time.Since(start) > 5*time.Second || !strings.Contains(cw.all(), "could not be created") {
+		t.Fatalf("create against a silent cloud: %v after %v\n%s", err, time.Since(start), cw.all())
+	}
+	_ = c.Stop()
 	o, w := testOutput(t, "http://"+ln.Addr().String(), map[string]string{"K6_CLOUD_PUSH_REF_ID": "9"})
 	o.stopBudget, o.finishBudget = 300*time.Millisecond, 100*time.Millisecond
 	_ = o.Start()
 	o.AddSamples(counterSamples(t, 3, time.Now()))
-	start := time.Now()
+	start = time.Now()
 	_ = o.Stop()
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Stop took %v", d)
