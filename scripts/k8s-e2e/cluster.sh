@@ -44,13 +44,21 @@ SYSCTLS="vm.overcommit_memory kernel.panic kernel.panic_on_oops kernel.keys.root
 
 snapshot() {
 	mkdir -p "$W/before"
-	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$W/before/links"
-	ip netns list | awk '{print $1}' | sort >"$W/before/netns"
-	iptables-save | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$W/before/iptables"
-	awk '{print $2}' /proc/mounts | sort >"$W/before/mounts"
-	sysctl $SYSCTLS >"$W/before/sysctl" 2>/dev/null || true
-	cgroups >"$W/before/cgroups"
-	for d in /var/lib/kubelet /run/containerd /var/lib/containerd /etc/kubernetes; do [ -e $d ] && echo $d; done >"$W/before/dirs" || true
+	state "$W/before"
+}
+
+# state writes what the run must leave as it found it into dir: links,
+# network namespaces, iptables rules, mounts, the sysctls, the kubelet's
+# cgroups, the directories the components make outside $W.
+state() {
+	local d=$1
+	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$d/links"
+	ip netns list | awk '{print $1}' | sort >"$d/netns"
+	iptables-save | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$d/iptables"
+	awk '{print $2}' /proc/mounts | sort >"$d/mounts"
+	sysctl $SYSCTLS >"$d/sysctl" 2>/dev/null || true
+	cgroups >"$d/cgroups"
+	for x in /var/lib/kubelet /run/containerd /var/lib/containerd /etc/kubernetes; do [ -e $x ] && echo $x; done >"$d/dirs" || true
 }
 
 # cgroups lists the kubelet's cgroup trees (kubepods) under every
@@ -213,13 +221,7 @@ down() {
 check() {
 	local bad=0 tmp
 	tmp=$(mktemp -d)
-	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$tmp/links"
-	ip netns list | awk '{print $1}' | sort >"$tmp/netns"
-	iptables-save | { grep -v '^#' || true; } | sed 's/\[[0-9]*:[0-9]*\]//' | sort >"$tmp/iptables"
-	awk '{print $2}' /proc/mounts | sort >"$tmp/mounts"
-	sysctl $SYSCTLS >"$tmp/sysctl" 2>/dev/null || true
-	cgroups >"$tmp/cgroups"
-	for d in /var/lib/kubelet /run/containerd /var/lib/containerd /etc/kubernetes; do [ -e $d ] && echo $d; done >"$tmp/dirs" || true
+	state "$tmp"
 	for f in links netns iptables mounts sysctl cgroups dirs; do
 		if ! diff -u "$W/before/$f" "$tmp/$f" >"$tmp/$f.diff"; then
 			echo "k8s-e2e: the machine's $f differ from before the run:" >&2
@@ -234,7 +236,7 @@ check() {
 	fi
 	rm -rf "$tmp"
 	[ $bad = 0 ] || exit 1
-	log "the machine is as it was: no process, link, namespace, mount or iptables rule left"
+	log "the machine is as it was: no process, link, namespace, mount, cgroup or iptables rule left"
 }
 
 case "${1:-}" in
