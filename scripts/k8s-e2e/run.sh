@@ -26,6 +26,9 @@ fi
 "$here/build.sh"
 mkdir -p "$W"
 "$here/images.sh"
+# The tests run inside the namespace, where there is no network at all:
+# their modules are fetched and their binary built out here.
+(cd "$root" && go mod download && go test -c -o "$W/k8s.test" ./examples/k8s/)
 "$here/cluster.sh" snapshot
 
 status=0
@@ -53,11 +56,12 @@ inns kubectl apply --server-side -f "$op/config/crd/bases/" >/dev/null
 inns kubectl apply -f "$here/operator.yaml" >/dev/null
 inns kubectl -n k6-operator-system rollout status deployment/k6-operator --timeout=180s
 log "tests"
-cd "$root"
-if ! inns env BUZZLOAD_K8S_E2E="$W" KUBECONFIG="$KUBECONFIG" go test -count=1 -v -timeout 40m \
-	-run "${K8S_E2E_RUN:-TestCluster}" ./examples/k8s/ 2>&1 | tee "$W/logs/tests.log"; then
+cd "$root/examples/k8s"
+if ! inns env BUZZLOAD_K8S_E2E="$W" KUBECONFIG="$KUBECONFIG" "$W/k8s.test" -test.count=1 -test.v -test.timeout=40m \
+	-test.run "${K8S_E2E_RUN:-TestCluster}" 2>&1 | tee "$W/logs/tests.log"; then
 	status=1
 fi
+grep -q -- '--- PASS' "$W/logs/tests.log" || status=1
 grep -q -- '--- FAIL' "$W/logs/tests.log" && status=1
 grep -q -- '--- SKIP' "$W/logs/tests.log" && { log "a cluster test skipped: that is a failure here"; status=1; }
 inns kubectl -n k6-operator-system logs deployment/k6-operator >"$W/logs/k6-operator.log" 2>&1 || true
