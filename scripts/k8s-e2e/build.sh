@@ -40,7 +40,7 @@ if [ $missing = 1 ]; then
 fi
 if [ ! -x "$bin/k6-operator" ]; then
 	log "k6-operator $K6OP"
-	go mod download "github.com/grafana/k6-operator@$K6OP"
+	(cd /tmp && go mod download "github.com/grafana/k6-operator@$K6OP")
 	rm -rf "$cache/src/k6op"
 	cp -r "$(go env GOMODCACHE)/github.com/grafana/k6-operator@$K6OP" "$cache/src/k6op"
 	chmod -R u+w "$cache/src/k6op"

@@ -29,6 +29,7 @@ mkdir -p "$W"
 # The tests run inside the namespace, where there is no network at all:
 # their modules are fetched and their binary built out here.
 (cd "$root" && go mod download && go test -c -o "$W/k8s.test" ./examples/k8s/)
+(cd /tmp && go mod download "github.com/grafana/k6-operator@$K6OP") # its CRDs (the binary may come from the cache); outside our module
 "$here/cluster.sh" snapshot
 
 status=0
@@ -46,6 +47,7 @@ finish() {
 	exit $status
 }
 trap finish EXIT
+trap 'exit 130' INT TERM # Ctrl-C or a kill still tears down (the EXIT trap)
 
 "$here/cluster.sh" up
 inns() { nsenter --net="/run/netns/$NETNS" "$@"; }
