@@ -24,7 +24,7 @@ image:
 # offline, inside a network namespace of its own (scripts/k8s-e2e/run.sh;
 # root, Debian's containerd, etcd-server, runc, containernetworking-plugins,
 # conntrack). Kubernetes (kubectl too) is built from the Go module proxy outside
-# this module and cached in ~/.cache/buzzload-k8s (cold: ~13 min).
+# this module and cached in ~/.cache/buzzload-k8s (cold: ~9 min).
 k8s-e2e: image
 	IMAGE='$(IMAGE)' scripts/k8s-e2e/run.sh
 
