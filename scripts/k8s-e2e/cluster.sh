@@ -205,6 +205,12 @@ down() {
 	# snapshots and shm), deepest first.
 	awk -v w="$W/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	[ -f "$W/before/sysctl" ] && sed 's/ = /=/' "$W/before/sysctl" | xargs -r -n1 sysctl -q -w 2>/dev/null || true
+	# Only what the snapshot says was not there before: without one, leave
+	# the machine's kubelet and containerd directories alone.
+	if [ ! -f "$W/before/dirs" ] || [ ! -f "$W/before/cgroups" ]; then
+		log "down done (no snapshot: cgroups and directories outside $W left as they are)"
+		return 0
+	fi
 	# The kubelet's cgroups (empty once every pod is gone), deepest first.
 	for c in $(cgroups); do
 		grep -qx "$c" "$W/before/cgroups" 2>/dev/null && continue
