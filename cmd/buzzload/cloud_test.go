@@ -18,16 +18,6 @@ import (
 // and its metric push, captured from /work/tools/k6 with K6_CLOUD_HOST on
 // 127.0.0.1; probe.js says how).
 
-func cloudCapture(t *testing.T) *capture.Server {
-	t.Helper()
-	srv, err := capture.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
-
 // probeTotals are the series of the script's own metrics (probe_*, checks)
 // summed over periods; the built-ins carry timings that differ per run.
 func probeTotals(t *testing.T, sets []capture.MetricSet) map[string]*capture.Total {
@@ -43,7 +33,7 @@ func probeTotals(t *testing.T, sets []capture.MetricSet) map[string]*capture.Tot
 }
 
 func TestCloudOutputSendsWhatK6Sends(t *testing.T) {
-	srv := cloudCapture(t)
+	srv := capture.StartT(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "probe.js")
 	src, err := os.ReadFile("testdata/cloud/probe.js")
@@ -175,7 +165,7 @@ func TestCloudOutputFinishesTheRunAsK6Does(t *testing.T) {
 		{"test-fail.js", 110, `{"result_status":1,"run_status":6,"thresholds":{"iterations":{"count>5":true}}}`},
 	} {
 		t.Run(c.script, func(t *testing.T) {
-			srv := cloudCapture(t)
+			srv := capture.StartT(t)
 			code, out, errs := runCLIEnv(t, []string{"K6_CLOUD_HOST=" + srv.URL, "K6_CLOUD_TOKEN=x"},
 				"run", "-q", "--out", "cloud", filepath.Join("testdata/cloud/status", c.script))
 			if code != c.code {

@@ -20,12 +20,7 @@ type cloudRun struct {
 
 func newCloudRun(t *testing.T) *cloudRun {
 	t.Helper()
-	srv, err := capture.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return &cloudRun{srv: srv, token: "operator-secret-token-1f2e"}
+	return &cloudRun{srv: capture.StartT(t), token: "operator-secret-token-1f2e"}
 }
 
 // arguments are the TestRun's spec.arguments with the cloud output.

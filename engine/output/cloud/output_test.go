@@ -24,16 +24,6 @@ func (w *warnings) all() string {
 	return strings.Join(w.list, "\n")
 }
 
-func startCapture(t *testing.T) *capture.Server {
-	t.Helper()
-	srv, err := capture.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
-}
-
 // testOutput is an output with fast periods against host.
 func testOutput(t *testing.T, host string, env map[string]string) (*Output, *warnings) {
 	t.Helper()
@@ -71,7 +61,7 @@ func counterSamples(t *testing.T, n int, at time.Time) []metrics.Sample {
 }
 
 func TestPushesOnlyToTheGivenRun(t *testing.T) {
-	srv := startCapture(t)
+	srv := capture.StartT(t)
 	o, _ := testOutput(t, srv.URL, map[string]string{"K6_CLOUD_PUSH_REF_ID": "777"})
 	if err := o.Start(); err != nil {
 		t.Fatal(err)
@@ -101,7 +91,7 @@ func TestPushesOnlyToTheGivenRun(t *testing.T) {
 }
 
 func TestTestRunIDFromTheScriptEnvironmentIsFinished(t *testing.T) {
-	srv := startCapture(t)
+	srv := capture.StartT(t)
 	cfg, _, err := ParseConfig(Inputs{Env: map[string]string{"K6_CLOUD_HOST": srv.URL}, ScriptPath: "a.js",
 		ScriptEnv: map[string]string{"K6_CLOUDRUN_TEST_RUN_ID": "55"}})
 	if err != nil {
@@ -151,7 +141,7 @@ func TestADownCloudCostsTheMetricsNotTheRun(t *testing.T) {
 // Refused pushes are retried, counted and reported once; the token never
 // shows, even when the cloud echoes it.
 func TestRefusedPushesAreCountedAndTheTokenNeverShows(t *testing.T) {
-	srv := startCapture(t)
+	srv := capture.StartT(t)
 	srv.RefusePushes(http.StatusInternalServerError, `{"error":{"code":9,"message":"bad token tok-secret-77"}}`)
 	o, w := testOutput(t, srv.URL, nil)
 	if err := o.Start(); err != nil {
@@ -190,7 +180,7 @@ func TestRefusedPushesAreCountedAndTheTokenNeverShows(t *testing.T) {
 
 // The cloud's "stop sending" (403, code 4) stops the pushes, as in k6.
 func TestForbiddenCode4StopsPushing(t *testing.T) {
-	srv := startCapture(t)
+	srv := capture.StartT(t)
 	srv.RefusePushes(http.StatusForbidden, `{"error":{"code":4,"message":"test run aborted"}}`)
 	o, w := testOutput(t, srv.URL, nil)
 	stopped := make(chan error, 1)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/golang/snappy"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -144,6 +145,17 @@ func Start() (*Server, error) {
 	s.srv = &http.Server{Handler: s} //nolint:gosec // loopback, tests only
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// StartT starts a server for a test and closes it when the test ends.
+func StartT(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // Close stops the server.
