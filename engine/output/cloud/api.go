@@ -25,7 +25,6 @@ type client struct {
 	host      string // K6_CLOUD_HOST, no trailing slash
 	token     string
 	userAgent string
-	stackID   int64
 	retryWait time.Duration
 }
 
@@ -142,9 +141,6 @@ func (c *client) once(ctx context.Context, path, contentType, key string, extra 
 	}
 	req.Header.Set("K6-Idempotency-Key", key)
 	req.Header.Set("User-Agent", c.userAgent)
-	if c.stackID != 0 {
-		req.Header.Set("X-Stack-Id", fmt.Sprint(c.stackID))
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return ctx.Err() == nil, err

@@ -28,8 +28,10 @@ const Name = "cloud"
 // Config is the output's settings: k6's K6_CLOUD_* variables and
 // options.cloud, with k6's defaults.
 type Config struct {
-	Token          string
-	ProjectID      int64
+	Token     string
+	ProjectID int64
+	// StackID is read as k6 reads it; k6's cloud output sends nothing of it
+	// (observed: no X-Stack-Id with K6_CLOUD_STACK_ID set).
 	StackID        int64
 	Name           string
 	Host           string

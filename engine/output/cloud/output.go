@@ -122,7 +122,7 @@ func New(p Params) (*Output, error) {
 		p: p, cfg: p.Config, warn: warn, now: time.Now,
 		client: &client{http: &http.Client{Timeout: p.Config.Timeout, Transport: http.DefaultTransport},
 			host: p.Config.Host, token: p.Config.Token, userAgent: "k6cloud/" + p.Version,
-			stackID: p.Config.StackID, retryWait: 500 * time.Millisecond},
+			retryWait: 500 * time.Millisecond},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
 		ctx: ctx, cancelCtx: cancel, stopBudget: stopBudget, finishBudget: finishBudget, createBudget: createBudget,
