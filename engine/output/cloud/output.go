@@ -121,12 +121,22 @@ func New(p Params) (*Output, error) {
 	return &Output{
 		p: p, cfg: p.Config, warn: warn, now: time.Now,
 		client: &client{http: &http.Client{Timeout: p.Config.Timeout, Transport: http.DefaultTransport},
-			host: p.Config.Host, token: p.Config.Token, userAgent: "k6cloud/" + p.Version,
+			host: p.Config.Host, token: p.Config.Token, userAgent: userAgent(p.Version),
 			retryWait: 500 * time.Millisecond},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
 		ctx: ctx, cancelCtx: cancel, stopBudget: stopBudget, finishBudget: finishBudget, createBudget: createBudget,
 	}, nil
+}
+
+// k6Protocol is the k6 release whose cloud protocol the output speaks.
+const k6Protocol = "1.8.1"
+
+// userAgent is k6's ("k6cloud/<version>") with the k6 release whose
+// requests buzzload's match, buzzload's own version after it: a cloud that
+// reads k6's version from it reads the protocol's.
+func userAgent(version string) string {
+	return "k6cloud/" + k6Protocol + " (buzzload/" + version + ")"
 }
 
 // SetStopRun gives the output a way to stop the run, used only with
