@@ -63,6 +63,12 @@ func TestClusterTestRun(t *testing.T) {
 			if !waitJob(t, testrun+"-starter", time.Minute) {
 				t.Fatalf("the starter failed:\n%s", kube(t, "", "logs", "job/"+testrun+"-starter"))
 			}
+			// The runners started paused (the operator's --paused) and
+			// the starter resumed them.
+			cmds := kube(t, "", "get", "pods", "-l", "runner=true,k6_cr="+testrun, "-o", "jsonpath={range .items[*]}{.spec.containers[0].command}{\"\\n\"}{end}")
+			if strings.Count(cmds, "--paused") != 3 {
+				t.Errorf("runner commands without --paused:\n%s", cmds)
+			}
 			exits := podExits(t, "runner=true,k6_cr="+testrun)
 			if len(exits) != 3 {
 				t.Fatalf("runner pods %v, want 3 that ended", exits)
@@ -98,34 +104,56 @@ func TestClusterTestRun(t *testing.T) {
 
 // TestClusterIndexedJob applies examples/k8s/buzzload-job.yaml (three
 // instances started together with --start-at): every pod succeeds (99 of
-// a share is 0), the merge Job passes, and the fixture is seeded once.
+// a share is 0), the fixture is seeded once and the merge Job passes; with
+// a threshold the whole run fails, the merge Job fails with 99.
 func TestClusterIndexedJob(t *testing.T) {
 	_, pv := clusterFixture(t)
-	run := "indexed-" + time.Now().Format("150405")
-	js, toml := scriptFiles(t, "k8s-"+run, "count>=30")
-	merge, _ := os.ReadFile("merge-results.sh")
-	seg, _ := os.ReadFile("run-segment.sh")
-	configMap(t, "buzzload-scripts", map[string]string{"merge-results.sh": string(merge), "run-segment.sh": string(seg),
-		"test.js": js, "buzz-test.toml": toml})
-	start := time.Now().Add(45 * time.Second).UTC().Format(time.RFC3339)
-	kube(t, forCluster(t, "buzzload-job.yaml", map[string]string{"RUN_NAME": run, "INSTANCES": "3", "IMAGE": e2eImage, "START_AT": start}), "apply", "-f", "-")
-	if !waitJob(t, "buzzload-merge-"+run, 8*time.Minute) {
-		t.Fatalf("merge job failed:\n%s", kube(t, "", "logs", "job/buzzload-merge-"+run))
+	stamp := time.Now().Format("150405")
+	for _, c := range []struct {
+		name, threshold string
+		pass            bool
+	}{
+		{"pass", "count>=30", true},
+		{"fail", "count>=1000", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := "indexed-" + c.name + "-" + stamp
+			js, toml := scriptFiles(t, "k8s-"+run, c.threshold)
+			merge, _ := os.ReadFile("merge-results.sh")
+			seg, _ := os.ReadFile("run-segment.sh")
+			configMap(t, "buzzload-scripts", map[string]string{"merge-results.sh": string(merge), "run-segment.sh": string(seg),
+				"test.js": js, "buzz-test.toml": toml})
+			start := time.Now().Add(45 * time.Second).UTC().Format(time.RFC3339)
+			kube(t, forCluster(t, "buzzload-job.yaml", map[string]string{"RUN_NAME": run, "INSTANCES": "3", "IMAGE": e2eImage, "START_AT": start}), "apply", "-f", "-")
+			passed := waitJob(t, "buzzload-merge-"+run, 8*time.Minute)
+			logs := kube(t, "", "logs", "job/buzzload-merge-"+run)
+			if passed != c.pass {
+				t.Fatalf("merge job passed=%v, want %v:\n%s", passed, c.pass, logs)
+			}
+			if !waitJob(t, "buzzload-run-"+run, time.Minute) {
+				t.Fatalf("the Indexed Job failed:\n%s", kube(t, "", "get", "pods", "-l", "run="+run))
+			}
+			for pod, code := range podExits(t, "role=runner,run="+run) {
+				if code != 0 {
+					t.Errorf("%s exited %d", pod, code)
+				}
+			}
+			if !c.pass {
+				for pod, code := range podExits(t, "role=merge,run="+run) {
+					if code != 99 || !strings.Contains(logs, "count>=1000") {
+						t.Errorf("merge pod %s exited %d, want 99 showing the threshold:\n%s", pod, code, logs)
+					}
+				}
+				return
+			}
+			if _, err := os.Stat(filepath.Join(pv, run, "merged.json")); err != nil {
+				t.Fatal(err)
+			}
+			tomlPath := filepath.Join(t.TempDir(), "buzz-test.toml")
+			write(t, tomlPath, []byte(toml))
+			seededOnce(t, tomlPath, 30)
+		})
 	}
-	if !waitJob(t, "buzzload-run-"+run, time.Minute) {
-		t.Fatalf("the Indexed Job failed:\n%s", kube(t, "", "get", "pods", "-l", "run="+run))
-	}
-	for pod, code := range podExits(t, "role=runner,run="+run) {
-		if code != 0 {
-			t.Errorf("%s exited %d", pod, code)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(pv, run, "merged.json")); err != nil {
-		t.Fatal(err)
-	}
-	tomlPath := filepath.Join(t.TempDir(), "buzz-test.toml")
-	write(t, tomlPath, []byte(toml))
-	seededOnce(t, tomlPath, 30)
 }
 
 // TestClusterRunnerKilled deletes a runner pod of a longer TestRun while
