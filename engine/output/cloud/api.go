@@ -166,15 +166,13 @@ func (c *client) redact(err error) error {
 	if err == nil || c.token == "" || !strings.Contains(err.Error(), c.token) {
 		return err
 	}
-	return &APIError{Status: statusOf(err), Message: strings.ReplaceAll(err.Error(), c.token, "***")}
-}
-
-func statusOf(err error) int {
-	var e *APIError
-	if errors.As(err, &e) {
-		return e.Status
+	var ae *APIError
+	if errors.As(err, &ae) { // keep status and code: 403 E4 still stops the pushes
+		red := *ae
+		red.Message = strings.ReplaceAll(ae.Message, c.token, "***")
+		return &red
 	}
-	return 0
+	return errors.New(strings.ReplaceAll(err.Error(), c.token, "***"))
 }
 
 func idempotencyKey() string {
