@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -164,7 +165,7 @@ func TestRefusedPushesAreCountedAndTheTokenNeverShows(t *testing.T) {
 	if strings.Count(got, "failed to push metrics") != 1 || !strings.Contains(got, "pushes failed") {
 		t.Fatalf("want one warning and the total:\n%s", got)
 	}
-	if strings.Contains(got, "tok-secret-77") || !strings.Contains(got, "(500/E9) bad token ***") {
+	if strings.Contains(got, "tok-secret-77") || !strings.Contains(got, "failed to push metrics to the cloud: (500/E9) bad token ***;") {
 		t.Fatalf("the token shows, or the cloud's error lost its status and code:\n%s", got)
 	}
 	for _, r := range pushes[:3] {
@@ -248,5 +249,16 @@ func TestASilentCloudDoesNotHoldTheEnd(t *testing.T) {
 	}
 	if st := o.Stats(); st.PointsLost != 1 || st.FailedPushes != 1 {
 		t.Fatalf("stats %+v\n%s", st, w.all())
+	}
+}
+
+// Redacting the token keeps the cloud's status and code (a 403 E4 that
+// echoes the token still stops the pushes).
+func TestRedactKeepsTheCloudsError(t *testing.T) {
+	c := &client{token: "tok-1"}
+	var ae *APIError
+	err := c.redact(&APIError{Status: 403, Code: 4, Message: "run tok-1 aborted"})
+	if !errors.As(err, &ae) || ae.Code != 4 || err.Error() != "(403/E4) run *** aborted" {
+		t.Fatalf("redacted: %#v %q", err, err)
 	}
 }
