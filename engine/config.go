@@ -24,7 +24,10 @@ type Layer struct {
 type RunConfig struct {
 	// Script is the script path; Source, when set, is its content.
 	Script string
-	Source []byte
+	// TestName is what the user ran when Script is generated for it (a
+	// scenario file's <file>.toml.js): outputs name the test after it.
+	TestName string
+	Source   []byte
 	// Registry holds the Go modules (built-ins plus extensions).
 	Registry *jsmodule.Registry
 	// Helpers is the embedded JS helpers FS (served as buzzload/<file>).

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -246,7 +247,7 @@ func (r *runner) run(ctx context.Context) Result {
 	for _, arg := range r.cfg.Outputs {
 		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags,
 			Warn:       func(m string) { r.log.Log(jshost.LevelWarn, m) },
-			ScriptPath: r.cfg.Script, ScriptEnv: r.cfg.ScriptEnv, Options: r.merged,
+			ScriptPath: cmp.Or(r.cfg.TestName, r.cfg.Script), ScriptEnv: r.cfg.ScriptEnv, Options: r.merged,
 			MaxVUs: r.plan.MaxVUs, Duration: r.plan.MaxDuration, Version: r.cfg.Version})
 		if s, ok := o.(output.Stopper); ok && err == nil {
 			s.SetStopRun(func(err error) { r.stopRun(ExitExternalAbort, err) })

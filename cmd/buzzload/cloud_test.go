@@ -179,3 +179,20 @@ func TestCloudOutputFinishesTheRunAsK6Does(t *testing.T) {
 		})
 	}
 }
+
+// A scenario file's test run is named after the file (not the script
+// generated for it, <file>.toml.js), as k6 names it after the script.
+func TestCloudOutputNamesAScenarioRunAfterItsFile(t *testing.T) {
+	srv := capture.StartT(t)
+	dir := copyTestdata(t, "ops-tiny.toml")
+	code, _, errs := runBin(t, dir, []string{"K6_CLOUD_HOST=" + srv.URL, "K6_CLOUD_TOKEN=x"},
+		"run", "-q", "-d", "2s", "--out", "cloud", "ops-tiny.toml")
+	reqs := srv.Requests()
+	if code != 0 || len(reqs) == 0 || reqs[0].Path != "/v1/tests" {
+		t.Fatalf("exit %d, requests %v\n%s", code, paths(reqs), errs)
+	}
+	var create struct{ Name string }
+	if err := json.Unmarshal(reqs[0].Body, &create); err != nil || create.Name != "ops-tiny.toml" {
+		t.Fatalf("test run name %q (%v), want ops-tiny.toml", create.Name, err)
+	}
+}

@@ -451,6 +451,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		if err != nil {
 			return cfg, err
 		}
+		cfg.TestName = script
 	}
 	if archive.IsArchive(script) {
 		if err := useArchive(&cfg, script, f.env); err != nil {

@@ -58,8 +58,8 @@ type Params struct {
 	// them to stderr.
 	Warn func(msg string)
 
-	// What the cloud output tells the cloud of the run: the script's path
-	// and environment (-e), the merged options (options.cloud), the plan's
+	// What the cloud output tells the cloud of the run: the test's path (the
+	// scenario file, not its generated script) and the script's environment (-e), the merged options (options.cloud), the plan's
 	// max VUs and end, and the version for its User-Agent.
 	ScriptPath string
 	ScriptEnv  map[string]string
@@ -112,13 +112,7 @@ func New(arg string, p Params) (Output, error) {
 
 // newCloud makes `--out cloud[=NAME]` from k6's settings.
 func newCloud(arg, name string, p Params) (Output, error) {
-	// A scenario file runs as <file>.toml.js (cmd/buzzload's scenarioScript):
-	// the test run is named after the file.
-	script := strings.TrimSuffix(p.ScriptPath, ".toml.js")
-	if script != p.ScriptPath {
-		script += ".toml"
-	}
-	cfg, warn, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: script})
+	cfg, warn, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: p.ScriptPath})
 	if err != nil {
 		return nil, fmt.Errorf("--out %s: %w", arg, err)
 	}
