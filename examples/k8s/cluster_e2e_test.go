@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+// passAndFail are the two runs of a distributed example: the whole run's
+// 30 iterations pass count>=30 (each runner's share fails it), and fail a
+// threshold they cannot reach.
+var passAndFail = []struct {
+	name, threshold string
+	pass            bool
+}{
+	{"pass", "count>=30", true},
+	{"fail", "count>=1000", false},
+}
+
 // clusterFixture is what every cluster scenario shares: the relay, the
 // results volume, the operator key Secret and the merge script.
 func clusterFixture(t *testing.T) (dir, pv string) {
@@ -16,16 +27,26 @@ func clusterFixture(t *testing.T) (dir, pv string) {
 	deployRelay(t)
 	pv = resultsVolume(t, dir)
 	kube(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"buzzload-operator"},"stringData":{"key":"`+strings.Repeat("ab", 32)+`"}}`, "apply", "-f", "-")
-	merge, err := os.ReadFile("merge-results.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := os.ReadFile("run-segment.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	configMap(t, "buzzload-scripts", map[string]string{"merge-results.sh": string(merge), "run-segment.sh": string(run)})
+	scriptsConfigMap(t, nil)
 	return dir, pv
+}
+
+// scriptsConfigMap is the ConfigMap buzzload-scripts both examples mount:
+// the wrapper scripts, plus files (the Indexed Job's script and fixture).
+func scriptsConfigMap(t *testing.T, files map[string]string) {
+	t.Helper()
+	data := map[string]string{}
+	for _, name := range []string{"merge-results.sh", "run-segment.sh"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[name] = string(b)
+	}
+	for k, v := range files {
+		data[k] = v
+	}
+	configMap(t, "buzzload-scripts", data)
 }
 
 // TestClusterTestRun applies examples/k8s/testrun.yaml with parallelism 3
@@ -39,13 +60,7 @@ func TestClusterTestRun(t *testing.T) {
 	_, pv := clusterFixture(t)
 	bin := k6Bin(t)
 	stamp := time.Now().Format("150405")
-	for _, c := range []struct {
-		name, threshold string
-		pass            bool
-	}{
-		{"pass", "count>=30", true},
-		{"fail", "count>=1000", false},
-	} {
+	for _, c := range passAndFail {
 		t.Run(c.name, func(t *testing.T) {
 			run := c.name + "-" + stamp
 			js, toml := scriptFiles(t, "k8s-"+run, c.threshold)
@@ -109,20 +124,11 @@ func TestClusterTestRun(t *testing.T) {
 func TestClusterIndexedJob(t *testing.T) {
 	_, pv := clusterFixture(t)
 	stamp := time.Now().Format("150405")
-	for _, c := range []struct {
-		name, threshold string
-		pass            bool
-	}{
-		{"pass", "count>=30", true},
-		{"fail", "count>=1000", false},
-	} {
+	for _, c := range passAndFail {
 		t.Run(c.name, func(t *testing.T) {
 			run := "indexed-" + c.name + "-" + stamp
 			js, toml := scriptFiles(t, "k8s-"+run, c.threshold)
-			merge, _ := os.ReadFile("merge-results.sh")
-			seg, _ := os.ReadFile("run-segment.sh")
-			configMap(t, "buzzload-scripts", map[string]string{"merge-results.sh": string(merge), "run-segment.sh": string(seg),
-				"test.js": js, "buzz-test.toml": toml})
+			scriptsConfigMap(t, map[string]string{"test.js": js, "buzz-test.toml": toml})
 			start := time.Now().Add(45 * time.Second).UTC().Format(time.RFC3339)
 			kube(t, forCluster(t, "buzzload-job.yaml", map[string]string{"RUN_NAME": run, "INSTANCES": "3", "IMAGE": e2eImage, "START_AT": start}), "apply", "-f", "-")
 			passed := waitJob(t, "buzzload-merge-"+run, 8*time.Minute)

@@ -137,20 +137,12 @@ spec:
 // iterations threshold the whole run is judged on.
 func scriptFiles(t *testing.T, runID, threshold string) (js, toml string) {
 	t.Helper()
-	rawJS, err := os.ReadFile(filepath.Join("testdata", "operator", "distributed.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rawTOML, err := os.ReadFile(filepath.Join("testdata", "operator", "distributed.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js = strings.Replace(string(rawJS), `buzz.load("./distributed.toml")`, `buzz.load("./buzz-test.toml")`, 1)
+	js, toml = operatorScripts(t, relayIP+":"+relayPort)
+	js = strings.Replace(js, `buzz.load("./distributed.toml")`, `buzz.load("./buzz-test.toml")`, 1)
 	js = strings.Replace(js, `iterations: ["count>=30"]`, `iterations: ["`+threshold+`"]`, 1)
 	// testrun.yaml gives the runners no -e RUN_LABEL (the play's arguments
 	// do): the check on it goes.
 	js = strings.Replace(js, `    "label from -e": () => data.label === "operator",`+"\n", "", 1)
-	toml = strings.ReplaceAll(string(rawTOML), "RELAY_ADDR", relayIP+":"+relayPort)
 	toml = strings.Replace(toml, `run_id = "operator-test"`, `run_id = "`+runID+`"`, 1)
 	if !strings.Contains(js, threshold) || !strings.Contains(toml, runID) || strings.Contains(js, "label from -e") {
 		t.Fatal("the operator play's script changed: update scriptFiles")
@@ -161,11 +153,7 @@ func scriptFiles(t *testing.T, runID, threshold string) (js, toml string) {
 // configMap creates or replaces a ConfigMap from files.
 func configMap(t *testing.T, name string, files map[string]string) {
 	t.Helper()
-	data := map[string]string{}
-	for k, v := range files {
-		data[k] = v
-	}
-	doc, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}, "data": data})
+	doc, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}, "data": files})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,17 +116,25 @@ func writeScripts(t *testing.T, dir, addr string) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join("testdata", "operator", "distributed.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	toml, err := os.ReadFile(filepath.Join("testdata", "operator", "distributed.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "distributed.js"), js)
-	write(t, filepath.Join(dir, "distributed.toml"), []byte(strings.ReplaceAll(string(toml), "RELAY_ADDR", addr)))
+	js, toml := operatorScripts(t, addr)
+	write(t, filepath.Join(dir, "distributed.js"), []byte(js))
+	write(t, filepath.Join(dir, "distributed.toml"), []byte(toml))
 	return filepath.Join(dir, "distributed.js")
+}
+
+// operatorScripts is the play's script and its TOML aimed at the relay at
+// addr (testdata/operator).
+func operatorScripts(t *testing.T, addr string) (js, toml string) {
+	t.Helper()
+	rawJS, err := os.ReadFile(filepath.Join("testdata", "operator", "distributed.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawTOML, err := os.ReadFile(filepath.Join("testdata", "operator", "distributed.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(rawJS), strings.ReplaceAll(string(rawTOML), "RELAY_ADDR", addr)
 }
 
 // seededOnce checks the relay holds exactly one copy of each post of the
