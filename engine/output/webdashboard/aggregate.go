@@ -242,9 +242,9 @@ func (g *aggregator) windows() []Window {
 	return append([]Window(nil), g.done...)
 }
 
-// mergeWindows merges two adjacent periods: counts and sums add, a gauge
-// keeps the later value, a percentile the larger of the two (an upper
-// bound; p50 the count-weighted mean).
+// mergeWindows merges two adjacent periods by metric type: counts and sums
+// add, a gauge keeps the later value, a percentile the larger of the two
+// (an upper bound; p50 the mean weighted by samples, an op's by successes).
 func mergeWindows(a, b Window) Window {
 	w := Window{StartS: a.StartS, EndS: b.EndS, Metrics: map[string]*Point{}, Clients: b.Clients, Merged: max(a.Merged, 1) + max(b.Merged, 1)}
 	seen := map[string]bool{}
@@ -263,19 +263,22 @@ func mergeWindows(a, b Window) Window {
 				w.Metrics[name] = &c
 				continue
 			}
-			n := q.N + p.N
-			if n > 0 {
-				q.Avg = (q.Avg*float64(q.N) + p.Avg*float64(p.N)) / float64(n)
-				q.P50 = (q.P50*float64(q.N) + p.P50*float64(p.N)) / float64(n)
+			switch q.Type {
+			case metrics.Counter.String():
+				q.Sum += p.Sum
+			case metrics.Gauge.String():
+				q.Value = p.Value // the later value
+			case metrics.Rate.String():
+				q.N, q.Passes = q.N+p.N, q.Passes+p.Passes
+				q.Value = float64(q.Passes) / float64(max(q.N, 1))
+			case metrics.Trend.String():
+				if n := q.N + p.N; n > 0 {
+					q.Avg = (q.Avg*float64(q.N) + p.Avg*float64(p.N)) / float64(n)
+					q.P50 = (q.P50*float64(q.N) + p.P50*float64(p.N)) / float64(n)
+					q.N = n
+				}
+				q.Max, q.P95, q.P99 = max(q.Max, p.Max), max(q.P95, p.P95), max(q.P99, p.P99)
 			}
-			q.Sum += p.Sum
-			q.Passes += p.Passes
-			q.N = n
-			q.Value = p.Value // a gauge's later value
-			if q.Passes > 0 || p.Passes > 0 {
-				q.Value = float64(q.Passes) / float64(max(n, 1))
-			}
-			q.Max, q.P95, q.P99 = max(q.Max, p.Max), max(q.P95, p.P95), max(q.P99, p.P99)
 		}
 	}
 	if a.Ops != nil || b.Ops != nil {
@@ -288,11 +291,13 @@ func mergeWindows(a, b Window) Window {
 					w.Ops[op] = &c
 					continue
 				}
-				n := q.Count + o.Count
-				if n > 0 {
-					q.P50Ms = (q.P50Ms*float64(q.Count) + o.P50Ms*float64(o.Count)) / float64(n)
+				// p50 weighted by successes, as extension's addWindowOp
+				// merges the Buzz report's windows: durations are theirs.
+				okA, okB := q.Count-q.Errors-q.Throttled, o.Count-o.Errors-o.Throttled
+				if okA+okB > 0 {
+					q.P50Ms = (q.P50Ms*float64(okA) + o.P50Ms*float64(okB)) / float64(okA+okB)
 				}
-				q.Count, q.Errors, q.Throttled = n, q.Errors+o.Errors, q.Throttled+o.Throttled
+				q.Count, q.Errors, q.Throttled = q.Count+o.Count, q.Errors+o.Errors, q.Throttled+o.Throttled
 				q.P95Ms, q.P99Ms = max(q.P95Ms, o.P95Ms), max(q.P99Ms, o.P99Ms)
 			}
 		}

@@ -144,6 +144,29 @@ func TestAggregatorStaysBounded(t *testing.T) {
 	}
 }
 
+// Two periods merge by metric type, and an op's p50 is weighted by its
+// successes, as the Buzz report's windows merge (a period of failures
+// carries no durations).
+func TestMergeWindowsByType(t *testing.T) {
+	a := Window{StartS: 0, EndS: 1, Metrics: map[string]*Point{
+		"c": {Type: "counter", Sum: 2}, "g": {Type: "gauge", Value: 5},
+		"r": {Type: "rate", N: 4, Passes: 1, Value: 0.25}, "t": {Type: "trend", N: 1, Avg: 10, P50: 10, P95: 10, Max: 10},
+	}, Ops: map[string]*OpPoint{"publish": {Count: 2, P50Ms: 4, P95Ms: 4}}}
+	b := Window{StartS: 1, EndS: 2, Metrics: map[string]*Point{
+		"c": {Type: "counter", Sum: 3}, "g": {Type: "gauge", Value: 7},
+		"r": {Type: "rate", N: 4, Passes: 3, Value: 0.75}, "t": {Type: "trend", N: 3, Avg: 2, P50: 2, P95: 30, Max: 30},
+	}, Ops: map[string]*OpPoint{"publish": {Count: 6, Errors: 6, P50Ms: 100}}}
+	w := mergeWindows(a, b)
+	m := w.Metrics
+	if m["c"].Sum != 5 || m["g"].Value != 7 || m["r"].N != 8 || m["r"].Passes != 4 || m["r"].Value != 0.5 ||
+		m["t"].N != 4 || m["t"].Avg != 4 || m["t"].P50 != 4 || m["t"].P95 != 30 || m["t"].Max != 30 || w.EndS != 2 {
+		t.Fatalf("merged %+v %+v %+v %+v", *m["c"], *m["g"], *m["r"], *m["t"])
+	}
+	if p := w.Ops["publish"]; p.Count != 8 || p.Errors != 6 || p.P50Ms != 4 || p.P95Ms != 4 {
+		t.Fatalf("merged op %+v: p50 is the successes' (the failed period has none)", *p)
+	}
+}
+
 // The live server: the page carries the periods so far, the event stream
 // sends each new one and the final state; the export is the same page.
 func TestDashboardServesAndExports(t *testing.T) {
