@@ -189,12 +189,15 @@ func (o *Output) applyOverride(resp createResponse) {
 	if c == nil {
 		return
 	}
+	// The aggregation periods must stay whole seconds (the protocol
+	// carries them so); the push interval only positive.
 	for _, d := range []struct {
-		dst *time.Duration
-		src *duration
-	}{{&o.cfg.AggregationPeriod, c.AggregationPeriod}, {&o.cfg.AggregationWaitPeriod, c.AggregationWaitPeriod},
-		{&o.cfg.MetricPushInterval, c.MetricPushInterval}} {
-		if d.src != nil && d.src.d > 0 && d.src.d == d.src.d.Truncate(time.Second) {
+		dst   *time.Duration
+		src   *duration
+		whole bool
+	}{{&o.cfg.AggregationPeriod, c.AggregationPeriod, true}, {&o.cfg.AggregationWaitPeriod, c.AggregationWaitPeriod, true},
+		{&o.cfg.MetricPushInterval, c.MetricPushInterval, false}} {
+		if d.src != nil && d.src.d > 0 && (!d.whole || d.src.d == d.src.d.Truncate(time.Second)) {
 			*d.dst = d.src.d
 		}
 	}

@@ -18,8 +18,6 @@ type Total struct {
 	Buckets             map[uint32]uint64
 	ExtraLow, ExtraHigh uint64
 	MinResolution       float64
-	Periods             int
-	Times               []string
 }
 
 // Key is `metric{k=v,...}` with sorted labels.
@@ -57,8 +55,6 @@ func (t *Total) add(ts TimeSeries) {
 			continue
 		}
 		for _, v := range s.Values {
-			t.Periods++
-			t.Times = append(t.Times, v.Time)
 			switch {
 			case ts.CounterSamples != nil:
 				t.Sum += v.Value
