@@ -262,3 +262,20 @@ func TestRedactKeepsTheCloudsError(t *testing.T) {
 		t.Fatalf("redacted: %#v %q", err, err)
 	}
 }
+
+// The cloud's answer to the create call overrides the aggregation, as k6
+// applies it: the pushes carry its period.
+func TestTheCloudsConfigOverridesTheAggregation(t *testing.T) {
+	srv := capture.StartT(t)
+	srv.Config = `{"aggregationPeriod":"2s","metricPushInterval":"100ms"}`
+	o, _ := testOutput(t, srv.URL, nil)
+	if err := o.Start(); err != nil {
+		t.Fatal(err)
+	}
+	o.AddSamples(counterSamples(t, 1, time.Now()))
+	_ = o.Stop()
+	pushes := srv.Pushes()
+	if len(pushes) == 0 || pushes[0].Set == nil || pushes[0].Set.AggregationPeriod != 2 || o.cfg.MetricPushInterval != 100*time.Millisecond {
+		t.Fatalf("pushes %v, push interval %v: the override was not applied", pushes, o.cfg.MetricPushInterval)
+	}
+}

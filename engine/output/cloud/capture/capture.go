@@ -124,8 +124,9 @@ type Request struct {
 // Server is the stand-in.
 type Server struct {
 	URL string
-	// RefID is the reference_id given to created runs ("4242" by default).
-	RefID string
+	// RefID is the reference_id given to created runs ("4242" by default);
+	// Config is the "config" of the answer (JSON, "{}" when empty).
+	RefID, Config string
 
 	mu       sync.Mutex
 	reqs     []Request
@@ -195,7 +196,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/tests":
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"reference_id":%q,"config":{}}`, s.RefID)
+		cfg := s.Config
+		if cfg == "" {
+			cfg = "{}"
+		}
+		_, _ = fmt.Fprintf(w, `{"reference_id":%q,"config":%s}`, s.RefID, cfg)
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/metrics/"):
 		set, err := Decode(body)
 		req.Set, req.Err = &set, err
