@@ -160,7 +160,7 @@ func benchSinkDeliver(b *testing.B, nSinks int) {
 	close(stop)
 	flushed.Wait()
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	if got := l.agg.merged([]int{0}, nil, -1)[models.OpDeliver]; got == nil || got.ok != int64(b.N) {
+	if got := l.BuildReport(nil).Steps[0].Ops[models.OpDeliver]; got == nil || got.OK != int64(b.N) {
 		b.Fatalf("aggregated %+v deliveries, recorded %d", got, b.N)
 	}
 }

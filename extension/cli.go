@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // StandardScript is the script `buzzload run scenario.toml` runs: the
@@ -83,7 +85,7 @@ func (m *Module) noteReportErr(err error) {
 }
 
 // keepReport remembers the last report built, for LastReport.
-func (m *Module) keepReport(r *Report) {
+func (m *Module) keepReport(r *report.Report) {
 	m.failMu.Lock()
 	m.lastReport = r
 	m.failMu.Unlock()
@@ -93,7 +95,7 @@ func (m *Module) keepReport(r *Report) {
 // --report-html: the last one sc.report built, else (a custom script, no
 // handleSummary) the report of the one scenario the script loaded; nil when
 // it loaded none or several.
-func (m *Module) LastReport() *Report {
+func (m *Module) LastReport() *report.Report {
 	m.failMu.Lock()
 	r := m.lastReport
 	m.failMu.Unlock()

@@ -81,7 +81,7 @@
 // seeding, the operator API answers the operator key. Before a seed the
 // checks go to the deployment (ws_url and http_url as written, its
 // community hosts may not exist yet); clients check community 0's host. A
-// failure is a *PreflightError naming what and where; it stops the run
+// failure is a *preflight.Error naming what and where; it stops the run
 // (Options.Abort) and Module.PreflightError reports it, which `buzzload
 // run` turns into exit 111.
 //

@@ -11,8 +11,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/buzzload/buzzload/modules/audit"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
@@ -81,7 +83,7 @@ sample = ` + strconv.Itoa(n) + "\n"
 			c, err := relayclient.Connect(ctx, relayclient.Config{Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
 				Keys: l.keys().Keys(g), Sink: relayclient.SinkFunc(func(res relayclient.Result) {
 					if res.Outcome == relayclient.OutcomeOK {
-						l.acks.add(res.Event)
+						l.acks.Add(res.Event)
 					} else if res.Op == relayclient.OpPublish {
 						firstErr.Do(func() { b.Logf("publish: %s %s", res.Outcome, res.Error) })
 					}
@@ -112,7 +114,7 @@ sample = ` + strconv.Itoa(n) + "\n"
 	wg.Wait()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if seen, _ := l.acks.snapshot(); seen >= int64(per*len(humans)) || time.Now().After(deadline) {
+		if seen := l.acks.Seen(); seen >= int64(per*len(humans)) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -120,11 +122,11 @@ sample = ` + strconv.Itoa(n) + "\n"
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	seen, _ := l.acks.snapshot()
+	seen := l.acks.Seen()
 	b.ResetTimer()
-	var d *DurabilityReport
+	var d *report.DurabilityReport
 	for i := 0; i < b.N; i++ {
-		d = l.auditDurability(ctx)
+		d = audit.Durability(ctx, l.auditConfig(), l.acks)
 	}
 	b.StopTimer()
 	if d.Missing != 0 || d.Checked != int(seen) || d.FoundAuthor != d.Checked || d.FoundMember != d.Checked {
@@ -135,5 +137,5 @@ sample = ` + strconv.Itoa(n) + "\n"
 	// The heap grown by publishing them, the embedded relay's store
 	// included (the ack log alone holds an ackRec and the id: ~112 B).
 	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(max(seen, 1)), "heap_incl_relay_B/event")
-	b.ReportMetric(float64(unsafe.Sizeof(ackRec{})+64), "acklog_B/event")
+	b.ReportMetric(float64(unsafe.Sizeof(struct{ id, author, channel string }{})+64), "acklog_B/event")
 }

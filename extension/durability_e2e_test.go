@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // The durability audit reads back what the relay acknowledged: on a sound
@@ -127,7 +127,7 @@ func TestARefusedEventThatIsStoredFailsTheRun(t *testing.T) {
 	}
 	failed := false
 	for _, c := range r.report.Checks {
-		failed = failed || c.Name == "never-acknowledged events" && c.Level == extension.CheckFail
+		failed = failed || c.Name == "never-acknowledged events" && c.Level == report.CheckFail
 	}
 	if !failed {
 		t.Errorf("no failed check: %+v", r.report.Checks)
@@ -166,7 +166,7 @@ export function handleSummary(data) { return sc.report(data, { json: __ENV.BUZZ_
 	}
 	failed := false
 	for _, c := range bad.report.Checks {
-		failed = failed || c.Name == "post-run sweep" && c.Level == extension.CheckFail
+		failed = failed || c.Name == "post-run sweep" && c.Level == report.CheckFail
 	}
 	if !failed {
 		t.Errorf("no failed sweep check: %+v", bad.report.Checks)

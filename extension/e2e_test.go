@@ -15,6 +15,7 @@ import (
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/js"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -70,7 +71,7 @@ type run struct {
 	res    engine.Result
 	stdout string
 	stderr string
-	report *extension.Report
+	report *report.Report
 	raw    map[string]any
 	mod    *extension.Module
 }
@@ -141,7 +142,7 @@ func runInlineFlags(t *testing.T, dir, src, tomlName, toml string, mutate func(*
 	if err != nil {
 		t.Fatalf("no report (exit %d): %v\nstdout:\n%s\nstderr:\n%s", r.res.ExitCode, err, r.stdout, r.stderr)
 	}
-	r.report = &extension.Report{}
+	r.report = &report.Report{}
 	if err := json.Unmarshal(raw, r.report); err != nil {
 		t.Fatal(err)
 	}

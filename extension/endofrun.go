@@ -3,6 +3,8 @@ package extension
 import (
 	"context"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/audit"
 )
 
 // The end of a run (issue 26): the verdict's second and third sides, what
@@ -38,18 +40,30 @@ func (m *Module) endOfRun() {
 	})
 	for _, l := range ls {
 		l.auditOnce.Do(func() {
-			if !l.win.started() {
+			if !l.win.Started() {
 				return // no client started (a failed setup, a script that never used the scenario)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
+			c := l.auditConfig()
 			if l.base.Verify.Sweep {
-				l.swept = l.sweep(ctx)
+				l.swept = audit.Sweep(ctx, c)
 			}
 			if l.acks != nil {
-				l.durability = l.auditDurability(ctx)
-				l.unackedRep = l.auditUnacked(ctx)
+				l.durability = audit.Durability(ctx, c, l.acks)
+				l.unackedRep = audit.Unacked(ctx, c, l.unacked)
 			}
 		})
 	}
+}
+
+// auditConfig is what the read-backs need: the run's target, keys and
+// HTTP pool (Err: the first that could not be had).
+func (l *loaded) auditConfig() audit.Config {
+	c := audit.Config{Shard: l.shard, Keys: l.keys()}
+	c.Scenario, c.Err = l.target()
+	if c.Err == nil {
+		c.Transport, c.Err = l.m.httpPool()
+	}
+	return c
 }

@@ -97,14 +97,14 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 	// run out) marks it, so the report ends the timeline there.
 	unmark := context.AfterFunc(grace, func() {
 		if models.Aborted(grace) {
-			l.agg.noteAbort(time.Now())
+			l.agg.NoteAbort(time.Now())
 		}
 	})
 	defer unmark()
 	if !sl.began {
-		l.agg.firstSession(p.Kind, l.stepIndex(time.Since(sl.sink.start)))
+		l.agg.FirstSession(p.Kind, l.stepIndex(time.Since(sl.sink.start)))
 	}
-	live := l.agg.clientDelta(p.Kind, 1, !sl.began)
+	live := l.agg.ClientDelta(p.Kind, 1, !sl.began)
 	sl.began = true
 	in.pushClients(l, sl, live)
 	var end models.End
@@ -114,7 +114,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 		end = sl.cl.Session(stop, grace)
 	}
 	sl.sink.flushData()
-	live = l.agg.clientDelta(p.Kind, -1, false)
+	live = l.agg.ClientDelta(p.Kind, -1, false)
 	in.pushClients(l, sl, live)
 	if end.Reason == models.EndInterrupted || models.Aborted(grace) {
 		// The run was aborted (an abortOnFail threshold, test.abort(), a
@@ -122,7 +122,7 @@ func (in *instance) runPopulation(l *loaded, p Population) error {
 		// was cut at once and recorded as cut by the abort. A consequence
 		// of what stopped the run, not a client that failed.
 		sl.exited = true
-		l.agg.interrupt(p.Kind)
+		l.agg.Interrupt(p.Kind)
 		return nil
 	}
 	if end.Unexpected() {
@@ -153,7 +153,7 @@ func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot,
 	if err != nil {
 		return nil, err
 	}
-	l.agg.noteStart(start)
+	l.agg.NoteStart(start)
 	l.startWindows(start)
 	l.gen.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
 	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
@@ -211,7 +211,7 @@ func (in *instance) recordExit(l *loaded, sl *slot, end models.End) {
 		text = end.Err.Error()
 	}
 	step := l.stepIndex(time.Since(sl.sink.start))
-	l.agg.exit(sl.kind, step, end.Reason.String(), text)
+	l.agg.Exit(sl.kind, step, end.Reason.String(), text)
 	in.vu.Metrics().Push(metrics.Sample{Metric: in.met.exits, Time: time.Now(), Value: 1,
 		Tags: sl.sink.base().With("kind", sl.kind.String()).With("reason", end.Reason.String()).With("step", l.stepLabel(step))})
 }

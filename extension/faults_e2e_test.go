@@ -8,19 +8,19 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine"
-	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
-// checkAccounting asserts the report's accounting (OpReport's doc): per op
+// checkAccounting asserts the report's accounting (report.OpReport's doc): per op
 // and window, started + pending of the previous window = ok + errors +
 // throttled + abandoned + cut + pending, with nothing pending after the
 // shutdown; cut operations only in the window the abort fell in, and the
 // abort's totals equal to them.
-func checkAccounting(t *testing.T, rep *extension.Report) {
+func checkAccounting(t *testing.T, rep *report.Report) {
 	t.Helper()
-	windows := append([]extension.StepReport(nil), rep.Steps...)
-	windows = append(windows, extension.StepReport{Index: len(rep.Steps), Reached: true, Ops: rep.Shutdown.Ops, AbortedAtS: rep.Shutdown.AbortedAtS})
+	windows := append([]report.StepReport(nil), rep.Steps...)
+	windows = append(windows, report.StepReport{Index: len(rep.Steps), Reached: true, Ops: rep.Shutdown.Ops, AbortedAtS: rep.Shutdown.AbortedAtS})
 	prev := map[string]int64{}
 	cut := map[string]int64{}
 	for wi, w := range windows {
@@ -69,9 +69,9 @@ func checkAccounting(t *testing.T, rep *extension.Report) {
 
 // noUnfinished fails on any "unfinished at stop" error: only a grace that
 // ran out makes them, never an abort.
-func noUnfinished(t *testing.T, rep *extension.Report) {
+func noUnfinished(t *testing.T, rep *report.Report) {
 	t.Helper()
-	for _, w := range append(append([]extension.StepReport(nil), rep.Steps...), extension.StepReport{Ops: rep.Shutdown.Ops}) {
+	for _, w := range append(append([]report.StepReport(nil), rep.Steps...), report.StepReport{Ops: rep.Shutdown.Ops}) {
 		for op, o := range w.Ops {
 			if o.Unfinished > 0 {
 				t.Errorf("%s: %d unfinished at stop after an abort", op, o.Unfinished)
@@ -116,7 +116,7 @@ func TestAbortAfterTheLastHoldInterruptsNotCancels(t *testing.T) {
 	}
 	// The abort is noted by a client it interrupts; one that lands when
 	// every client has already returned cuts nothing and notes nothing.
-	if rep.Abort != nil && rep.Abort.Step != extension.ShutdownStep {
+	if rep.Abort != nil && rep.Abort.Step != report.ShutdownStep {
 		t.Errorf("abort %+v: want one that fell after the last hold", rep.Abort)
 	}
 	if rep.Interrupted["agent"] == 0 {
@@ -160,8 +160,8 @@ func TestMidRunAbortInventsNoStep(t *testing.T) {
 
 // settled sums what the report settled for op over every window (each
 // operation started settles once; pending ones settle in a later window).
-func settled(rep *extension.Report, op string) (total, throttled, cutShort int64) {
-	ws := append([]map[string]*extension.OpReport{rep.Shutdown.Ops}, rep.Setup)
+func settled(rep *report.Report, op string) (total, throttled, cutShort int64) {
+	ws := append([]map[string]*report.OpReport{rep.Shutdown.Ops}, rep.Setup)
 	if rep.Warmup != nil {
 		ws = append(ws, rep.Warmup.Ops)
 	}
@@ -179,10 +179,10 @@ func settled(rep *extension.Report, op string) (total, throttled, cutShort int64
 }
 
 // allOps is every op name in the report.
-func allOps(rep *extension.Report) []string {
+func allOps(rep *report.Report) []string {
 	seen := map[string]bool{}
 	var out []string
-	add := func(m map[string]*extension.OpReport) {
+	add := func(m map[string]*report.OpReport) {
 		for op := range m {
 			if !seen[op] {
 				seen[op] = true
@@ -223,11 +223,11 @@ func TestAccountingUnderFaults(t *testing.T) {
 		toml  func(string) string
 		relay func(*relay.Config)
 		fault func(*relay.Relay)
-		check func(t *testing.T, rep *extension.Report, st relay.Stats)
+		check func(t *testing.T, rep *report.Report, st relay.Stats)
 	}{
 		{name: "EOSE withheld", toml: humansOnly,
 			fault: func(rl *relay.Relay) { rl.Faults().WithholdEOSE("") },
-			check: func(t *testing.T, rep *extension.Report, st relay.Stats) {
+			check: func(t *testing.T, rep *report.Report, st relay.Stats) {
 				// Every REQ the relay read is in the report, as ok, error,
 				// or an EOSE wait abandoned: none vanishes.
 				sub, _, _ := settled(rep, "subscribe_eose")
@@ -249,7 +249,7 @@ func TestAccountingUnderFaults(t *testing.T) {
 				rl.Faults().SetHTTPLatency(3 * time.Second)
 				rl.Faults().DelayEOSE("", 3*time.Second)
 			})
-		}, check: func(t *testing.T, rep *extension.Report, _ relay.Stats) {
+		}, check: func(t *testing.T, rep *report.Report, _ relay.Stats) {
 			var pending int64
 			for _, o := range rep.Steps[0].Ops {
 				pending += o.Pending
@@ -263,7 +263,7 @@ func TestAccountingUnderFaults(t *testing.T) {
 				rl.Faults().DropAfterFrames("", 1) // every connection drops at its next frame
 				time.AfterFunc(500*time.Millisecond, func() { rl.Faults().DropAfterFrames("", 0) })
 			})
-		}, check: func(t *testing.T, rep *extension.Report, st relay.Stats) {
+		}, check: func(t *testing.T, rep *report.Report, st relay.Stats) {
 			if c := rep.Steps[0].Ops["connect"]; c == nil || c.Started <= 4 || st.ConnectionsTotal <= 4 {
 				t.Errorf("connect %+v, relay connections %d: the clients did not reconnect after the drop", c, st.ConnectionsTotal)
 			}
@@ -282,7 +282,7 @@ func TestAccountingUnderFaults(t *testing.T) {
 				c.HumanMessagesPerMin, c.AgentMessagesPerMin = 2, 2
 				c.WSFramesPerWindow = 4 // EVENT/REQ/COUNT frames per window and key: most are refused
 			},
-			check: func(t *testing.T, rep *extension.Report, st relay.Stats) {
+			check: func(t *testing.T, rep *report.Report, st relay.Stats) {
 				var thr, cutShort int64
 				for _, op := range allOps(rep) {
 					_, th, cs := settled(rep, op)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
+	"github.com/buzzload/buzzload/modules/preflight"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
@@ -65,7 +67,7 @@ var scenarioMembers = append([]scenarioMember{
 		return in.toJS(out)
 	}),
 	method("limits", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
-		return in.toJS(limitsOf(l.base.Abort))
+		return in.toJS(report.LimitsOf(l.base.Abort))
 	}),
 	method("steps", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value { return in.toJS(stepsJSON(l)) }),
 	method("setup", func(in *instance, l *loaded, c sobek.FunctionCall) sobek.Value { return in.jsSetup(l, c.Argument(0)) }),
@@ -243,28 +245,8 @@ func (in *instance) jsonOf(v sobek.Value) (string, error) {
 	return s.String(), nil
 }
 
-// SetupResult is what sc.setup() returns (setup data: small and JSON-able).
-type SetupResult struct {
-	RunID       string `json:"run_id"`
-	Embedded    bool   `json:"embedded"`
-	WSURL       string `json:"ws_url"`
-	Communities int    `json:"communities"`
-	Channels    int    `json:"channels"`
-	Members     int    `json:"members"`
-	Posts       int    `json:"posts"`
-	Created     int    `json:"created"`
-	Existing    int    `json:"existing"`
-	DurationMs  int64  `json:"duration_ms"`
-	// MemberTags is what the member read-back found a kind-9000 naming
-	// several members to do (seed.MemberTagsFirst: Buzz; "" when none did).
-	MemberTags string `json:"member_tags_applied,omitempty"`
-	// RelayMembers is how many of the run's identities are NIP-43 relay
-	// members, when the relay requires relay membership (else 0).
-	RelayMembers int `json:"relay_members,omitempty"`
-	// Role is what this instance did: "seed" (seeded, idempotently) or
-	// "wait" (waited for the seeding instance, then verified; wrote nothing).
-	Role string `json:"role"`
-}
+// SetupResult is what sc.setup() returns (report.SetupResult).
+type SetupResult = report.SetupResult
 
 // jsSetup seeds the scenario (idempotently: a rerun adds nothing), or in a
 // distributed run's other instances waits for it (SeedRole), and returns a
@@ -345,7 +327,7 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 		err = fmt.Errorf("seed %s: %w", l.base.File, err)
 		if errors.Is(err, seed.ErrRelayMembership) {
 			// The target, not the load: the run stops as a preflight failure.
-			pe := &PreflightError{What: "relay membership (NIP-43 kind 9030)", URL: sc.Target.HTTPURL, Err: err}
+			pe := &preflight.Error{What: "relay membership (NIP-43 kind 9030)", URL: sc.Target.HTTPURL, Err: err}
 			l.m.failPreflight(pe)
 			err = pe
 		}

@@ -7,14 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
+	"github.com/buzzload/buzzload/modules/audit"
 	"github.com/buzzload/buzzload/modules/localaddr"
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/preflight"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -63,27 +65,32 @@ type loaded struct {
 	claimsMu sync.Mutex
 	claims   map[string]*atomic.Int64 // k6 scenario name → next local slot
 
-	agg *aggregator
+	agg  *report.Aggregator
+	recs recIndexes // the sinks' shared (op, step) lookups (sink.go)
 	// expected counts the errors the [[expect]] rules matched (nil: no rules).
-	expected *expectedTally
+	expected *report.ExpectedTally
 	// acks are the acknowledged events for the durability audit (nil:
 	// [verify] sample = 0); durability is the audit's outcome, once run.
-	acks       *ackLog
-	unacked    *unackedLog // the events it never acknowledged (nil with acks)
+	acks       *audit.AckLog
+	unacked    *audit.UnackedLog // the events it never acknowledged (nil with acks)
 	auditOnce  sync.Once
-	durability *DurabilityReport
-	unackedRep *UnackedReport
-	swept      *SweepReport // the post-run sweep (sweep.go), once run
+	durability *report.DurabilityReport
+	unackedRep *report.UnackedReport
+	swept      *report.SweepReport // the post-run sweep, once run
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
-	win             *windows // the report intervals (windows.go)
+	win             *report.Windows // the report intervals
+	winStop         chan struct{}   // closed by stopWindows
+	winStopOnce     sync.Once
+	winMu           sync.Mutex
+	genDone         chan struct{} // closed when the generator's watcher wrote its last samples (nil until it starts)
 
 	preMu   sync.Mutex
 	preDone bool        // a preflight passed
 	preOK   atomic.Bool // preDone, read without the lock on the low-level API's path
 	preErr  error       // a preflight failed (sticky)
 	// relayLimits are the bounds in force, from the preflight's NIP-11.
-	relayLimits []RelayLimit
+	relayLimits []report.RelayLimit
 
 	seedMu   sync.Mutex
 	seedDone bool
@@ -168,12 +175,12 @@ func (l *loaded) pacer() *pacer {
 
 func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l := &loaded{m: m, base: sc, shard: shard, plan: sc.Steps(), claims: map[string]*atomic.Int64{}}
-	l.agg = newAggregator(sc, l.plan)
-	l.win = newWindows(&l.agg.ops)
+	l.agg = report.NewAggregator(sc, l.plan)
+	l.win, l.winStop = report.NewWindows(l.agg), make(chan struct{})
 	l.gen = newGeneratorMeter(len(l.plan))
-	l.acks = newAckLog(sc.Verify.Sample)
+	l.acks = audit.NewAckLog(sc.Verify.Sample)
 	if l.acks != nil {
-		l.unacked = newUnackedLog()
+		l.unacked = audit.NewUnackedLog()
 	}
 	return l
 }
@@ -247,35 +254,11 @@ func (l *loaded) claim(name string) int64 {
 	return c.Add(1) - 1
 }
 
-// stageIndex is the ramp stage of a moment offset from the population
-// scenarios' start: 2i is step i's ramp, 2i+1 its hold (as scenario.Stages),
-// and 2·len(plan) the shutdown after the last hold. A moment before the
-// start counts to stage 0; a zero-length stage holds no moment.
-func (l *loaded) stageIndex(offset time.Duration) int {
-	for i, st := range l.plan {
-		if offset < st.RampEnd {
-			return 2 * i
-		}
-		if offset < st.End {
-			return 2*i + 1
-		}
-	}
-	return 2 * len(l.plan)
-}
-
-// stepIndex is the step of a moment (len(plan): the shutdown).
-func (l *loaded) stepIndex(offset time.Duration) int { return l.stageIndex(offset) / 2 }
-
-// stepLabel is the step tag of step index i.
-func (l *loaded) stepLabel(i int) string {
-	if i >= len(l.plan) {
-		return ShutdownStep
-	}
-	return strconv.Itoa(i)
-}
-
-// ShutdownStep is the step tag of what settles after the last hold.
-const ShutdownStep = "shutdown"
+// stageIndex, stepIndex and stepLabel place a moment on the plan's
+// timeline (report.StageIndex).
+func (l *loaded) stageIndex(offset time.Duration) int { return report.StageIndex(l.plan, offset) }
+func (l *loaded) stepIndex(offset time.Duration) int  { return report.StepIndex(l.plan, offset) }
+func (l *loaded) stepLabel(i int) string              { return report.StepLabel(l.plan, i) }
 
 // checkTarget runs the preflight once per run before the first seed or
 // client (seeding adds the operator API check; a passed check is not
@@ -290,12 +273,12 @@ func (l *loaded) checkTarget(ctx context.Context, sc *scenario.Scenario, seeding
 	if err != nil {
 		return err
 	}
-	limits, err := preflight(ctx, sc, preflightTarget(sc, seeding), sc.OwnerKeys(0), seeding, pool)
+	limits, err := preflight.Check(ctx, sc, preflight.Target(sc, seeding), sc.OwnerKeys(0), seeding, pool)
 	if err == nil {
 		l.relayLimits = limits
 	}
 	if err == nil && seeding && op != nil {
-		err = preflightOperator(ctx, sc, op, origin, pool)
+		err = preflight.Operator(ctx, sc, op, origin, pool)
 	}
 	if err != nil {
 		l.preErr = err

@@ -13,7 +13,9 @@ import (
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/preflight"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -103,7 +105,7 @@ func (in *instance) lowSink(l *loaded) (relayclient.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newOpSink(l, customKind, in.met, in.vu, st.Tags.TagSet(), start)
+	s := newOpSink(l, report.CustomKind, in.met, in.vu, st.Tags.TagSet(), start)
 	in.slots[key] = &slot{sink: s}
 	l.startWindows(start)
 	return s, nil
@@ -115,7 +117,7 @@ func (in *instance) identity(l *loaded, g int) (relayclient.Target, *nostr.Keys,
 		return relayclient.Target{}, nil, nil, err
 	}
 	info, _ := sc.Client(g)
-	t := communityTarget(sc, info.Community)
+	t := preflight.CommunityTarget(sc, info.Community)
 	keys := sc.Keys(g)
 	var oa []string
 	if info.Kind == scenario.KindAgent {

@@ -22,6 +22,7 @@ import (
 	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -109,10 +110,10 @@ type Module struct {
 	metErr      error
 
 	failMu       sync.Mutex
-	preflightErr error    // the first failed preflight
-	reports      []string // report files written
-	reportErrs   []error  // report files that could not be written
-	lastReport   *Report  // the last report sc.report built (LastReport)
+	preflightErr error          // the first failed preflight
+	reports      []string       // report files written
+	reportErrs   []error        // report files that could not be written
+	lastReport   *report.Report // the last report sc.report built (LastReport)
 	// runEnd is why the run ended before its plan or failed ("": it has
 	// not ended, or ended ok), from the engine (NoteRunEnd).
 	runEnd string
@@ -367,7 +368,7 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	}
 	l := newLoaded(m, sc, lo.shard)
 	if set != nil {
-		l.expected = newExpectedTally(set)
+		l.expected = report.NewExpectedTally(set)
 	}
 	if !sc.IdentitiesSecret() && sc.SharedTarget() {
 		l.identityWarning = scenario.NoSecretWarning

@@ -8,6 +8,7 @@ import (
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/models/desktop"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -123,7 +124,7 @@ func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []st
 			key := fmt.Sprintf("%s{op:%s}", r.Metric, op)
 			o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold(), AbortOnFail: true,
 				Window: "stage", Scenario: clock})
-			key = fmt.Sprintf("%s{op:%s,step:%s}", r.Metric, op, ShutdownStep)
+			key = fmt.Sprintf("%s{op:%s,step:%s}", r.Metric, op, report.ShutdownStep)
 			o.Thresholds[key] = append(o.Thresholds[key], ThresholdSpec{Threshold: r.Threshold()})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/buzzload/buzzload/engine/jshost/textsummary"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/grafana/sobek"
 )
 
@@ -44,7 +45,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		in.throw(fmt.Errorf("report(data): %w", err))
 	}
 	path := "buzz-report.json"
-	var profile *ProfileVerdict
+	var profile *report.ProfileVerdict
 	if o, _ := in.fromJS(opts); o != nil {
 		om, ok := o.(map[string]any)
 		if !ok {
@@ -56,7 +57,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		}
 		if v, ok := om["profile"]; ok && v != nil {
 			raw, _ := json.Marshal(v)
-			profile = &ProfileVerdict{}
+			profile = &report.ProfileVerdict{}
 			if err := json.Unmarshal(raw, profile); err != nil {
 				in.throw(fmt.Errorf("report(data, opts): profile: want pacedVerdict()'s object: %w", err))
 			}
@@ -85,7 +86,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		shown := data
 		if dm, ok := d.(map[string]any); ok && optBool(opts, "foldThresholds", true) {
 			var f map[string]any
-			f, folded = foldThresholds(dm)
+			f, folded = report.FoldThresholds(dm)
 			shown = in.rt().ToValue(f)
 		}
 		t, err := textsummary.Render(in.rt(), shown, co)

@@ -8,6 +8,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // opSink turns every relayclient.Result of one VU's clients into samples and into
@@ -17,7 +18,7 @@ import (
 // "shutdown" step. Record is called from connection goroutines.
 type opSink struct {
 	l     *loaded
-	kind  int // population (customKind for the low-level API)
+	kind  int // population (report.CustomKind for the low-level API)
 	met   *metricSet
 	push  func(...metrics.Sample)
 	data  func(sent, received int64) // the VU's data_sent / data_received
@@ -75,7 +76,7 @@ func (s *opSink) flushData() {
 }
 
 func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics.TagSet, start time.Time) *opSink {
-	idx := l.agg.recs.index(base)
+	idx := l.recs.index(base)
 	push := vu.Metrics().Push
 	if sp, ok := vu.Metrics().(sharedPusher); ok {
 		push = sp.PushShared
@@ -87,10 +88,10 @@ func newOpSink(l *loaded, kind int, met *metricSet, vu jsmodule.VU, base metrics
 
 // Watching and Delivered make the sink a models.DeliveryWatcher: the
 // deliveries of events the relay never acknowledged (unacked.go).
-func (s *opSink) Watching() bool { return s.l.unacked.watching() }
+func (s *opSink) Watching() bool { return s.l.unacked.Watching() }
 
 // Delivered implements models.DeliveryWatcher.
-func (s *opSink) Delivered(id []byte) { s.l.unacked.delivered(id) }
+func (s *opSink) Delivered(id []byte) { s.l.unacked.Delivered(id) }
 
 // base is the VU tags the sink's samples carry.
 func (s *opSink) base() metrics.TagSet { return s.idx.Load().base }
@@ -102,7 +103,7 @@ func (s *opSink) base() metrics.TagSet { return s.idx.Load().base }
 // nothing changed (TagMap's set is cached; Equal compares hashes first).
 func (s *opSink) retag(base metrics.TagSet) {
 	if cur := s.idx.Load(); !cur.base.Equal(base) {
-		s.idx.Store(s.l.agg.recs.index(base))
+		s.idx.Store(s.l.recs.index(base))
 	}
 }
 
@@ -180,7 +181,7 @@ func (s *opSink) info(op string, step int) *recInfo {
 	if ri := old[k]; ri != nil {
 		return ri
 	}
-	ri := &recInfo{opStep: k, x: x, id: s.l.agg.ops.id(op),
+	ri := &recInfo{opStep: k, x: x, id: s.l.agg.OpID(op),
 		tags: x.base.With("op", op).With("step", s.l.stepLabel(step))}
 	m := make(map[opStep]*recInfo, len(old)+1)
 	for k, v := range old {
@@ -201,12 +202,12 @@ func (s *opSink) Record(r relayclient.Result) {
 	if r.Op == "" {
 		r.Op = "unknown"
 	}
-	s.l.expected.classify(&r)
+	s.l.expected.Classify(&r)
 	if r.Event != nil {
 		if r.Outcome == relayclient.OutcomeOK {
-			s.l.acks.add(r.Event)
+			s.l.acks.Add(r.Event)
 		}
-		s.l.unacked.record(&r)
+		s.l.unacked.Record(&r)
 	}
 	end := r.Start.Add(r.Duration)
 	if r.Start.IsZero() {
@@ -217,17 +218,17 @@ func (s *opSink) Record(r relayclient.Result) {
 		// Warm-up: reported apart (the report's warmup, the windows) and
 		// not judged, so no buzz_op_* sample for the thresholds.
 		o := s.info(r.Op, 0)
-		home := s.l.agg.homes.get()
-		s.l.agg.recordWarmupID(o.id, home.i, r, end)
-		s.l.win.addID(o.id, home.i, r, end, true)
-		s.l.agg.homes.put(home)
+		home := s.l.agg.Homes.Get()
+		s.l.agg.RecordWarmupID(o.id, home.I, r, end)
+		s.l.win.AddID(o.id, home.I, r, end, true)
+		s.l.agg.Homes.Put(home)
 		if r.BytesSent != 0 || r.BytesReceived != 0 {
 			s.data(r.BytesSent, r.BytesReceived)
 		}
 		return
 	}
 	stage := s.l.stageIndex(end.Sub(s.start))
-	if at := s.l.agg.abortTime(); !at.IsZero() && !end.Before(at) {
+	if at := s.l.agg.AbortTime(); !at.IsZero() && !end.Before(at) {
 		// Settled after the abort (what it cut, recorded a moment later):
 		// the timeline ends at the abort, so it counts where the abort fell.
 		stage = min(stage, s.l.stageIndex(at.Sub(s.start)))
@@ -237,14 +238,14 @@ func (s *opSink) Record(r relayclient.Result) {
 		startStage = min(s.l.stageIndex(r.Start.Sub(s.start)), stage)
 	}
 	o := s.info(r.Op, stage/2)
-	home := s.l.agg.homes.get()
-	s.l.win.addID(o.id, home.i, r, end, false)
+	home := s.l.agg.Homes.Get()
+	s.l.win.AddID(o.id, home.I, r, end, false)
 	var straddled []int
 	for i := startStage; i < stage; i++ {
 		straddled = append(straddled, i)
 	}
-	pend := s.l.agg.recordID(o.id, home.i, r, s.kind, startStage, stage, straddled, end)
-	s.l.agg.homes.put(home)
+	pend := s.l.agg.RecordID(o.id, home.I, r, s.kind, startStage, stage, straddled, end)
+	s.l.agg.Homes.Put(home)
 	if r.BytesSent != 0 || r.BytesReceived != 0 {
 		s.addData(r.BytesSent, r.BytesReceived, end)
 	}
@@ -265,7 +266,7 @@ func (s *opSink) Record(r relayclient.Result) {
 	case relayclient.OutcomeThrottled:
 		buf[0] = metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1}
 		n = 1
-	case outcomeExpected:
+	case report.OutcomeExpected:
 		buf[0] = metrics.Sample{Metric: s.met.expected, Tags: tags, Time: end, Value: 1}
 		n = 1
 	}
@@ -298,9 +299,9 @@ type setupSink struct {
 }
 
 func (s *setupSink) Record(r relayclient.Result) {
-	s.l.expected.classify(&r)
+	s.l.expected.Classify(&r)
 	end := r.Start.Add(r.Duration)
-	s.l.agg.recordSetup(r, end)
+	s.l.agg.RecordSetup(r, end)
 	step := s.step
 	if step == "" {
 		step = "setup"
@@ -316,7 +317,10 @@ func (s *setupSink) Record(r relayclient.Result) {
 		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
 	case relayclient.OutcomeThrottled:
 		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
-	case outcomeExpected:
+	case report.OutcomeExpected:
 		s.push(metrics.Sample{Metric: s.met.expected, Tags: tags, Time: end, Value: 1})
 	}
 }
+
+// ms is d in milliseconds, as the samples carry it.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -19,7 +19,7 @@ import (
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/result"
 	"github.com/buzzload/buzzload/engine/termtext"
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // The buzz_op_* metrics compare reads (docs/architecture.md "Metrics").
@@ -174,7 +174,7 @@ func loadRunOps(path string) (*runOps, error) {
 	if !hasSteps || !hasRunID {
 		return nil, fmt.Errorf("%s: neither a buzzload result file (no \"kind\"), a k6 --summary-export (no \"metrics\" and \"root_group\") nor a Buzz report (no \"run_id\" and \"steps\")", path)
 	}
-	var rep extension.Report
+	var rep report.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("Buzz report %s: %w", path, err)
 	}
@@ -250,9 +250,9 @@ func opSinks(m *metrics.MetricSnapshot) map[string]metrics.Sink {
 }
 
 // opsFromReport adds each op up over the steps and the shutdown.
-func opsFromReport(rep *extension.Report) map[string]*opStats {
+func opsFromReport(rep *report.Report) map[string]*opStats {
 	ops := map[string]*opStats{}
-	add := func(m map[string]*extension.OpReport) {
+	add := func(m map[string]*report.OpReport) {
 		for op, r := range m {
 			if r == nil {
 				continue

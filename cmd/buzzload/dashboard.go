@@ -9,7 +9,7 @@ import (
 	"github.com/buzzload/buzzload/engine/output/prometheusrw"
 	"github.com/buzzload/buzzload/engine/output/webdashboard"
 	"github.com/buzzload/buzzload/engine/termtext"
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // takeDashboard takes `--out web-dashboard[=ARGS]` out of the outputs the
@@ -46,9 +46,9 @@ func takeDashboard(outs []string, environ []string) ([]string, *webdashboard.Con
 
 // finishDashboard ends the dashboard after the run: the export and the
 // live pages get the run's Buzz report when it has one.
-func finishDashboard(d *webdashboard.Dashboard, buzz *extension.Module, stderr io.Writer) error {
+func finishDashboard(d *webdashboard.Dashboard, rep *report.Report, stderr io.Writer) error {
 	var raw json.RawMessage
-	if rep := buzz.LastReport(); rep != nil {
+	if rep != nil {
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return err

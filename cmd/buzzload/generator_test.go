@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
-func readReport(t *testing.T, path string) *extension.Report {
+func readReport(t *testing.T, path string) *report.Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r extension.Report
+	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}

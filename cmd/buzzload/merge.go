@@ -16,7 +16,7 @@ import (
 	"github.com/buzzload/buzzload/engine/summary"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/engine/thresholds"
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // Exit codes of merge and compare besides 0 and 99 (thresholds failed on
@@ -231,21 +231,21 @@ func unfinished(ins []result.Input) (result.Input, bool) {
 }
 
 // mergeBuzz is the merged Buzz report when every instance has one (a run
-// of the Buzz module): its steps, windows and verdict (extension.MergeReports).
-func mergeBuzz(ins []result.Input, thresholdsFailed []string) (*extension.Report, error) {
+// of the Buzz module): its steps, windows and verdict (report.MergeReports).
+func mergeBuzz(ins []result.Input, thresholdsFailed []string) (*report.Report, error) {
 	var names []string
-	var reps []*extension.Report
+	var reps []*report.Report
 	for _, in := range ins {
 		if len(in.File.Buzz) == 0 {
 			return nil, nil
 		}
-		var r extension.Report
+		var r report.Report
 		if err := json.Unmarshal(in.File.Buzz, &r); err != nil {
 			return nil, fmt.Errorf("%s: its Buzz report: %w", in.Name, err)
 		}
 		names, reps = append(names, in.Name), append(reps, &r)
 	}
-	return extension.MergeReports(names, reps, thresholdsFailed)
+	return report.MergeReports(names, reps, thresholdsFailed)
 }
 
 // reportStageVerdicts names the stages a windowed threshold failed on the

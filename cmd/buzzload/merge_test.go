@@ -13,7 +13,7 @@ import (
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/result"
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // segScript is deterministic under execution segments: per-vu-iterations
@@ -329,7 +329,7 @@ func TestMergeStageThresholds(t *testing.T) {
 // 29 item 2: the merged page had an empty Steps section, no windows and
 // no verdict): steps with the instances' counts added, windows merged when
 // the instances started together, the verdict and the checks; `report`
-// of the merged file draws them. Fails without extension.MergeReports:
+// of the merged file draws them. Fails without report.MergeReports:
 // the merged file has no "buzz".
 func TestMergeKeepsTheBuzzReport(t *testing.T) {
 	t.Parallel() // subprocesses that mostly wait on their timelines
@@ -359,13 +359,13 @@ func TestMergeKeepsTheBuzzReport(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "result: ok") || !strings.Contains(out, "step 1") {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, stderr)
 	}
-	var parts [2]extension.Report
+	var parts [2]report.Report
 	for i := range parts {
 		if err := json.Unmarshal(readResult(t, filepath.Join(dir, fmt.Sprintf("r%d.json", i))).Buzz, &parts[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var m extension.Report
+	var m report.Report
 	if err := json.Unmarshal(readResult(t, filepath.Join(dir, "merged.json")).Buzz, &m); err != nil {
 		t.Fatalf("merged Buzz report: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/htmlreport"
 	"github.com/buzzload/buzzload/engine/termtext"
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // reportCmd is `buzzload report FILE -o report.html`: the run of a result
@@ -96,8 +96,7 @@ func writeHTML(path string, p htmlreport.Page) error {
 }
 
 // writeRunHTML is run --report-html: the run's Buzz report as a page.
-func writeRunHTML(path, script string, buzz *extension.Module) error {
-	rep := buzz.LastReport()
+func writeRunHTML(path, script string, rep *report.Report) error {
 	if rep == nil {
 		return fmt.Errorf("--report-html %s: the script loaded no scenario (buzz.load), or several", path)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/result"
-	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // resultGroupBy is the grouping `run --result` adds to every metric, so
@@ -22,7 +22,7 @@ var resultGroupBy = [][]string{{"op"}}
 // writeRunResult writes the result file of a finished `buzzload run`
 // (engine/result). It is written whatever the exit code, as long as the
 // run got as far as loading the script.
-func writeRunResult(path string, cfg engine.RunConfig, res engine.Result, buzz *extension.Module) error {
+func writeRunResult(path string, cfg engine.RunConfig, res engine.Result, rep *report.Report) error {
 	if res.Summary == nil || res.Info == nil {
 		return fmt.Errorf("result file %s: not written, the run ended before the script loaded (exit code %d)", path, res.ExitCode)
 	}
@@ -51,7 +51,7 @@ func writeRunResult(path string, cfg engine.RunConfig, res engine.Result, buzz *
 		StageVerdicts: result.FromVerdicts(info.StageVerdicts),
 		SetupData:     info.SetupData,
 	}
-	if rep := buzz.LastReport(); rep != nil {
+	if rep != nil {
 		raw, err := json.Marshal(rep)
 		if err != nil {
 			return fmt.Errorf("result file %s: the Buzz report: %w", path, err)

@@ -226,7 +226,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	res := engine.Run(runCtx, cfg)
 	if dash != nil {
-		if err := finishDashboard(dash, buzz, stderr); err != nil && res.ExitCode == engine.ExitOK {
+		if err := finishDashboard(dash, buzz.LastReport(), stderr); err != nil && res.ExitCode == engine.ExitOK {
 			res.ExitCode = engine.ExitGeneric
 		}
 	}
@@ -234,7 +234,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		lingerAfter(runCtx, ctl, stderr)
 	}
 	if f.buzz.reportHTML != "" {
-		if err := writeRunHTML(f.buzz.reportHTML, f.fs.Arg(0), buzz); err != nil {
+		if err := writeRunHTML(f.buzz.reportHTML, f.fs.Arg(0), buzz.LastReport()); err != nil {
 			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 			if res.ExitCode == engine.ExitOK {
 				res.ExitCode = engine.ExitGeneric
@@ -243,7 +243,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	if f.result != "" {
 		// Written also when thresholds failed: merge judges them again.
-		if err := writeRunResult(f.result, cfg, res, buzz); err != nil {
+		if err := writeRunResult(f.result, cfg, res, buzz.LastReport()); err != nil {
 			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 			if res.ExitCode == engine.ExitOK {
 				return finishBuzz(buzz, engine.ExitGeneric, stderr)

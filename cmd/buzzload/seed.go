@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/buzzload/buzzload/engine/termtext"
-	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/preflight"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
@@ -350,7 +350,7 @@ func statusList(m map[string]int, order ...string) string {
 // down" (exit 111, as run's preflight) instead of a failed seed after
 // every post was tried.
 func reachable(ctx context.Context, name string, sc *scenario.Scenario, env cliEnv) (int, bool) {
-	tgt := extension.DeploymentTarget(sc)
+	tgt := preflight.DeploymentTarget(sc)
 	timeout := 10 * time.Second
 	if sc.Target.ConnectTimeoutSecs > 0 {
 		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)

@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"runtime"
@@ -14,12 +14,12 @@ import (
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// opAgg is one operation's outcomes within one cell. Every operation
+// OpAgg is one operation's outcomes within one cell. Every operation
 // started is settled exactly once as one of ok, errors, throttled,
 // abandoned (cut short by the client's own close: a session end, the
 // stop) or cut (cut short by an abort); pending is what was still in flight
 // at the end of the window (it settles in a later one).
-type opAgg struct {
+type OpAgg struct {
 	trend                            metrics.Sink // successes, ms
 	ok, errors, throttled, abandoned int64
 	expected                         int64       // errors an [[expect]] rule matched (expected.go): not failures
@@ -31,9 +31,9 @@ type opAgg struct {
 	sched *schedAgg
 }
 
-func newOpAgg() *opAgg { return &opAgg{trend: metrics.NewSink(metrics.Trend)} }
+func newOpAgg() *OpAgg { return &OpAgg{trend: metrics.NewSink(metrics.Trend)} }
 
-func (o *opAgg) addError(text string) {
+func (o *OpAgg) addError(text string) {
 	o.errors++
 	if text == "" {
 		text = "(no error text)"
@@ -41,7 +41,7 @@ func (o *opAgg) addError(text string) {
 	o.errTexts.add(NormaliseError(text), 1)
 }
 
-func (o *opAgg) add(r relayclient.Result, at time.Time) {
+func (o *OpAgg) add(r relayclient.Result, at time.Time) {
 	if !r.Due.IsZero() {
 		if o.sched == nil {
 			o.sched = newSchedAgg()
@@ -59,7 +59,7 @@ func (o *opAgg) add(r relayclient.Result, at time.Time) {
 		}
 	case relayclient.OutcomeThrottled:
 		o.throttled++
-	case outcomeExpected:
+	case OutcomeExpected:
 		o.expected++
 	case relayclient.OutcomePending:
 		if isCut(r) {
@@ -76,7 +76,7 @@ func isCut(r relayclient.Result) bool {
 }
 
 // merge adds b's numbers to o.
-func (o *opAgg) merge(b *opAgg) {
+func (o *OpAgg) merge(b *OpAgg) {
 	o.ok += b.ok
 	o.errors += b.errors
 	o.throttled += b.throttled
@@ -96,22 +96,23 @@ func (o *opAgg) merge(b *opAgg) {
 	}
 }
 
-type exitKey struct {
-	kind, reason string
+// ExitKey is an unexpected exit's client kind and reason.
+type ExitKey struct {
+	Kind, Reason string
 }
 
 // cellKey names one aggregation cell: a ramp stage (2i is step i's ramp,
 // 2i+1 its hold; 2·len(plan) is the shutdown), the population that recorded
-// it (customKind for the low-level API) and the operation.
+// it (CustomKind for the low-level API) and the operation.
 type cellKey struct {
 	stage, kind int
 	op          string
 }
 
-// customKind is the population index of low-level operations.
-const customKind = int(scenario.NumKinds)
+// CustomKind is the population index of low-level operations.
+const CustomKind = int(scenario.NumKinds)
 
-// aggregator keeps the report's numbers: every operation by stage and
+// Aggregator keeps the report's numbers: every operation by stage and
 // population (a step merges its two stages and every population), the
 // seed's operations and the clients' exits. Every sink of the loaded
 // scenario feeds it.
@@ -123,14 +124,14 @@ const customKind = int(scenario.NumKinds)
 // histogram merge is exact, so the merge is what one aggregation would
 // hold). A shard's cells are indexed by op id and stage, not looked up in
 // a map: the sinks resolve an op's id once.
-type aggregator struct {
+type Aggregator struct {
 	sc   *scenario.Scenario
 	plan []scenario.StepPlan
 
 	ops    opTable
-	recs   recIndexes // the sinks' shared (op, step) lookups (sink.go)
 	shards []aggShard
-	homes  homes // the shard a record tries first
+	// Homes hands a record the shard it tries first.
+	Homes Homes
 	// abortSeen is abortAt once set, for the record path (no lock).
 	abortSeen atomic.Pointer[time.Time]
 
@@ -138,9 +139,9 @@ type aggregator struct {
 	// (then each shard's), as does a record that straddles a stage end.
 	mu          sync.Mutex
 	pendingEnd  map[cellKey]int64 // in flight at the end of a stage (kind 0)
-	setup       map[string]*opAgg
-	exits       map[exitKey]int64
-	exitsByStep []map[exitKey]int64 // len(plan)+1
+	setup       map[string]*OpAgg
+	exits       map[ExitKey]int64
+	exitsByStep []map[ExitKey]int64 // len(plan)+1
 	exitTexts   []string
 	interrupted [scenario.NumKinds]int64 // clients cut off by an abort
 	started     [scenario.NumKinds]int64 // clients that ran a session
@@ -158,12 +159,12 @@ type aggregator struct {
 // aggShard is one shard of the stage cells and the warm-up.
 type aggShard struct {
 	mu    sync.Mutex
-	cells [][]*opAgg // [op id][stage·(customKind+1) + kind]; nil until used
-	warm  []*opAgg   // [op id]: settled in the warm-up, not judged
+	cells [][]*OpAgg // [op id][stage·(CustomKind+1) + kind]; nil until used
+	warm  []*OpAgg   // [op id]: settled in the warm-up, not judged
 	_     [64]byte   // keep shards' locks on separate cache lines
 }
 
-// recShards is how many shards the aggregator and the windows count in:
+// recShards is how many shards the Aggregator and the windows count in:
 // twice the cores that run goroutines at once (a record holds a shard
 // for a few hundred ns; a busy one is skipped), at most 16.
 func recShards() int {
@@ -203,45 +204,48 @@ func (t *opTable) list() []string {
 	return t.names[:len(t.names):len(t.names)]
 }
 
-func newAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *aggregator {
-	a := &aggregator{sc: sc, plan: plan, shards: make([]aggShard, recShards()), pendingEnd: map[cellKey]int64{},
-		setup: map[string]*opAgg{}, exits: map[exitKey]int64{}, exitsByStep: make([]map[exitKey]int64, len(plan)+1),
+func NewAggregator(sc *scenario.Scenario, plan []scenario.StepPlan) *Aggregator {
+	a := &Aggregator{sc: sc, plan: plan, shards: make([]aggShard, recShards()), pendingEnd: map[cellKey]int64{},
+		setup: map[string]*OpAgg{}, exits: map[ExitKey]int64{}, exitsByStep: make([]map[ExitKey]int64, len(plan)+1),
 		firstSessions: make([]map[string]int64, len(plan)+1)}
 	for i := range a.exitsByStep {
-		a.exitsByStep[i] = map[exitKey]int64{}
+		a.exitsByStep[i] = map[ExitKey]int64{}
 		a.firstSessions[i] = map[string]int64{}
 	}
 	return a
 }
 
-// homes hands a record the shard it tries first, the same one to the
+// Homes hands a record the shard it tries first, the same one to the
 // records of one core (P) as far as sync.Pool keeps each P's last token:
 // a core then mostly writes the shards' histograms in its own cache, where
 // a shard per sink had both cores write every shard.
-type homes struct {
+type Homes struct {
 	pool sync.Pool
 	next atomic.Uint32
 }
 
-type homeTok struct{ i int }
+// HomeTok is a record's shard to try first.
+type HomeTok struct{ I int }
 
-func (h *homes) get() *homeTok {
-	if t, ok := h.pool.Get().(*homeTok); ok {
+// Get is the caller's token; Put it back after the record.
+func (h *Homes) Get() *HomeTok {
+	if t, ok := h.pool.Get().(*HomeTok); ok {
 		return t
 	}
-	return &homeTok{i: int(h.next.Add(1) - 1)}
+	return &HomeTok{I: int(h.next.Add(1) - 1)}
 }
 
-func (h *homes) put(t *homeTok) { h.pool.Put(t) }
+// Put returns a token.
+func (h *Homes) Put(t *HomeTok) { h.pool.Put(t) }
 
 // lockShard locks and returns a shard (lockFree).
-func (a *aggregator) lockShard(home int) *aggShard {
+func (a *Aggregator) lockShard(home int) *aggShard {
 	return &a.shards[lockFree(len(a.shards), home, func(i int) *sync.Mutex { return &a.shards[i].mu })]
 }
 
 // lockFree locks one of n shards, whose locks mu gives, and returns its
 // index: home's if free, else the first free one after it, else (all busy)
-// home's once it is free. The aggregator and the windows share it.
+// home's once it is free. The Aggregator and the windows share it.
 func lockFree(n, home int, mu func(i int) *sync.Mutex) int {
 	for i := 0; i < n; i++ {
 		if j := (home + i) % n; mu(j).TryLock() {
@@ -253,7 +257,7 @@ func lockFree(n, home int, mu func(i int) *sync.Mutex) int {
 }
 
 // opAt is (*s)[id], grown and created when missing.
-func opAt(s *[]*opAgg, id int) *opAgg {
+func opAt(s *[]*OpAgg, id int) *OpAgg {
 	for id >= len(*s) {
 		*s = append(*s, nil)
 	}
@@ -266,19 +270,19 @@ func opAt(s *[]*opAgg, id int) *opAgg {
 }
 
 // cellsPerOp is the number of (stage, kind) cells of one op.
-func (a *aggregator) cellsPerOp() int { return (2*len(a.plan) + 1) * (customKind + 1) }
+func (a *Aggregator) cellsPerOp() int { return (2*len(a.plan) + 1) * (CustomKind + 1) }
 
 // cell is the shard's cell of op id, stage and kind (sh.mu held).
-func (a *aggregator) cell(sh *aggShard, id, stage, kind int) *opAgg {
+func (a *Aggregator) cell(sh *aggShard, id, stage, kind int) *OpAgg {
 	for id >= len(sh.cells) {
 		sh.cells = append(sh.cells, nil)
 	}
 	row := sh.cells[id]
 	if row == nil {
-		row = make([]*opAgg, a.cellsPerOp())
+		row = make([]*OpAgg, a.cellsPerOp())
 		sh.cells[id] = row
 	}
-	i := stage*(customKind+1) + kind
+	i := stage*(CustomKind+1) + kind
 	o := row[i]
 	if o == nil {
 		o = newOpAgg()
@@ -287,16 +291,11 @@ func (a *aggregator) cell(sh *aggShard, id, stage, kind int) *opAgg {
 	return o
 }
 
-// record adds one Result of population kind started in startStage and
-// settled in stage; straddled lists the stages whose end it was still in
-// flight at. It returns the in-flight counts at those ends after the
-// addition (for the pending gauge).
-func (a *aggregator) record(r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
-	return a.recordID(a.ops.id(r.Op), 0, r, kind, startStage, stage, straddled, at)
-}
-
-// recordID is record for op id (a.ops) trying shard home first.
-func (a *aggregator) recordID(id, home int, r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
+// RecordID adds one Result of population kind, op id (OpID), started in
+// startStage and settled in stage, trying shard home first; straddled lists
+// the stages whose end it was still in flight at. It returns the in-flight
+// counts at those ends after the addition (for the pending gauge).
+func (a *Aggregator) RecordID(id, home int, r relayclient.Result, kind, startStage, stage int, straddled []int, at time.Time) (pending []int64) {
 	if len(straddled) > 0 {
 		// Rare (in flight at a stage's end): under a.mu, so the cells and
 		// the pending count change together for a reader.
@@ -318,18 +317,18 @@ func (a *aggregator) recordID(id, home int, r relayclient.Result, kind, startSta
 // merged is the ops of the given stages and of the populations keep
 // accepts (nil: all), merged, plus as pending the operations in flight at
 // the end of endStage (−1: none).
-func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int) map[string]*opAgg {
-	out := map[string]*opAgg{}
+func (a *Aggregator) merged(stages []int, keep func(kind int) bool, endStage int) map[string]*OpAgg {
+	out := map[string]*OpAgg{}
 	a.eachShard(func(sh *aggShard, names []string) {
 		for id, row := range sh.cells {
 			if row == nil {
 				continue
 			}
 			for _, st := range stages {
-				if st < 0 || (st+1)*(customKind+1) > len(row) {
+				if st < 0 || (st+1)*(CustomKind+1) > len(row) {
 					continue
 				}
-				for kind, c := range row[st*(customKind+1) : (st+1)*(customKind+1)] {
+				for kind, c := range row[st*(CustomKind+1) : (st+1)*(CustomKind+1)] {
 					if c != nil && (keep == nil || keep(kind)) {
 						opIn(out, names[id]).merge(c)
 					}
@@ -346,7 +345,7 @@ func (a *aggregator) merged(stages []int, keep func(kind int) bool, endStage int
 }
 
 // opIn is m's aggregate of op, added when m has none.
-func opIn(m map[string]*opAgg, op string) *opAgg {
+func opIn(m map[string]*OpAgg, op string) *OpAgg {
 	o := m[op]
 	if o == nil {
 		o = newOpAgg()
@@ -355,20 +354,16 @@ func opIn(m map[string]*opAgg, op string) *opAgg {
 	return o
 }
 
-// recordWarmup adds one Result settled in the warm-up.
-func (a *aggregator) recordWarmup(r relayclient.Result, at time.Time) {
-	a.recordWarmupID(a.ops.id(r.Op), 0, r, at)
-}
-
-func (a *aggregator) recordWarmupID(id, home int, r relayclient.Result, at time.Time) {
+// RecordWarmupID adds one Result settled in the warm-up.
+func (a *Aggregator) RecordWarmupID(id, home int, r relayclient.Result, at time.Time) {
 	sh := a.lockShard(home)
 	opAt(&sh.warm, id).add(r, at)
 	sh.mu.Unlock()
 }
 
 // warmupOps is the warm-up's operations, merged (a.mu held).
-func (a *aggregator) warmupOps() map[string]*opAgg {
-	out := map[string]*opAgg{}
+func (a *Aggregator) warmupOps() map[string]*OpAgg {
+	out := map[string]*OpAgg{}
 	a.eachShard(func(sh *aggShard, names []string) {
 		for id, o := range sh.warm {
 			if o != nil {
@@ -381,7 +376,7 @@ func (a *aggregator) warmupOps() map[string]*opAgg {
 
 // eachShard calls f with each shard locked in turn and the op names by id,
 // listed after the lock so that every id of the shard's cells is in it.
-func (a *aggregator) eachShard(f func(sh *aggShard, names []string)) {
+func (a *Aggregator) eachShard(f func(sh *aggShard, names []string)) {
 	for i := range a.shards {
 		sh := &a.shards[i]
 		sh.mu.Lock()
@@ -390,24 +385,24 @@ func (a *aggregator) eachShard(f func(sh *aggShard, names []string)) {
 	}
 }
 
-func (a *aggregator) recordSetup(r relayclient.Result, at time.Time) {
+func (a *Aggregator) RecordSetup(r relayclient.Result, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	opIn(a.setup, r.Op).add(r, at)
 }
 
-func (a *aggregator) exit(kind scenario.Kind, step int, reason, text string) {
+func (a *Aggregator) Exit(kind scenario.Kind, step int, reason, text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.exits[exitKey{kind.String(), reason}]++
-	a.exitsByStep[step][exitKey{kind.String(), reason}]++
+	a.exits[ExitKey{kind.String(), reason}]++
+	a.exitsByStep[step][ExitKey{kind.String(), reason}]++
 	if text != "" && len(a.exitTexts) < 10 {
 		a.exitTexts = append(a.exitTexts, kind.String()+": "+text)
 	}
 }
 
-// noteAbort records the abort moment (the first one wins).
-func (a *aggregator) noteAbort(t time.Time) {
+// NoteAbort records the abort moment (the first one wins).
+func (a *Aggregator) NoteAbort(t time.Time) {
 	a.mu.Lock()
 	if a.abortAt.IsZero() {
 		a.abortAt = t
@@ -416,8 +411,8 @@ func (a *aggregator) noteAbort(t time.Time) {
 	a.mu.Unlock()
 }
 
-// abortTime is the abort moment (zero: none so far).
-func (a *aggregator) abortTime() time.Time {
+// AbortTime is the abort moment (zero: none so far).
+func (a *Aggregator) AbortTime() time.Time {
 	if t := a.abortSeen.Load(); t != nil {
 		return *t
 	}
@@ -425,20 +420,20 @@ func (a *aggregator) abortTime() time.Time {
 }
 
 // firstSession counts a client's first session, begun in step.
-func (a *aggregator) firstSession(kind scenario.Kind, step int) {
+func (a *Aggregator) FirstSession(kind scenario.Kind, step int) {
 	a.mu.Lock()
 	a.firstSessions[min(step, len(a.firstSessions)-1)][kind.String()]++
 	a.mu.Unlock()
 }
 
-func (a *aggregator) interrupt(kind scenario.Kind) {
+func (a *Aggregator) Interrupt(kind scenario.Kind) {
 	a.mu.Lock()
 	a.interrupted[kind]++
 	a.mu.Unlock()
 }
 
-// clientDelta changes the live count of a kind and returns it.
-func (a *aggregator) clientDelta(kind scenario.Kind, d int64, first bool) int64 {
+// ClientDelta changes the live count of a kind and returns it.
+func (a *Aggregator) ClientDelta(kind scenario.Kind, d int64, first bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.live[kind] += d
@@ -448,7 +443,7 @@ func (a *aggregator) clientDelta(kind scenario.Kind, d int64, first bool) int64 
 	return a.live[kind]
 }
 
-func (a *aggregator) noteStart(t time.Time) {
+func (a *Aggregator) NoteStart(t time.Time) {
 	a.mu.Lock()
 	if a.startTime.IsZero() || t.Before(a.startTime) {
 		a.startTime = t
@@ -458,9 +453,9 @@ func (a *aggregator) noteStart(t time.Time) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// sortedOps lists op names in a stable order: the connection ops first as
+// SortedOps lists op names in a stable order: the connection ops first as
 // buzz-loadgen prints them, then alphabetical.
-func sortedOps[V any](m map[string]V) []string {
+func SortedOps[V any](m map[string]V) []string {
 	order := map[string]int{"connect": 0, "auth": 1, "subscribe_eose": 2, "history": 3, "publish": 4, "deliver": 5,
 		"http_query": 6, "http_events": 7, "hot_reply": 8, "thread_fetch": 9, "turn_context": 10}
 	out := make([]string, 0, len(m))
@@ -479,4 +474,62 @@ func sortedOps[V any](m map[string]V) []string {
 		return out[i] < out[j]
 	})
 	return out
+}
+
+// OpID is op's id, the index a record of it passes (RecordID, Windows.AddID).
+func (a *Aggregator) OpID(op string) int { return a.ops.id(op) }
+
+// Totals is what the aggregation holds at one moment, merged across its
+// shards: Build's input.
+type Totals struct {
+	Setup, Warmup map[string]*OpAgg
+	Steps         []map[string]*OpAgg // by step: its ramp and hold, pending at the hold's end
+	Shutdown      map[string]*OpAgg
+	Exits         map[ExitKey]int64
+	ExitsByStep   []map[ExitKey]int64 // len(plan)+1: the last is the shutdown
+	ExitTexts     []string
+	Interrupted   [scenario.NumKinds]int64
+	FirstSessions []map[string]int64 // len(plan)+1
+	Start         time.Time          // the population scenarios' timeline start
+	AbortAt       time.Time          // zero: no abort
+}
+
+// Totals merges the aggregation as it stands.
+func (a *Aggregator) Totals() Totals {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := Totals{Warmup: a.warmupOps(), Shutdown: a.merged([]int{2 * len(a.plan)}, nil, -1),
+		Exits: copyExits(a.exits), ExitTexts: append([]string(nil), a.exitTexts...), Interrupted: a.interrupted,
+		Start: a.startTime, AbortAt: a.abortAt}
+	t.Setup = map[string]*OpAgg{}
+	for k, v := range a.setup {
+		c := newOpAgg()
+		c.merge(v)
+		t.Setup[k] = c
+	}
+	for i := range a.plan {
+		t.Steps = append(t.Steps, a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1))
+	}
+	for i := range a.exitsByStep {
+		t.ExitsByStep = append(t.ExitsByStep, copyExits(a.exitsByStep[i]))
+		t.FirstSessions = append(t.FirstSessions, copyCounts(a.firstSessions[i]))
+	}
+	return t
+}
+
+func copyExits(m map[ExitKey]int64) map[ExitKey]int64 {
+	out := make(map[ExitKey]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// StepGenerator is step's generator report from its CPU cell and the
+// step's scheduled operations so far.
+func (a *Aggregator) StepGenerator(step int, cell CPUCell, cores int, maxLagMs float64) *GeneratorReport {
+	a.mu.Lock()
+	ops := a.merged([]int{2 * step, 2*step + 1}, nil, 2*step+1)
+	a.mu.Unlock()
+	return StepGenerator(cell, cores, ops, maxLagMs)
 }

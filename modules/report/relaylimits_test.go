@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"strings"
@@ -11,9 +11,9 @@ import (
 // are Buzz's defaults otherwise; a scenario asking for more history than a
 // page holds is warned about.
 func TestRelayLimitsFromNIP11OrBuzzDefaults(t *testing.T) {
-	var doc nip11Limitation
+	var doc NIP11Limitation
 	doc.Limitation.MaxLimit = 500
-	got := relayLimits(doc)
+	got := RelayLimitsOf(doc)
 	by := map[string]RelayLimit{}
 	for _, l := range got {
 		by[strings.SplitN(l.Name, " (", 2)[0]] = l
@@ -25,7 +25,7 @@ func TestRelayLimitsFromNIP11OrBuzzDefaults(t *testing.T) {
 		t.Fatalf("filters %+v", l)
 	}
 	sc := &scenario.Scenario{File: "s.toml", Human: scenario.Human{HistoryLimit: 800}}
-	w := relayLimitWarnings(sc, got)
+	w := RelayLimitWarnings(sc, got)
 	if len(w) != 1 || !strings.Contains(w[0], "human.history_limit 800 is above the relay's 500 events per page (NIP-11)") {
 		t.Fatalf("warnings %q", w)
 	}

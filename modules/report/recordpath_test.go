@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -37,27 +36,13 @@ func recordPathResult(start time.Time, j int) relayclient.Result {
 // percentiles: the histograms' merge is exact), with every operation
 // started accounted for once.
 func TestConcurrentRecordsAddUpToOneSequentialRecord(t *testing.T) {
-	sc := parse(t, optsTOML)
 	start := time.Unix(1_800_000_000, 0)
-	base := metrics.TagsFromMap(map[string]string{"scenario": "humans"})
-	reg := metrics.NewRegistry()
-	met, err := New(Options{}).metrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n, sinks, workers = 12000, 40, 8
-	vu := fakeVU{met: nopMetrics{reg}}
-
-	seq := newLoaded(New(Options{}), sc, scenario.Shard{})
-	one := newOpSink(seq, int(scenario.KindHuman), met, vu, base, start)
+	plan := []scenario.StepPlan{{Users: 1, RampEnd: 10 * time.Second, End: 30 * time.Second},
+		{Users: 2, Start: 30 * time.Second, RampEnd: 33 * time.Second, End: 35 * time.Second}}
+	const n, workers = 12000, 8
+	seq, par := newRecorder(plan, start), newRecorder(plan, start)
 	for j := 0; j < n; j++ {
-		one.Record(recordPathResult(start, j))
-	}
-
-	par := newLoaded(New(Options{}), sc, scenario.Shard{})
-	ss := make([]*opSink, sinks)
-	for i := range ss {
-		ss[i] = newOpSink(par, int(scenario.KindHuman), met, vu, base, start)
+		seq.record(recordPathResult(start, j), 0)
 	}
 	// Three phases of the Results: one goroutine recording with shard 0 of
 	// the aggregator and of the windows busy, then with every other shard
@@ -67,9 +52,9 @@ func TestConcurrentRecordsAddUpToOneSequentialRecord(t *testing.T) {
 	closed := make(chan WindowReport, 16)
 	hold := func(busy func(i int) bool) func() {
 		var held []*sync.Mutex
-		for i := range par.agg.shards {
+		for i := range par.a.shards {
 			if busy(i) {
-				held = append(held, &par.agg.shards[i].mu, &par.win.shards[i].mu)
+				held = append(held, &par.a.shards[i].mu, &par.w.shards[i].mu)
 			}
 		}
 		for _, m := range held {
@@ -88,9 +73,9 @@ func TestConcurrentRecordsAddUpToOneSequentialRecord(t *testing.T) {
 			go func(w int) {
 				defer wg.Done()
 				for j := from + w; j < to; j += workers {
-					ss[j%sinks].Record(recordPathResult(start, j))
+					par.record(recordPathResult(start, j), w)
 					if closes && w == 0 && j%(n/16) == 0 {
-						closed <- par.win.close(start.Add(time.Duration(j)*time.Millisecond), nil)
+						closed <- par.w.Close(start.Add(time.Duration(j)*time.Millisecond), nil)
 					}
 				}
 			}(w)
@@ -100,25 +85,25 @@ func TestConcurrentRecordsAddUpToOneSequentialRecord(t *testing.T) {
 	release := hold(func(i int) bool { return i == 0 })
 	phase(0, n/3, 1, false)
 	release()
-	closed <- par.win.close(start.Add(time.Minute), nil)
+	closed <- par.w.Close(start.Add(time.Minute), nil)
 	release = hold(func(i int) bool { return i != 0 })
 	phase(n/3, 2*n/3, 1, false)
 	release()
 	phase(2*n/3, n, workers, true)
-	closed <- par.win.close(start.Add(time.Hour), nil)
+	closed <- par.w.Close(start.Add(time.Hour), nil)
 	close(closed)
 
 	used := 0
-	for i := range par.agg.shards {
-		if len(par.agg.shards[i].cells) > 0 {
+	for i := range par.a.shards {
+		if len(par.a.shards[i].cells) > 0 {
 			used++
 		}
 	}
 	if used < 2 {
-		t.Fatalf("the records used %d of %d shards: the test exercises no merge", used, len(par.agg.shards))
+		t.Fatalf("the records used %d of %d shards: the test exercises no merge", used, len(par.a.shards))
 	}
 
-	want, got := seq.BuildReport(nil), par.BuildReport(nil)
+	want, got := seq.report(), par.report()
 	for i := range want.Steps {
 		w, _ := json.Marshal(want.Steps[i].Ops)
 		g, _ := json.Marshal(got.Steps[i].Ops)
@@ -157,10 +142,45 @@ func TestConcurrentRecordsAddUpToOneSequentialRecord(t *testing.T) {
 			counts[op] += o.Count
 		}
 	}
-	ref := seq.win.close(start.Add(time.Hour), nil)
+	ref := seq.w.Close(start.Add(time.Hour), nil)
 	for op, o := range ref.Ops {
 		if counts[op] != o.Count {
 			t.Errorf("windows counted %d %s, want %d", counts[op], op, o.Count)
 		}
 	}
+}
+
+// recorder records Results as the extension's sinks do: by the stage of
+// their settlement on the plan's timeline, in flight over the stage ends
+// between their start and settlement.
+type recorder struct {
+	plan  []scenario.StepPlan
+	start time.Time
+	a     *Aggregator
+	w     *Windows
+}
+
+func newRecorder(plan []scenario.StepPlan, start time.Time) *recorder {
+	a := NewAggregator(&scenario.Scenario{}, plan)
+	w := NewWindows(a)
+	w.Begin(start, 0, start)
+	return &recorder{plan: plan, start: start, a: a, w: w}
+}
+
+func (c *recorder) record(r relayclient.Result, home int) {
+	end := r.Start.Add(r.Duration)
+	stage := StageIndex(c.plan, end.Sub(c.start))
+	startStage := min(StageIndex(c.plan, r.Start.Sub(c.start)), stage)
+	var straddled []int
+	for i := startStage; i < stage; i++ {
+		straddled = append(straddled, i)
+	}
+	id := c.a.OpID(r.Op)
+	c.w.AddID(id, home, r, end, false)
+	c.a.RecordID(id, home, r, 0, startStage, stage, straddled, end)
+}
+
+func (c *recorder) report() *Report {
+	in := Input{Plan: c.plan, Clients: make([]map[string]int, len(c.plan))}
+	return Build(in, c.a.Totals())
 }

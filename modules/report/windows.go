@@ -1,8 +1,7 @@
-package extension
+package report
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,7 @@ import (
 // operations settled since the previous window are printed as a compact
 // block and kept for the report's JSON.
 
-// MaxWindows bounds the windows a report keeps: 720 is 12 hours at 60 s.
+// MaxWindows bounds the Windows a report keeps: 720 is 12 hours at 60 s.
 // When full, the oldest half is merged pairwise (downsampling), so memory
 // stays flat however long the run and the report still spans all of it.
 const MaxWindows = 720
@@ -56,11 +55,11 @@ type WindowReport struct {
 	Ops     map[string]*WindowOp `json:"ops"`
 }
 
-// windows is the current window and the closed ones of a loaded scenario.
-// The current window is counted in shards as the aggregator's stages are
+// Windows is the current window and the closed ones of a loaded scenario.
+// The current window is counted in shards as the Aggregator's stages are
 // (aggregate.go), merged when it closes.
-type windows struct {
-	ops    *opTable // the aggregator's: a record resolves one id for both
+type Windows struct {
+	ops    *opTable // the Aggregator's: a record resolves one id for both
 	shards []winShard
 	warm   atomic.Bool // the current window holds warm-up samples
 
@@ -68,32 +67,42 @@ type windows struct {
 	start  time.Time // the population scenarios' start ("" until then)
 	from   time.Time // the current window's start
 	closed []WindowReport
-
-	stopOnce sync.Once
-	stop     chan struct{}
-	// genDone is closed when the generator's watcher has written its last
-	// samples (nil until it starts).
-	genDone chan struct{}
 }
 
 // winShard is one shard of the current window.
 type winShard struct {
 	mu  sync.Mutex
-	cur []*opAgg // [op id]; nil: none settled in this shard
+	cur []*OpAgg // [op id]; nil: none settled in this shard
 	_   [64]byte
 }
 
-func newWindows(ops *opTable) *windows {
-	return &windows{ops: ops, shards: make([]winShard, recShards()), stop: make(chan struct{})}
+// NewWindows counts Windows of the operations a's records name.
+func NewWindows(a *Aggregator) *Windows {
+	return &Windows{ops: &a.ops, shards: make([]winShard, recShards())}
 }
 
-// add counts one settled operation in the current window.
-func (w *windows) add(r relayclient.Result, at time.Time, warmup bool) {
-	w.addID(w.ops.id(r.Op), 0, r, at, warmup)
+// Begin starts the Windows at the population scenarios' start (once; ok
+// false after): the first window begins at the grid point start + k·every
+// before now, so the instances of a distributed run (started together,
+// their first clients at different moments) have the same Windows to
+// merge. It returns that first window's start.
+func (w *Windows) Begin(start time.Time, every time.Duration, now time.Time) (from time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.start.IsZero() {
+		return time.Time{}, false
+	}
+	from = start
+	for every > 0 && !from.Add(every).After(now) {
+		from = from.Add(every)
+	}
+	w.start, w.from = start, from
+	return from, true
 }
 
-// addID is add for op id (w.ops) trying shard home first.
-func (w *windows) addID(id, home int, r relayclient.Result, at time.Time, warmup bool) {
+// AddID counts one settled operation of op id (Aggregator.OpID) in the
+// current window, trying shard home first.
+func (w *Windows) AddID(id, home int, r relayclient.Result, at time.Time, warmup bool) {
 	if warmup && !w.warm.Load() {
 		w.warm.Store(true)
 	}
@@ -103,8 +112,8 @@ func (w *windows) addID(id, home int, r relayclient.Result, at time.Time, warmup
 }
 
 // take empties the current window and returns what it held by op (w.mu held).
-func (w *windows) take() map[string]*opAgg {
-	out := map[string]*opAgg{}
+func (w *Windows) take() map[string]*OpAgg {
+	out := map[string]*OpAgg{}
 	for i := range w.shards {
 		sh := &w.shards[i]
 		sh.mu.Lock()
@@ -126,8 +135,8 @@ func (w *windows) take() map[string]*opAgg {
 	return out
 }
 
-// empty reports whether nothing settled in the current window.
-func (w *windows) empty() bool {
+// Empty reports whether nothing settled in the current window.
+func (w *Windows) Empty() bool {
 	for i := range w.shards {
 		sh := &w.shards[i]
 		sh.mu.Lock()
@@ -140,9 +149,9 @@ func (w *windows) empty() bool {
 	return true
 }
 
-// close ends the current window at now with the clients live then; an
-// empty window is kept too (a silent interval is news in a long run).
-func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
+// Close ends the current window at now with the clients live then; an
+// Empty window is kept too (a silent interval is news in a long run).
+func (w *Windows) Close(now time.Time, live map[string]int64) WindowReport {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cur := w.take()
@@ -161,7 +170,7 @@ func (w *windows) close(now time.Time, live map[string]int64) WindowReport {
 	return wr
 }
 
-// downsample merges the older half of the windows pairwise.
+// downsample merges the older half of the Windows pairwise.
 func downsample(ws []WindowReport) []WindowReport { return halves.OlderHalf(ws, mergeWindows) }
 
 func mergeWindows(a, b WindowReport) WindowReport {
@@ -177,7 +186,7 @@ func mergeWindows(a, b WindowReport) WindowReport {
 
 // addWindowOp adds o to ops[op]: counts add, p50 is the mean of the two
 // weighted by their successes (what it is a percentile of), the other
-// percentiles the larger (an upper bound). Adjacent windows merge so
+// percentiles the larger (an upper bound). Adjacent Windows merge so
 // (downsampling), and the same window of a distributed run's instances
 // (MergeReports).
 func addWindowOp(ops map[string]*WindowOp, op string, o *WindowOp) {
@@ -199,127 +208,29 @@ func addWindowOp(ops map[string]*WindowOp, op string, o *WindowOp) {
 	cur.Throttled += o.Throttled
 }
 
-// list returns the closed windows.
-func (w *windows) list() []WindowReport {
+// List returns the closed Windows.
+func (w *Windows) List() []WindowReport {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]WindowReport(nil), w.closed...)
 }
 
-// startWindows begins the windows at the population scenarios' start
+// startWindows begins the Windows at the population scenarios' start
 // (once): a ticker closes one every interval and prints it to the console.
-// started reports whether a client has started (startWindows ran): the
+// Started reports whether a client has started (startWindows ran): the
 // relay was used, so the end-of-run checks have something to check.
-func (w *windows) started() bool {
+func (w *Windows) Started() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.start.IsZero()
-}
-
-func (l *loaded) startWindows(start time.Time) {
-	w := l.win
-	w.mu.Lock()
-	if !w.start.IsZero() {
-		w.mu.Unlock()
-		return
-	}
-	every, print := l.reportInterval()
-	// Windows lie on the start's grid (start + k·every), whenever the
-	// first client began: the first one begins at the grid point before
-	// it, so the instances of a distributed run (started together, their
-	// first clients at different moments) have the same windows to merge.
-	from := start
-	for every > 0 && !from.Add(every).After(time.Now()) {
-		from = from.Add(every)
-	}
-	w.start, w.from = start, from
-	w.genDone = make(chan struct{})
-	w.mu.Unlock()
-	go func() { defer close(w.genDone); l.watchGenerator(start, w.stop) }()
-	go func() {
-		next := from.Add(every)
-		for time.Until(next) < 0 {
-			next = next.Add(every)
-		}
-		t := time.NewTimer(time.Until(next))
-		defer t.Stop()
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-t.C:
-				wr := w.close(next, l.agg.liveClients())
-				if print && l.m.opts.Console != nil {
-					_, _ = io.WriteString(l.m.opts.Console, wr.Text(l.base.RunID))
-				}
-				next = next.Add(every)
-				t.Reset(time.Until(next))
-			}
-		}
-	}()
-}
-
-// stopWindows stops the ticker; the partial window is closed by the report.
-// It waits (briefly) for the generator's watcher, so the last step's
-// buzz_generator_saturated is pushed while teardown still runs, before the
-// run's last flush to the outputs.
-func (l *loaded) stopWindows() {
-	w := l.win
-	w.stopOnce.Do(func() { close(w.stop) })
-	w.mu.Lock()
-	done := w.genDone
-	w.mu.Unlock()
-	if done != nil {
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-// finalWindow closes the partial window at the end of the run, if it holds
-// anything, so the report's windows cover the run to its end.
-func (l *loaded) finalWindow(now time.Time) {
-	w := l.win
-	w.mu.Lock()
-	started := !w.start.IsZero()
-	w.mu.Unlock()
-	empty := w.empty()
-	if started && !empty {
-		w.close(now, l.agg.liveClients())
-	}
-}
-
-// reportInterval is the window length and whether blocks are printed:
-// --report-interval, or DefaultReportInterval of the scenario's length
-// (also when --report-interval 0s prints none).
-func (l *loaded) reportInterval() (time.Duration, bool) {
-	iv := l.m.opts.ReportInterval
-	if iv > 0 {
-		return iv, true
-	}
-	// By default the window blocks are printed only for runs of
-	// PrintWindowsFrom or longer: a shorter run's step tables say the same,
-	// and 4 blocks were 40 of a smoke run's lines (issue 26 item 8). The
-	// windows are recorded either way (the JSON, the HTML plots).
-	d := l.base.Duration()
-	return DefaultReportInterval(d), iv == 0 && d >= PrintWindowsFrom
 }
 
 // PrintWindowsFrom is the shortest run whose window blocks are printed
 // without --report-interval.
 const PrintWindowsFrom = 2 * time.Minute
 
-// warmup is --warmup, else [abort] warmup_secs.
-func (l *loaded) warmup() time.Duration {
-	if w := l.m.opts.Warmup; w != nil {
-		return *w
-	}
-	return scenario.Secs(l.base.Abort.WarmupSecs)
-}
-
-// liveClients is the clients in a session by kind.
-func (a *aggregator) liveClients() map[string]int64 {
+// LiveClients is the clients in a session by kind.
+func (a *Aggregator) LiveClients() map[string]int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := map[string]int64{}
@@ -354,7 +265,7 @@ func (w WindowReport) Text(runID string) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "    %-22s %8s %9s %9s %7s %6s\n", "op", "count", "p50 ms", "p99 ms", "errors", "thr")
-	for _, op := range sortedOps(w.Ops) {
+	for _, op := range SortedOps(w.Ops) {
 		o := w.Ops[op]
 		fmt.Fprintf(&b, "    %-22s %8d %9.1f %9.1f %7d %6d\n", tc(op), o.Count, o.P50Ms, o.P99Ms, o.Errors, o.Throttled)
 	}

@@ -1,7 +1,7 @@
 // The Buzz report as text: the steps, their verdicts and per-op lines that
 // buzz.report() and the end-of-run summary print.
 
-package extension
+package report
 
 import (
 	"fmt"
@@ -129,7 +129,7 @@ func (r *Report) Text() string {
 		if len(r.Abort.Cut) == 0 {
 			b.WriteString(" nothing was in flight")
 		}
-		for _, op := range sortedOps(r.Abort.Cut) {
+		for _, op := range SortedOps(r.Abort.Cut) {
 			fmt.Fprintf(&b, " %s %d", tc(op), r.Abort.Cut[op])
 		}
 		b.WriteString("\n")
@@ -179,7 +179,7 @@ func (r *Report) Text() string {
 		b.WriteString("\n  expected errors (known refusals of the deployment, not failures):\n")
 		for _, e := range r.Expected {
 			fmt.Fprintf(&b, "    %-6s %s: %d", e.Level, tc(e.Rule), e.Count)
-			for _, op := range sortedOps(e.Ops) {
+			for _, op := range SortedOps(e.Ops) {
 				fmt.Fprintf(&b, " %s %d", tc(op), e.Ops[op])
 			}
 			if len(e.Samples) > 0 {
@@ -221,7 +221,7 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport, legend *bool) {
 	}()
 	fmt.Fprintf(b, "    %-22s %8s %9s %9s %9s %9s %7s %7s %6s %6s %6s\n", "op", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "err %", "thr", "pend", "cut")
 	var errs []string
-	for _, name := range sortedOps(ops) {
+	for _, name := range SortedOps(ops) {
 		o := ops[name]
 		fmt.Fprintf(b, "    %-22s %8d %9.1f %9.1f %9.1f %9.1f %7d %7.2f %6d %6d %6d\n", tc(name), o.Count, o.P50Ms, o.P95Ms, o.P99Ms, o.MaxMs,
 			o.Errors, 100*o.ErrorRate, o.Throttled, o.Pending, o.Cut+o.Abandoned)
@@ -234,7 +234,7 @@ func writeOps(b *strings.Builder, ops map[string]*OpReport, legend *bool) {
 	}
 	// Scheduled operations: latency from the due time beside the send's,
 	// printed where sending late shows (lateNotable); always in the JSON.
-	for _, name := range sortedOps(ops) {
+	for _, name := range SortedOps(ops) {
 		if o := ops[name]; o.Scheduled > 0 && lateNotable(o) {
 			fmt.Fprintf(b, "      ~ %s: %d scheduled, p99 %.1f ms from the due time (%.1f from the send), lag due→send p50 %.1f p99 %.1f ms\n",
 				tc(name), o.Scheduled, o.DueP99Ms, o.P99Ms, o.LagP50Ms, o.LagP99Ms)

@@ -1,4 +1,8 @@
-package extension
+// Package preflight checks, before any seeding or traffic, that the target
+// answers: NIP-11, a WebSocket that connects and authenticates, the
+// operator API (issue 13). A dead relay must read as "relay down", not as
+// a load failure.
+package preflight
 
 import (
 	"context"
@@ -12,40 +16,41 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// PreflightError says which part of the target did not answer before any
+// Error says which part of the target did not answer before any
 // seeding or traffic: a dead relay must read as "relay down", not as a load
 // failure (issue 13). cmd/buzzload exits with its own code for it.
-type PreflightError struct {
+type Error struct {
 	What string // "NIP-11", "WebSocket", "operator API"
 	URL  string
 	Err  error
 }
 
-func (e *PreflightError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("preflight: %s at %s failed: %v", e.What, e.URL, e.Err)
 }
 
-func (e *PreflightError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // preflightTimeout bounds each check when the scenario sets no
 // connect_timeout_secs.
 const preflightTimeout = 10 * time.Second
 
-// preflightTarget is where the checks go. Before seeding a templated target,
+// Target is where the checks go. Before seeding a templated target,
 // the community hosts may not exist yet, so the checks go to the deployment
 // itself (ws_url and http_url as written, dialled at connect_addr), where
 // the operator API lives too; clients check community 0's host as they
 // dial it.
-func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
+func Target(sc *scenario.Scenario, seeding bool) relayclient.Target {
 	t := sc.Target
 	if t.CommunityHostTemplate == "" {
 		return relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
 	}
 	if !seeding {
-		return communityTarget(sc, 0)
+		return CommunityTarget(sc, 0)
 	}
 	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
 	if u, err := url.Parse(t.WSURL); err == nil && t.ConnectAddr != "" {
@@ -54,36 +59,36 @@ func preflightTarget(sc *scenario.Scenario, seeding bool) relayclient.Target {
 	return tgt
 }
 
-// communityTarget is where community n is reached: its endpoint's URLs,
+// CommunityTarget is where community n is reached: its endpoint's URLs,
 // Host and dial address (the URL's own host without a template).
-func communityTarget(sc *scenario.Scenario, n int) relayclient.Target {
+func CommunityTarget(sc *scenario.Scenario, n int) relayclient.Target {
 	ep := sc.Endpoint(n)
 	return relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr}
 }
 
 // DeploymentTarget is where a seed (or teardown) reaches the deployment
 // itself, before its community hosts exist: the run's preflight target.
-func DeploymentTarget(sc *scenario.Scenario) relayclient.Target { return preflightTarget(sc, true) }
+func DeploymentTarget(sc *scenario.Scenario) relayclient.Target { return Target(sc, true) }
 
-// preflight checks that NIP-11 answers and that a WebSocket connects and
+// Check checks that NIP-11 answers and that a WebSocket connects and
 // authenticates as keys. Nothing it does is recorded as an operation.
-func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, seeding bool, tr http.RoundTripper) ([]RelayLimit, error) {
+func Check(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, keys *nostr.Keys, seeding bool, tr http.RoundTripper) ([]report.RelayLimit, error) {
 	timeout := preflightTimeout
 	if sc.Target.ConnectTimeoutSecs > 0 {
 		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
 	}
 	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Transport: tr, Timeout: timeout})
 	if err != nil {
-		return nil, &PreflightError{What: "NIP-11", URL: tgt.HTTPURL, Err: err}
+		return nil, &Error{What: "NIP-11", URL: tgt.HTTPURL, Err: err}
 	}
 	var doc struct {
 		NIPs []int `json:"supported_nips"`
-		nip11Limitation
+		report.NIP11Limitation
 	}
 	if r := h.NIP11(ctx, "preflight", &doc); r.Outcome != relayclient.OutcomeOK {
-		return nil, &PreflightError{What: "NIP-11 (GET / with Accept: application/nostr+json)", URL: tgt.HTTPURL, Err: errors.New(r.Error)}
+		return nil, &Error{What: "NIP-11 (GET / with Accept: application/nostr+json)", URL: tgt.HTTPURL, Err: errors.New(r.Error)}
 	}
-	limits := relayLimits(doc.nip11Limitation)
+	limits := report.RelayLimitsOf(doc.NIP11Limitation)
 	membership := slices.Contains(doc.NIPs, 43) // Buzz lists NIP 43 only when it enforces relay membership
 	if membership && !seeding {
 		// The clients are about to authenticate: check one of them, so a
@@ -101,10 +106,10 @@ func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Targe
 			if seeding {
 				return limits, nil // reachable; the seed makes the run's identities members
 			}
-			return nil, &PreflightError{What: "WebSocket NIP-42 AUTH of the run's identities", URL: tgt.WSURL,
+			return nil, &Error{What: "WebSocket NIP-42 AUTH of the run's identities", URL: tgt.WSURL,
 				Err: fmt.Errorf("%w: the relay requires relay membership (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true) and this identity is not a member: seed the run (buzzload seed, or the script's setup) so its owner adds them with kind 9030, or have an admin add them", err)}
 		}
-		return nil, &PreflightError{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
+		return nil, &Error{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
 	}
 	c.Close()
 	return limits, nil
@@ -113,14 +118,14 @@ func preflight(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Targe
 // notRelayMember is Buzz's AUTH refusal on a closed relay (handlers/auth.rs).
 const notRelayMember = "restricted: not a relay member"
 
-// preflightOperator checks that the operator API answers the operator key:
+// Operator checks that the operator API answers the operator key:
 // a read-only availability query for community 0's host.
-func preflightOperator(ctx context.Context, sc *scenario.Scenario, keys *nostr.Keys, origin string, tr http.RoundTripper) error {
+func Operator(ctx context.Context, sc *scenario.Scenario, keys *nostr.Keys, origin string, tr http.RoundTripper) error {
 	timeout := preflightTimeout
 	if sc.Target.ConnectTimeoutSecs > 0 {
 		timeout = scenario.Secs(sc.Target.ConnectTimeoutSecs)
 	}
-	tgt := preflightTarget(sc, true)
+	tgt := Target(sc, true)
 	if origin == "" {
 		if u, err := url.Parse(sc.Target.HTTPURL); err == nil {
 			origin = u.Scheme + "://" + u.Host
@@ -128,10 +133,10 @@ func preflightOperator(ctx context.Context, sc *scenario.Scenario, keys *nostr.K
 	}
 	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{Target: tgt, Keys: keys, Transport: tr, Timeout: timeout, OperatorOrigin: origin})
 	if err != nil {
-		return &PreflightError{What: "operator API", URL: origin, Err: err}
+		return &Error{What: "operator API", URL: origin, Err: err}
 	}
 	if _, r := h.CommunityAvailability(ctx, sc.CommunityHost(0), relayclient.CallOptions{Op: "preflight"}); r.Outcome != relayclient.OutcomeOK {
-		return &PreflightError{What: "operator API (GET /operator/communities/availability)", URL: origin, Err: errors.New(r.Error)}
+		return &Error{What: "operator API (GET /operator/communities/availability)", URL: origin, Err: errors.New(r.Error)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ type RelayLimit struct {
 	Source string `json:"source"` // "NIP-11" or "Buzz default"
 }
 
-// nip11Limitation is the part of a NIP-11 document the limits come from.
-type nip11Limitation struct {
+// NIP11Limitation is the part of a NIP-11 document the limits come from.
+type NIP11Limitation struct {
 	Limitation struct {
 		MaxLimit         int `json:"max_limit"`
 		MaxFilters       int `json:"max_filters"`
@@ -26,10 +26,10 @@ type nip11Limitation struct {
 	} `json:"limitation"`
 }
 
-// relayLimits is the table of bounds in force for a relay whose NIP-11
+// RelayLimitsOf is the table of bounds in force for a relay whose NIP-11
 // document is doc. Buzz does not advertise its WebSocket admission or its
 // cap on #h values per REQ, so those are always its defaults.
-func relayLimits(doc nip11Limitation) []RelayLimit {
+func RelayLimitsOf(doc NIP11Limitation) []RelayLimit {
 	pick := func(name string, advertised, def int) RelayLimit {
 		if advertised > 0 {
 			return RelayLimit{Name: name, Value: advertised, Source: "NIP-11"}
@@ -47,9 +47,9 @@ func relayLimits(doc nip11Limitation) []RelayLimit {
 	}
 }
 
-// relayLimitWarnings says where the scenario asks for more than the relay
+// RelayLimitWarnings says where the scenario asks for more than the relay
 // gives, so a result is not read as the scenario's shape.
-func relayLimitWarnings(sc *scenario.Scenario, limits []RelayLimit) []string {
+func RelayLimitWarnings(sc *scenario.Scenario, limits []RelayLimit) []string {
 	var w []string
 	for _, l := range limits {
 		if strings.HasPrefix(l.Name, "events per page") && sc.Human.HistoryLimit > l.Value {

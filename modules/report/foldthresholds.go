@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ func foldedMetric(name string) bool {
 		strings.Contains(name, "op:")
 }
 
-// foldThresholds returns data without the abort-rule submetrics' entries
+// FoldThresholds returns data without the abort-rule submetrics' entries
 // and the folded lines that stand for them ("" when there were none).
-func foldThresholds(data map[string]any) (map[string]any, string) {
+func FoldThresholds(data map[string]any) (map[string]any, string) {
 	metrics, _ := data["metrics"].(map[string]any)
 	if metrics == nil {
 		return data, ""

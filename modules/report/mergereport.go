@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package extension
+package report
 
 import (
 	"strings"
@@ -21,7 +21,7 @@ func TestFoldThresholds(t *testing.T) {
 		"buzz_client_exits":                        map[string]any{"thresholds": th("count<=0", true)},
 		"buzz_op_duration":                         map[string]any{"values": map[string]any{"p(99)": 3.0}},
 	}, "state": map[string]any{}}
-	out, text := foldThresholds(data)
+	out, text := FoldThresholds(data)
 	kept := out["metrics"].(map[string]any)
 	if len(kept) != 2 || kept["buzz_client_exits"] == nil || kept["buzz_op_duration"] == nil {
 		t.Errorf("kept %v", kept)
@@ -45,7 +45,7 @@ func TestFoldThresholds(t *testing.T) {
 	}
 	// A rule held per step and after the last hold is one line, its worst
 	// op the worse of the two windows'.
-	_, text = foldThresholds(map[string]any{"metrics": map[string]any{
+	_, text = FoldThresholds(map[string]any{"metrics": map[string]any{
 		"buzz_op_failed{op:auth}":                  m("rate<=0.01", true, "rate", 0.001),
 		"buzz_op_failed{op:publish}":               m("rate<=0.01", true, "rate", 0),
 		"buzz_op_failed{op:publish,step:shutdown}": m("rate<=0.01", true, "rate", 0.004),
@@ -54,7 +54,7 @@ func TestFoldThresholds(t *testing.T) {
 		strings.Count(text, "\n") != 2 {
 		t.Errorf("held in both windows:\n%s\nwant %s", text, want)
 	}
-	if _, text := foldThresholds(map[string]any{"metrics": map[string]any{"iterations": map[string]any{}}}); text != "" {
+	if _, text := FoldThresholds(map[string]any{"metrics": map[string]any{"iterations": map[string]any{}}}); text != "" {
 		t.Errorf("nothing to fold: %q", text)
 	}
 }

@@ -1,14 +1,11 @@
-package extension
+package report
 
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/expect"
 	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -115,7 +112,7 @@ type Limits struct {
 	WarmupSecs   float64 `json:"warmup_secs,omitempty"`
 }
 
-func limitsOf(a scenario.Abort) Limits {
+func LimitsOf(a scenario.Abort) Limits {
 	return Limits{MaxP99Ms: a.MaxP99Ms, MaxErrorRate: a.MaxErrorRate, WarmupSecs: a.WarmupSecs}
 }
 
@@ -179,6 +176,29 @@ type Report struct {
 	Generator *GeneratorSummary `json:"generator,omitempty"`
 }
 
+// SetupResult is what sc.setup() returns (setup data: small and JSON-able).
+type SetupResult struct {
+	RunID       string `json:"run_id"`
+	Embedded    bool   `json:"embedded"`
+	WSURL       string `json:"ws_url"`
+	Communities int    `json:"communities"`
+	Channels    int    `json:"channels"`
+	Members     int    `json:"members"`
+	Posts       int    `json:"posts"`
+	Created     int    `json:"created"`
+	Existing    int    `json:"existing"`
+	DurationMs  int64  `json:"duration_ms"`
+	// MemberTags is what the member read-back found a kind-9000 naming
+	// several members to do (seed.MemberTagsFirst: Buzz; "" when none did).
+	MemberTags string `json:"member_tags_applied,omitempty"`
+	// RelayMembers is how many of the run's identities are NIP-43 relay
+	// members, when the relay requires relay membership (else 0).
+	RelayMembers int `json:"relay_members,omitempty"`
+	// Role is what this instance did: "seed" (seeded, idempotently) or
+	// "wait" (waited for the seeding instance, then verified; wrote nothing).
+	Role string `json:"role"`
+}
+
 // WarmupReport is the warm-up: its length and its operations.
 type WarmupReport struct {
 	Secs float64              `json:"secs"`
@@ -198,7 +218,7 @@ var stats = func() (out [4]metrics.Stat) {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func (a *opAgg) report() *OpReport {
+func (a *OpAgg) report() *OpReport {
 	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Expected: a.expected, Pending: a.pending,
 		Started: a.started, Abandoned: a.abandoned, Cut: a.cut, Unfinished: a.unfinished,
 		Count: a.ok + a.errors + a.throttled, ErrorTexts: a.errTexts.top(topErrorTexts)}
@@ -216,7 +236,7 @@ func (a *opAgg) report() *OpReport {
 	return r
 }
 
-func opsReport(m map[string]*opAgg) map[string]*OpReport {
+func opsReport(m map[string]*OpAgg) map[string]*OpReport {
 	out := make(map[string]*OpReport, len(m))
 	for k, v := range m {
 		out[k] = v.report()
@@ -229,7 +249,7 @@ func opsReport(m map[string]*opAgg) map[string]*OpReport {
 // Pending operations are not judged.
 func judge(lim scenario.Abort, ops map[string]*OpReport) string {
 	var reasons []string
-	for _, name := range sortedOps(ops) {
+	for _, name := range SortedOps(ops) {
 		o := ops[name]
 		if o.OK > 0 && o.P99Ms > lim.MaxP99Ms {
 			reasons = append(reasons, fmt.Sprintf("%s p99 %.1f ms above max_p99_ms %g", name, o.P99Ms, lim.MaxP99Ms))
@@ -240,202 +260,6 @@ func judge(lim scenario.Abort, ops map[string]*OpReport) string {
 		}
 	}
 	return strings.Join(reasons, "; ")
-}
-
-// BuildReport assembles the report from the aggregation and the names of
-// the thresholds that failed (from handleSummary's data).
-func (l *loaded) BuildReport(failedThresholds []string) *Report {
-	return l.buildReport(failedThresholds, nil)
-}
-
-// buildReport is BuildReport with a gateway profile's verdict (sc.report's
-// profile option), judged with the rest.
-func (l *loaded) buildReport(failedThresholds []string, profile *ProfileVerdict) *Report {
-	l.finalWindow(time.Now())
-	windows := l.win.list()
-	every, _ := l.reportInterval()
-	a := l.agg
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r := &Report{RunID: l.base.RunID, Scenario: l.base.File, Limits: limitsOf(l.base.Abort), ThresholdsFailed: failedThresholds}
-	if l.shard.Count > 1 {
-		r.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
-	}
-	if l.base.Desktop.Fraction > 0 {
-		r.DesktopMode = l.base.Desktop.Mode
-	}
-	if len(a.setup) > 0 {
-		r.Setup = opsReport(a.setup)
-	}
-	if w := l.warmup(); w > 0 {
-		r.Warmup = &WarmupReport{Secs: w.Seconds(), Ops: opsReport(a.warmupOps())}
-	}
-	l.preMu.Lock()
-	r.RelayLimits = l.relayLimits
-	l.preMu.Unlock()
-	l.seedMu.Lock()
-	r.Seed = l.seedRes
-	seedErr := l.seedErr
-	l.seedMu.Unlock()
-	if seedErr != nil {
-		r.SetupError = seedErr.Error()
-	}
-	// The abort moment on the timeline (-1: no abort).
-	abortOff := time.Duration(-1)
-	if !a.abortAt.IsZero() && !a.startTime.IsZero() {
-		abortOff = max(0, a.abortAt.Sub(a.startTime))
-		r.Abort = &AbortReport{AtS: round3(abortOff.Seconds()), Step: l.stepLabel(l.stepIndex(abortOff)), Cut: map[string]int64{}}
-	}
-	for i, st := range l.plan {
-		counts := l.base.CountsAt(st.Users, l.shard)
-		cl := map[string]int{}
-		for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
-			if counts[k] > 0 {
-				cl[k.String()] = counts[k]
-			}
-		}
-		stepOps := a.merged([]int{2 * i, 2*i + 1}, nil, 2*i+1)
-		sr := StepReport{Index: i, Users: st.Users, StartS: st.Start.Seconds(), RampEndS: st.RampEnd.Seconds(),
-			EndS: st.End.Seconds(), Clients: cl, ClientsStarted: copyCounts(a.firstSessions[i]),
-			Ops: opsReport(stepOps)}
-		// Reached: the timeline got into the step (an abort before its start
-		// leaves it unreached, whatever settled at the abort).
-		sr.Reached = len(sr.Ops) > 0 && (abortOff < 0 || abortOff >= st.Start)
-		cutHere := abortOff >= st.Start && abortOff < st.End
-		switch {
-		case cutHere:
-			sr.AbortedAtS = round3(abortOff.Seconds())
-		case sr.Reached:
-			sr.AbortReason = judge(l.base.Abort, sr.Ops)
-		}
-		for k, n := range a.exitsByStep[i] {
-			sr.AbortReason = joinReason(sr.AbortReason, fmt.Sprintf("%d %s clients exited unexpectedly (%s)", n, k.kind, k.reason))
-		}
-		if sr.Reached {
-			sr.Generator = l.stepGenerator(i, stepOps)
-		}
-		if g := sr.Generator; g != nil && g.Saturated {
-			if r.Generator == nil {
-				r.Generator = &GeneratorSummary{}
-			}
-			r.Generator.Saturated = true
-			r.Generator.Steps = append(r.Generator.Steps, l.stepLabel(i))
-			r.Generator.Reason = joinReason(r.Generator.Reason, "step "+l.stepLabel(i)+": "+g.Reason)
-			if l.base.Abort.FailOnGeneratorSaturation && !cutHere {
-				sr.AbortReason = joinReason(sr.AbortReason, "generator saturated: "+g.Reason+" (fail_on_generator_saturation)")
-			}
-		}
-		r.Steps = append(r.Steps, sr)
-	}
-	sd := ShutdownReport{GraceS: GracefulStop.Seconds(), Ops: opsReport(a.merged([]int{2 * len(l.plan)}, nil, -1))}
-	for _, o := range sd.Ops {
-		sd.Failures += o.Errors
-	}
-	if r.Abort != nil && r.Abort.Step == ShutdownStep {
-		sd.AbortedAtS = r.Abort.AtS // cut by the abort: not judged
-	} else {
-		sd.AbortReason = judge(l.base.Abort, sd.Ops)
-	}
-	for k, n := range a.exitsByStep[len(l.plan)] {
-		sd.AbortReason = joinReason(sd.AbortReason, fmt.Sprintf("%d %s clients cancelled at the end of the grace (%s)", n, k.kind, k.reason))
-	}
-	r.Shutdown = sd
-	if r.Abort != nil {
-		addCut := func(ops map[string]*OpReport) {
-			for op, o := range ops {
-				if o.Cut > 0 {
-					r.Abort.Cut[op] += o.Cut
-				}
-			}
-		}
-		for _, s := range r.Steps {
-			addCut(s.Ops)
-		}
-		addCut(sd.Ops)
-	}
-	r.Warnings = append(throttleWarnings(r.Steps, sd), relayLimitWarnings(l.base, r.RelayLimits)...)
-	if l.identityWarning != "" {
-		r.Warnings = append(r.Warnings, l.identityWarning)
-	}
-	r.Expected = l.expected.report()
-	for _, e := range r.Expected {
-		if e.Level == expect.LevelWarn && e.Count > 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%d expected errors (%s): not counted as failures", e.Count, e.Rule))
-		}
-	}
-	for k, n := range a.exits {
-		r.ClientExits = append(r.ClientExits, ExitReport{Kind: k.kind, Reason: k.reason, Count: n})
-	}
-	sort.Slice(r.ClientExits, func(i, j int) bool {
-		if r.ClientExits[i].Kind != r.ClientExits[j].Kind {
-			return r.ClientExits[i].Kind < r.ClientExits[j].Kind
-		}
-		return r.ClientExits[i].Reason < r.ClientExits[j].Reason
-	})
-	if r.ClientExits == nil {
-		r.ClientExits = []ExitReport{}
-	}
-	r.ExitSamples = append([]string(nil), a.exitTexts...)
-	for k, n := range a.interrupted {
-		if n > 0 {
-			if r.Interrupted == nil {
-				r.Interrupted = map[string]int64{}
-			}
-			r.Interrupted[scenario.Kind(k).String()] = n
-		}
-	}
-	if r.SetupError != "" {
-		r.AbortReason = "setup: " + r.SetupError
-	}
-	for _, s := range r.Steps {
-		if r.AbortReason != "" {
-			break
-		}
-		if s.AbortReason != "" {
-			r.AbortReason = fmt.Sprintf("step %d: %s", s.Index, s.AbortReason)
-			break
-		}
-	}
-	if r.AbortReason == "" && sd.AbortReason != "" {
-		r.AbortReason = "shutdown: " + sd.AbortReason
-	}
-	if r.AbortReason == "" && len(failedThresholds) > 0 {
-		r.AbortReason = "thresholds crossed: " + strings.Join(failedThresholds, ", ")
-	}
-	if r.AbortReason == "" && len(r.Interrupted) > 0 {
-		r.AbortReason = "the run was interrupted before its end (a signal or test.abort())"
-	}
-	if r.AbortReason == "" && l.m != nil {
-		// A run cut short or failed as a whole: what the clients saw cannot
-		// make it a pass (custom scripts have no built-in clients to cut).
-		r.AbortReason = l.m.runEndReason()
-	}
-	r.Durability, r.Unacked, r.Sweep, r.Profile = l.durability, l.unackedRep, l.swept, profile
-	if why := profileFailure(profile); r.AbortReason == "" && why != "" {
-		r.AbortReason = why
-	}
-	r.RelayLogs = l.m.relayLogs
-	for _, lg := range r.RelayLogs {
-		if r.AbortReason == "" && lg.Failed() {
-			r.AbortReason = fmt.Sprintf("relay log %s: %d error lines, at most %d allowed", lg.Source, lg.Counted, lg.Max)
-		}
-	}
-	if s := r.Sweep; r.AbortReason == "" && s != nil && !s.OK {
-		r.AbortReason = "post-run sweep: " + s.Error
-	}
-	if d := r.Durability; r.AbortReason == "" && d != nil && d.Missing > 0 {
-		r.AbortReason = fmt.Sprintf("durability: %d acknowledged events missing when read back (%v)", d.Missing, d.MissingIDs)
-	}
-	if u := r.Unacked; r.AbortReason == "" && u != nil && u.DeliveredRefused+u.StoredRefused > 0 {
-		r.AbortReason = fmt.Sprintf("durability: the relay refused events it then delivered (%d) or stored (%d): %v", u.DeliveredRefused, u.StoredRefused, u.RefusedIDs)
-	}
-	r.OK = r.AbortReason == ""
-	r.Checks = checksOf(r)
-	r.CheckCounts = countChecks(r.Checks)
-	if len(windows) > 0 {
-		r.WindowSecs, r.Windows = every.Seconds(), windows
-	}
-	return r
 }
 
 func copyCounts(m map[string]int64) map[string]int64 {
@@ -468,7 +292,7 @@ func throttleWarnings(steps []StepReport, sd ShutdownReport) []string {
 	}
 	add(sd.Ops)
 	var out []string
-	for _, op := range sortedOps(sum) {
+	for _, op := range SortedOps(sum) {
 		if t := sum[op]; t.thr > t.ok {
 			out = append(out, fmt.Sprintf("%s: %d throttled, %d ok — the relay's rate limits refused more than they let through", op, t.thr, t.ok))
 		}
@@ -481,13 +305,4 @@ func joinReason(a, b string) string {
 		return b
 	}
 	return a + "; " + b
-}
-
-func stepsJSON(l *loaded) []map[string]any {
-	var out []map[string]any
-	for i, st := range l.plan {
-		out = append(out, map[string]any{"index": i, "users": st.Users, "start_s": st.Start.Seconds(),
-			"ramp_end_s": st.RampEnd.Seconds(), "end_s": st.End.Seconds()})
-	}
-	return out
 }
