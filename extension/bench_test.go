@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/genmeter"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -95,7 +97,7 @@ func benchSinkDeliver(b *testing.B, nSinks int) {
 		b.Fatal(err)
 	}
 	coll := metrics.NewCollector(reg, metrics.CollectorOptions{BatchSize: 64})
-	opts, _ := BuildOptions(sc, scenario.Shard{})
+	opts, _ := k6options.Build(sc, scenario.Shard{})
 	var wins []*metrics.Window
 	for key, specs := range opts.Thresholds {
 		if err := coll.Track(key); err != nil {
@@ -142,7 +144,7 @@ func benchSinkDeliver(b *testing.B, nSinks int) {
 	b.SetParallelism(16) // many more goroutines than cores, as the readers
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := genmeter.ProcessCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		g := int(next.Add(1))
 		i := 0
@@ -155,7 +157,7 @@ func benchSinkDeliver(b *testing.B, nSinks int) {
 		}
 	})
 	coll.Flush()
-	cpu := processCPU() - cpu0
+	cpu := genmeter.ProcessCPU() - cpu0
 	b.StopTimer()
 	close(stop)
 	flushed.Wait()

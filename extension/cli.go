@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/report"
 )
 
@@ -23,7 +24,7 @@ func StandardScript(path string) []byte {
 	fmt.Fprintf(&b, "const sc = buzz.load(%s);\n", q)
 	b.WriteString("export const options = sc.options();\n")
 	b.WriteString("export function setup() { return sc.setup(); }\n")
-	for _, p := range Populations {
+	for _, p := range k6options.Populations {
 		fmt.Fprintf(&b, "export function %s() { sc.%s(); }\n", p.Exec, p.Exec)
 	}
 	b.WriteString("export function teardown() { sc.teardown(); }\n")

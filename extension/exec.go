@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/models/desktop"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -56,7 +57,7 @@ type slot struct {
 
 // runPopulation runs one session of the client this VU maps to in
 // population p. It blocks for the session (one session per iteration).
-func (in *instance) runPopulation(l *loaded, p Population) error {
+func (in *instance) runPopulation(l *loaded, p k6options.Population) error {
 	st := in.vu.State()
 	if st == nil || st.Phase != jsmodule.PhaseIteration {
 		return fmt.Errorf("%s() runs clients only in VU code (an exec function of a scenario)", p.Exec)
@@ -148,14 +149,14 @@ func (in *instance) pushClients(_ *loaded, sl *slot, live int64) {
 // GlobalIndex(k) of the segment's stripe; the slot indexes the
 // population's clients in ramp order (Scenario.Clients at the peak, in this
 // shard).
-func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot, error) {
+func (in *instance) newSlot(l *loaded, p k6options.Population, st *jsmodule.State) (*slot, error) {
 	start, err := in.scenarioStart(l, st)
 	if err != nil {
 		return nil, err
 	}
 	l.agg.NoteStart(start)
 	l.startWindows(start)
-	l.gen.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
+	l.genOut.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
 	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
 	sink.periodic = true
 	sink.lastData.Store(time.Now().UnixNano())
@@ -170,7 +171,7 @@ func (in *instance) newSlot(l *loaded, p Population, st *jsmodule.State) (*slot,
 	return sl, nil
 }
 
-func (in *instance) buildClient(l *loaded, p Population, st *jsmodule.State, sl *slot) error {
+func (in *instance) buildClient(l *loaded, p k6options.Population, st *jsmodule.State, sl *slot) error {
 	sc, err := l.target()
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/buzzload/buzzload/modules/expect"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -17,7 +18,7 @@ import (
 func knownOps(sc *scenario.Scenario) []string {
 	set := map[string]bool{}
 	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
-		for _, op := range OpsOf(k) {
+		for _, op := range k6options.OpsOf(k) {
 			set[op] = true
 		}
 	}

@@ -1,60 +1,27 @@
 package extension
 
 import (
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
-	"github.com/buzzload/buzzload/modules/report"
+	"github.com/buzzload/buzzload/modules/genmeter"
 )
 
-// machineCPU is the machine's busy and total CPU time so far, from
-// /proc/stat's first line (user nice system idle iowait irq softirq steal,
-// in clock ticks of 10 ms); zero where it cannot be read.
-func machineCPU() (busy, total time.Duration) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
-		return 0, 0
-	}
-	var v [8]int64
-	for i := 1; i < len(f) && i <= 8; i++ {
-		v[i-1], _ = strconv.ParseInt(f[i], 10, 64)
-	}
-	tick := 10 * time.Millisecond
-	idle := v[3] + v[4]
-	all := v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]
-	return time.Duration(all-idle) * tick, time.Duration(all) * tick
-}
-
-// generatorMeter samples the process's CPU into the steps.
-type generatorMeter struct {
-	mu    sync.Mutex
-	cells []report.CPUCell // len(plan)+1: the last is the shutdown
-	cores int
-
+// genOut is where the generator's meter (modules/genmeter) writes
+// buzz_generator_cpu and buzz_generator_saturated: a VU's push, the first
+// one attached.
+type genOut struct {
+	mu   sync.Mutex
 	push func(...metrics.Sample)
 	met  *metricSet
 	tags metrics.TagSet
 }
 
-func newGeneratorMeter(steps int) *generatorMeter {
-	return &generatorMeter{cells: make([]report.CPUCell, steps+1), cores: max(1, min(runtime.NumCPU(), runtime.GOMAXPROCS(0)))}
-}
-
-// attach gives the meter a VU's push for buzz_generator_saturated and
-// buzz_generator_cpu (the first one wins). The process's CPU is no
-// scenario's, so its samples carry the VU's tags without "scenario".
-func (g *generatorMeter) attach(push func(...metrics.Sample), met *metricSet, tags metrics.TagSet) {
+// attach gives the meter a VU's push (the first one wins). The process's
+// CPU is no scenario's, so its samples carry the VU's tags without
+// "scenario".
+func (g *genOut) attach(push func(...metrics.Sample), met *metricSet, tags metrics.TagSet) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.push == nil && met != nil {
@@ -62,28 +29,23 @@ func (g *generatorMeter) attach(push func(...metrics.Sample), met *metricSet, ta
 	}
 }
 
-// cpuGaugeEvery is how often buzz_generator_cpu is written: the share over
-// the last second, so a live output pushing every few seconds shows a
-// second's CPU, not one 250 ms sample's.
-const cpuGaugeEvery = time.Second
-
-func (g *generatorMeter) cell(step int) (report.CPUCell, int) {
+func (g *genOut) get() (func(...metrics.Sample), *metricSet, metrics.TagSet) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if step < 0 || step >= len(g.cells) {
-		return report.CPUCell{}, g.cores
-	}
-	return g.cells[step], g.cores
+	return g.push, g.met, g.tags
 }
 
-// processCPU is the user and system CPU time of the process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// watchGenerator runs the meter until stop: buzz_generator_cpu every
+// second while the run goes, buzz_generator_saturated{step} as each step
+// ends.
+func (l *loaded) watchGenerator(start time.Time, stop <-chan struct{}) {
+	l.gen.Watch(start, stop, genmeter.Hooks{
+		StepOf:    l.stepIndex,
+		StepEnded: l.pushSaturation,
+		Gauge: func(at time.Time, share float64) {
+			if push, met, tags := l.genOut.get(); push != nil {
+				push(metrics.Sample{Metric: met.generatorCPU, Tags: tags, Time: at, Value: share})
+			}
+		},
+	})
 }
-
-// cpuEvery is how often the meter samples.
-const cpuEvery = 250 * time.Millisecond

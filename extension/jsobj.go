@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/preflight"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -56,7 +57,7 @@ var scenarioMembers = append([]scenarioMember{
 		if d := c.Argument(1); !sobek.IsUndefined(d) && !sobek.IsNull(d) {
 			delay = d.String()
 		}
-		return in.toJS(OpThresholds(l.base, list, delay))
+		return in.toJS(k6options.OpThresholds(l.base, list, delay))
 	}),
 	method("peak", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
 		c := l.base.CountsAt(l.base.PeakUsers(), l.shard)
@@ -77,13 +78,13 @@ var scenarioMembers = append([]scenarioMember{
 		}
 		return sobek.Undefined()
 	}),
-	population(Populations[0]), population(Populations[1]), population(Populations[2]), population(Populations[3]),
+	population(k6options.Populations[0]), population(k6options.Populations[1]), population(k6options.Populations[2]), population(k6options.Populations[3]),
 	method("run", func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
 		st := in.vu.State()
 		if st == nil || st.Phase != jsmodule.PhaseIteration {
 			in.throw(errors.New("run() runs clients only in VU code"))
 		}
-		p, ok := populationOf(st.Scenario)
+		p, ok := k6options.PopulationOf(st.Scenario)
 		if !ok {
 			in.throw(fmt.Errorf("run(): scenario %q is not one of options()'s populations (humans, desktop, agents, hot_authors)", st.Scenario))
 		}
@@ -107,7 +108,7 @@ var scenarioNames = func() []string {
 }()
 
 // population is the method that runs one population's clients (sc.human()).
-func population(p Population) scenarioMember {
+func population(p k6options.Population) scenarioMember {
 	return method(p.Exec, func(in *instance, l *loaded, _ sobek.FunctionCall) sobek.Value {
 		if err := in.runPopulation(l, p); err != nil {
 			in.throw(err)
@@ -147,7 +148,7 @@ func (in *instance) fromJS(v sobek.Value) (any, error) {
 
 func (in *instance) jsOptions(l *loaded, overrides sobek.Value) sobek.Value {
 	// Built once per run: every VU's init code asks for them.
-	l.optsOnce.Do(func() { l.opts, l.optsWarn = BuildOptions(l.base, l.shard) })
+	l.optsOnce.Do(func() { l.opts, l.optsWarn = k6options.Build(l.base, l.shard) })
 	built, warnings := l.opts, l.optsWarn
 	if len(warnings) > 0 {
 		// Once per run (the first init), through the script's console.
@@ -184,7 +185,7 @@ func (in *instance) jsOptions(l *loaded, overrides sobek.Value) sobek.Value {
 
 // mergeOverrides merges options(overrides)' JSON ("" for none) into the
 // built options.
-func mergeOverrides(built *K6Options, ovJSON string) (map[string]any, error) {
+func mergeOverrides(built *k6options.Options, ovJSON string) (map[string]any, error) {
 	var ov any
 	if ovJSON != "" {
 		if err := json.Unmarshal([]byte(ovJSON), &ov); err != nil {
@@ -195,7 +196,7 @@ func mergeOverrides(built *K6Options, ovJSON string) (map[string]any, error) {
 	if ov != nil && m == nil {
 		return nil, errors.New("options(overrides): overrides must be an object")
 	}
-	return MergeOptions(built, m)
+	return k6options.Merge(built, m)
 }
 
 // maxOptionDocs bounds the per-run cache of options() results (scripts

@@ -8,6 +8,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -42,8 +43,8 @@ export default function () {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, _ := extension.BuildOptions(sc, scenario.Shard{})
-	merged, err := extension.MergeOptions(built, map[string]any{"setupTimeout": "3s"})
+	built, _ := k6options.Build(sc, scenario.Shard{})
+	merged, err := k6options.Merge(built, map[string]any{"setupTimeout": "3s"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
 	"github.com/buzzload/buzzload/modules/audit"
+	"github.com/buzzload/buzzload/modules/genmeter"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/localaddr"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/preflight"
@@ -20,40 +22,14 @@ import (
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// Population is one ramping-vus scenario of a loaded scenario file.
-type Population struct {
-	// Name is the k6 scenario name, Exec the exported function it runs.
-	Name, Exec string
-	Kind       scenario.Kind
-}
-
-// Populations are the kinds in the order options lists them.
-var Populations = []Population{
-	{Name: "humans", Exec: "human", Kind: scenario.KindHuman},
-	{Name: "desktop", Exec: "desktop", Kind: scenario.KindDesktop},
-	{Name: "agents", Exec: "agent", Kind: scenario.KindAgent},
-	{Name: "hot_authors", Exec: "hotAuthor", Kind: scenario.KindHotAuthor},
-}
-
-func populationOf(name string) (Population, bool) {
-	for _, p := range Populations {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return Population{}, false
-}
-
-// GracefulStop is the shutdown grace (buzz-LOADGEN "Abort": 15 s).
-const GracefulStop = 15 * time.Second
-
 // loaded is one scenario file as every VU of the run shares it.
 type loaded struct {
-	gen   *generatorMeter // the generator's CPU per step (generator.go)
-	m     *Module
-	base  *scenario.Scenario
-	shard scenario.Shard
-	plan  []scenario.StepPlan
+	gen    *genmeter.Meter // the generator's CPU per step
+	genOut genOut          // where the meter's samples go
+	m      *Module
+	base   *scenario.Scenario
+	shard  scenario.Shard
+	plan   []scenario.StepPlan
 
 	targetOnce sync.Once
 	run        *scenario.Scenario // base with the embedded relay's URLs when it names none
@@ -100,7 +76,7 @@ type loaded struct {
 	warnOnce sync.Once
 
 	optsOnce  sync.Once
-	opts      *K6Options
+	opts      *k6options.Options
 	optsWarn  []string
 	optsDocMu sync.Mutex
 	optsDocs  map[string]*lazyjson.Doc // options() of later VUs, by overrides JSON
@@ -177,7 +153,7 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l := &loaded{m: m, base: sc, shard: shard, plan: sc.Steps(), claims: map[string]*atomic.Int64{}}
 	l.agg = report.NewAggregator(sc, l.plan)
 	l.win, l.winStop = report.NewWindows(l.agg), make(chan struct{})
-	l.gen = newGeneratorMeter(len(l.plan))
+	l.gen = genmeter.New(len(l.plan))
 	l.acks = audit.NewAckLog(sc.Verify.Sample)
 	if l.acks != nil {
 		l.unacked = audit.NewUnackedLog()

@@ -246,16 +246,16 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 	m.metricsOnce.Do(func() {
 		ms := &metricSet{}
 		if err := reg.Bind([]metrics.Binding{
-			{Dst: &ms.duration, Name: "buzz_op_duration", Type: metrics.Trend, Contains: metrics.Time},
-			{Dst: &ms.failed, Name: "buzz_op_failed", Type: metrics.Rate, Contains: metrics.Default},
-			{Dst: &ms.throttled, Name: "buzz_op_throttled", Type: metrics.Counter, Contains: metrics.Default},
-			{Dst: &ms.expected, Name: "buzz_op_expected", Type: metrics.Counter, Contains: metrics.Default},
-			{Dst: &ms.pending, Name: "buzz_op_pending", Type: metrics.Gauge, Contains: metrics.Default},
-			{Dst: &ms.clients, Name: "buzz_clients", Type: metrics.Gauge, Contains: metrics.Default},
-			{Dst: &ms.exits, Name: "buzz_client_exits", Type: metrics.Counter, Contains: metrics.Default},
-			{Dst: &ms.generator, Name: "buzz_generator_saturated", Type: metrics.Counter, Contains: metrics.Default},
-			{Dst: &ms.generatorCPU, Name: "buzz_generator_cpu", Type: metrics.Gauge, Contains: metrics.Default},
-			{Dst: &ms.generatorLag, Name: "buzz_generator_lag", Type: metrics.Trend, Contains: metrics.Time},
+			{Dst: &ms.duration, Name: report.MetricOpDuration, Type: metrics.Trend, Contains: metrics.Time},
+			{Dst: &ms.failed, Name: report.MetricOpFailed, Type: metrics.Rate, Contains: metrics.Default},
+			{Dst: &ms.throttled, Name: report.MetricOpThrottled, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.expected, Name: report.MetricOpExpected, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.pending, Name: report.MetricOpPending, Type: metrics.Gauge, Contains: metrics.Default},
+			{Dst: &ms.clients, Name: report.MetricClients, Type: metrics.Gauge, Contains: metrics.Default},
+			{Dst: &ms.exits, Name: report.MetricClientExits, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.generator, Name: report.MetricGeneratorSaturated, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.generatorCPU, Name: report.MetricGeneratorCPU, Type: metrics.Gauge, Contains: metrics.Default},
+			{Dst: &ms.generatorLag, Name: report.MetricGeneratorLag, Type: metrics.Trend, Contains: metrics.Time},
 		}); err != nil {
 			m.metErr = fmt.Errorf("k6/x/buzz: %w", err)
 			return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/models/desktop"
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -43,7 +44,7 @@ func parse(t *testing.T, src string) *scenario.Scenario {
 
 func TestBuildOptionsScenariosAndThresholds(t *testing.T) {
 	sc := parse(t, optsTOML)
-	o, _ := BuildOptions(sc, scenario.Shard{})
+	o, _ := k6options.Build(sc, scenario.Shard{})
 	h, ok := o.Scenarios["humans"]
 	if !ok || h.Executor != "ramping-vus" || h.Exec != "human" || h.GracefulStop != "15s" || h.GracefulRampDown != "15s" || h.StartVUs != 0 {
 		t.Fatalf("humans scenario %+v", h)
@@ -142,7 +143,7 @@ func TestBuildOptionsShardSplitsClients(t *testing.T) {
 	sc := parse(t, optsTOML)
 	total := 0
 	for i := 0; i < 3; i++ {
-		o, _ := BuildOptions(sc, scenario.Shard{Index: i, Count: 3})
+		o, _ := k6options.Build(sc, scenario.Shard{Index: i, Count: 3})
 		h := o.Scenarios["humans"]
 		total += h.Stages[len(h.Stages)-1].Target
 	}
@@ -153,7 +154,7 @@ func TestBuildOptionsShardSplitsClients(t *testing.T) {
 
 func TestBuildOptionsDesktopPopulation(t *testing.T) {
 	sc := parse(t, strings.Replace(optsTOML, "[hot_thread]", "[desktop]\nfraction = 0.5\n[hot_thread]", 1))
-	o, _ := BuildOptions(sc, scenario.Shard{})
+	o, _ := k6options.Build(sc, scenario.Shard{})
 	d, ok := o.Scenarios["desktop"]
 	if !ok || d.Exec != "desktop" {
 		t.Fatalf("desktop scenario %+v", d)
@@ -172,8 +173,8 @@ func TestBuildOptionsDesktopPopulation(t *testing.T) {
 }
 
 func TestMergeOptions(t *testing.T) {
-	o, _ := BuildOptions(parse(t, optsTOML), scenario.Shard{})
-	out, err := MergeOptions(o, map[string]any{
+	o, _ := k6options.Build(parse(t, optsTOML), scenario.Shard{})
+	out, err := k6options.Merge(o, map[string]any{
 		"scenarios":  map[string]any{"humans": map[string]any{"gracefulStop": "1s"}, "hot_authors": nil},
 		"thresholds": map[string]any{"checks": []any{"rate>0.9"}, "buzz_client_exits": nil},
 		"noColor":    true,
@@ -200,7 +201,7 @@ func TestMergeOptions(t *testing.T) {
 		t.Error("plain key not set")
 	}
 	// Without humans, the step windows follow the next population.
-	out, err = MergeOptions(o, map[string]any{"scenarios": map[string]any{"humans": nil}})
+	out, err = k6options.Merge(o, map[string]any{"scenarios": map[string]any{"humans": nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestMergeOptions(t *testing.T) {
 			}
 		}
 	}
-	if _, err := MergeOptions(o, map[string]any{"scenarios": "x"}); err == nil {
+	if _, err := k6options.Merge(o, map[string]any{"scenarios": "x"}); err == nil {
 		t.Error("a string for scenarios was accepted")
 	}
 }
@@ -352,7 +353,7 @@ func TestLoadDesktopModeReachesTheReport(t *testing.T) {
 func TestDesktopOnlyAbortThresholdsNameTheOpsDesktopHumansEmit(t *testing.T) {
 	sc := parse(t, strings.Replace(optsTOML, "[hot_thread]", "[desktop]\nfraction = 1\n[hot_thread]", 1))
 	sc.Population.Agents, sc.HotThread = 0, scenario.HotThread{}
-	o, _ := BuildOptions(sc, scenario.Shard{})
+	o, _ := k6options.Build(sc, scenario.Shard{})
 	for _, op := range append([]string{models.OpHistory, relayclient.OpHTTPQuery, relayclient.OpConnect}, desktop.Ops...) {
 		if len(o.Thresholds["buzz_op_duration{op:"+op+"}"]) == 0 {
 			t.Errorf("no p99 abort threshold for %s", op)
@@ -397,7 +398,7 @@ func TestReportWarnsWhenThrottlesOutnumberSuccesses(t *testing.T) {
 // No abort thresholds on an op the scenario cannot record: agents without
 // turns make no turn_context read (issue 26 item 8); with turns they do.
 func TestThresholdsOnlyForOpsThePopulationsRecord(t *testing.T) {
-	has := func(o *K6Options) bool {
+	has := func(o *k6options.Options) bool {
 		for k := range o.Thresholds {
 			if strings.Contains(k, "op:turn_context") {
 				return true
@@ -407,11 +408,11 @@ func TestThresholdsOnlyForOpsThePopulationsRecord(t *testing.T) {
 	}
 	sc := parse(t, optsTOML)
 	sc.Agent.Turn.PerHour = 0
-	if o, _ := BuildOptions(sc, scenario.Shard{}); has(o) {
+	if o, _ := k6options.Build(sc, scenario.Shard{}); has(o) {
 		t.Error("a turn_context threshold without agent turns")
 	}
 	sc.Agent.Turn.PerHour = 6
-	if o, _ := BuildOptions(sc, scenario.Shard{}); !has(o) {
+	if o, _ := k6options.Build(sc, scenario.Shard{}); !has(o) {
 		t.Error("no turn_context threshold with agent turns")
 	}
 }

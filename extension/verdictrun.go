@@ -10,73 +10,19 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
-// watchGenerator samples the CPU into the step of each sample's time until
-// stop, writes buzz_generator_cpu every cpuGaugeEvery while the run goes,
-// and buzz_generator_saturated{step} when a step ends.
-func (l *loaded) watchGenerator(start time.Time, stop <-chan struct{}) {
-	g := l.gen
-	t := time.NewTicker(cpuEvery)
-	defer t.Stop()
-	last, lastCPU := time.Now(), processCPU()
-	lastBusy, lastTotal := machineCPU()
-	gaugeAt, gaugeCPU := last, lastCPU
-	step := l.stepIndex(last.Sub(start))
-	sample := func() {
-		now, cpu := time.Now(), processCPU()
-		busy, total := machineCPU()
-		g.mu.Lock()
-		if step < len(g.cells) {
-			g.cells[step].CPU += cpu - lastCPU
-			g.cells[step].Wall += now.Sub(last)
-			g.cells[step].MBusy += busy - lastBusy
-			g.cells[step].MTotal += total - lastTotal
-		}
-		push, met, tags, cores := g.push, g.met, g.tags, g.cores
-		g.mu.Unlock()
-		last, lastCPU, lastBusy, lastTotal = now, cpu, busy, total
-		if push != nil && now.Sub(gaugeAt) >= cpuGaugeEvery {
-			push(metrics.Sample{Metric: met.generatorCPU, Tags: tags, Time: now, Value: report.CPUShare(cpu-gaugeCPU, now.Sub(gaugeAt), cores)})
-			gaugeAt, gaugeCPU = now, cpu
-		}
-		if next := l.stepIndex(now.Sub(start)); next != step {
-			if step < len(l.plan) {
-				l.pushSaturation(step, now)
-			}
-			step = next
-		}
-	}
-	for {
-		select {
-		case <-stop:
-			sample()
-			// The run can end before a tick sees its last step end (a short
-			// run, an abort): that step's verdict is written now, so every
-			// step the run reached has its point.
-			if step < len(l.plan) {
-				l.pushSaturation(step, time.Now())
-			}
-			return
-		case <-t.C:
-			sample()
-		}
-	}
-}
-
 // pushSaturation counts buzz_generator_saturated{step} (1, or 0 to show
 // the metric) for a step that just ended.
 func (l *loaded) pushSaturation(step int, at time.Time) {
-	g := l.gen
-	g.mu.Lock()
-	push, met, tags := g.push, g.met, g.tags
-	g.mu.Unlock()
+	push, met, tags := l.genOut.get()
 	if push == nil {
 		return
 	}
-	cell, cores := g.cell(step)
+	cell, cores := l.gen.Cell(step)
 	rep := l.agg.StepGenerator(step, cell, cores, l.base.Abort.GeneratorMaxLagMs)
 	v := 0.0
 	if rep != nil && rep.Saturated {
@@ -97,7 +43,7 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	l.finalWindow(time.Now())
 	every, _ := l.reportInterval()
 	in := report.Input{RunID: l.base.RunID, File: l.base.File, Abort: l.base.Abort, Plan: l.plan,
-		Warmup: l.warmup(), GracefulStop: GracefulStop, ThresholdsFailed: failedThresholds,
+		Warmup: l.warmup(), GracefulStop: k6options.GracefulStop, ThresholdsFailed: failedThresholds,
 		Expected: l.expected.Reports(), Profile: profile, Windows: l.win.List(), WindowSecs: every.Seconds()}
 	if l.shard.Count > 1 {
 		in.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
@@ -116,7 +62,7 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 		in.Clients = append(in.Clients, cl)
 	}
 	for i := 0; i <= len(l.plan); i++ {
-		c, cores := l.gen.cell(i)
+		c, cores := l.gen.Cell(i)
 		in.CPU, in.Cores = append(in.CPU, c), cores
 	}
 	l.preMu.Lock()

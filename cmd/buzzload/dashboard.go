@@ -10,6 +10,7 @@ import (
 	"github.com/buzzload/buzzload/engine/output/webdashboard"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/report"
+	"github.com/buzzload/buzzload/modules/report/htmlreport"
 )
 
 // takeDashboard takes `--out web-dashboard[=ARGS]` out of the outputs the
@@ -96,4 +97,18 @@ func grafanaHint(outs []string, environ []string) string {
 			" to K6_PROMETHEUS_RW_TREND_STATS for its p50, p95 and throughput panels (or K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM=true for dashboards/buzzload-run.json)"
 	}
 	return ""
+}
+
+// dashboardView is the web dashboard's page and operation view: the Buzz
+// report's page (htmlreport), reading the Buzz module's metrics by op.
+var dashboardView = webdashboard.View{
+	Render: func(w io.Writer, page []byte) error {
+		var p htmlreport.Page
+		if err := json.Unmarshal(page, &p); err != nil {
+			return err
+		}
+		return htmlreport.Write(w, p)
+	},
+	Ops: webdashboard.OpMetrics{Duration: report.MetricOpDuration, Failed: report.MetricOpFailed,
+		Throttled: report.MetricOpThrottled, Clients: report.MetricClients},
 }

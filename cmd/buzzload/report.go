@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/buzzload/buzzload/engine/htmlreport"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/report"
+	"github.com/buzzload/buzzload/modules/report/htmlreport"
 )
 
 // reportCmd is `buzzload report FILE -o report.html`: the run of a result

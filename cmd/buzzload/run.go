@@ -189,7 +189,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	var dash *webdashboard.Dashboard
 	if f.dash != nil {
-		dash = webdashboard.New(*f.dash, f.fs.Arg(0), func(m string) { fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(m)) })
+		dash = webdashboard.New(*f.dash, f.fs.Arg(0), func(m string) { fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(m)) }, dashboardView)
 		if err := dash.Start(); err != nil {
 			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 			return engine.ExitInvalidConfig

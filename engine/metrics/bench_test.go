@@ -8,11 +8,11 @@ import (
 
 func benchCollector(b *testing.B, subs int) (*Collector, *Metric, []TagSet) {
 	reg := NewRegistry()
-	dur, _ := reg.New("buzz_op_duration", Trend, Time)
+	dur, _ := reg.New("x_op_duration", Trend, Time)
 	c := NewCollector(reg, CollectorOptions{})
 	ops := []string{"connect", "auth", "publish", "subscribe_eose", "history", "deliver"}
 	for i := 0; i < subs; i++ {
-		if err := c.Track(fmt.Sprintf("buzz_op_duration{op:%s}", ops[i%len(ops)]+fmt.Sprint(i/len(ops)))); err != nil {
+		if err := c.Track(fmt.Sprintf("x_op_duration{op:%s}", ops[i%len(ops)]+fmt.Sprint(i/len(ops)))); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func BenchmarkRecordSharedParallel(b *testing.B) {
 // sub-metrics and an (op, step) grouping, so every sample is routed.
 func BenchmarkRecordWithSubmetricsAndGroups(b *testing.B) {
 	c, dur, tags := benchCollector(b, 12)
-	if err := c.AddGroup("buzz_op_duration", "op", "step"); err != nil {
+	if err := c.AddGroup("x_op_duration", "op", "step"); err != nil {
 		b.Fatal(err)
 	}
 	buf := c.NewBuffer()
@@ -104,7 +104,7 @@ func BenchmarkSubmetricMatchUncached(b *testing.B) {
 // 60 grouped rows of populated trends.
 func BenchmarkSnapshot(b *testing.B) {
 	c, dur, tags := benchCollector(b, 12)
-	_ = c.AddGroup("buzz_op_duration", "op", "step")
+	_ = c.AddGroup("x_op_duration", "op", "step")
 	for m := 0; m < 20; m++ {
 		mt, _ := c.Registry().New(fmt.Sprintf("metric_%d", m), Trend, Time)
 		for i := 0; i < 20000; i++ {

@@ -53,7 +53,7 @@ func TestBufferAddAllKeepsOrderAcrossBatches(t *testing.T) {
 			t.Fatalf("sample %d is %v: out of order", i, v)
 		}
 	}
-	s, _ := c.Snapshot(0).Lookup("buzz_ops")
+	s, _ := c.Snapshot(0).Lookup("x_ops")
 	if s == nil || s.(*CounterSink).Sum() != next*(next+1)/2 {
 		t.Fatalf("counter = %v", s)
 	}
@@ -132,7 +132,7 @@ func TestCollectorFlushConcurrentWithAdd(t *testing.T) {
 	wg.Wait()
 	close(done)
 	c.Flush()
-	s, _ := c.Snapshot(0).Lookup("buzz_ops")
+	s, _ := c.Snapshot(0).Lookup("x_ops")
 	if s == nil || s.(*CounterSink).Sum() != producers*each {
 		t.Fatalf("counter = %v, want %d", s, producers*each)
 	}

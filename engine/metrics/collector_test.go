@@ -14,12 +14,12 @@ import (
 func newTestCollector(t testing.TB) (*Collector, *Metric, *Metric, *Metric) {
 	t.Helper()
 	reg := NewRegistry()
-	dur, err := reg.New("buzz_op_duration", Trend, Time)
+	dur, err := reg.New("x_op_duration", Trend, Time)
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed, _ := reg.New("buzz_op_failed", Rate, Default)
-	count, _ := reg.New("buzz_ops", Counter, Default)
+	failed, _ := reg.New("x_op_failed", Rate, Default)
+	count, _ := reg.New("x_ops", Counter, Default)
 	return NewCollector(reg, CollectorOptions{BatchSize: 64}), dur, failed, count
 }
 
@@ -52,11 +52,11 @@ func TestSamplesFromManyGoroutinesAreAllCounted(t *testing.T) {
 	}
 	wg.Wait()
 	snap := c.Snapshot(10 * time.Second)
-	cs, _ := snap.Lookup("buzz_ops")
+	cs, _ := snap.Lookup("x_ops")
 	if got := cs.(*CounterSink).Sum(); got != producers*per {
 		t.Fatalf("counter = %v, want %d", got, producers*per)
 	}
-	ts, _ := snap.Lookup("buzz_op_duration")
+	ts, _ := snap.Lookup("x_op_duration")
 	if got := ts.(*TrendSink).Count(); got != producers*per {
 		t.Fatalf("trend count = %v", got)
 	}
@@ -70,7 +70,7 @@ func TestUnflushedBufferSamplesAppearInSnapshot(t *testing.T) {
 	b := c.NewBuffer()
 	b.Add(Sample{Metric: count, Time: t0, Value: 3}) // far below the batch size
 	snap := c.Snapshot(time.Second)
-	s, _ := snap.Lookup("buzz_ops")
+	s, _ := snap.Lookup("x_ops")
 	if s == nil || s.(*CounterSink).Sum() != 3 {
 		t.Fatalf("snapshot missed the buffered sample: %v", s)
 	}
@@ -78,7 +78,7 @@ func TestUnflushedBufferSamplesAppearInSnapshot(t *testing.T) {
 	b2 := c.NewBuffer() // reuses the freed slot without disturbing others
 	b2.Add(Sample{Metric: count, Time: t0, Value: 1})
 	b2.Close()
-	s, _ = c.Snapshot(time.Second).Lookup("buzz_ops")
+	s, _ = c.Snapshot(time.Second).Lookup("x_ops")
 	if s.(*CounterSink).Sum() != 4 {
 		t.Fatalf("sum = %v", s.(*CounterSink).Sum())
 	}
@@ -90,7 +90,7 @@ func TestSubmetricsAreCreatedOnDemandAndFedFromThen(t *testing.T) {
 	sub := NewTagSet(Tag{"op", "subscribe"}, Tag{"scenario", "a"})
 	c.Add(Sample{Metric: dur, Tags: pub, Time: t0, Value: 100}) // before the sub-metric exists
 	c.Flush()
-	if err := c.Track("buzz_op_duration{op:publish}"); err != nil {
+	if err := c.Track("x_op_duration{op:publish}"); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10; i++ {
@@ -98,7 +98,7 @@ func TestSubmetricsAreCreatedOnDemandAndFedFromThen(t *testing.T) {
 		c.Add(Sample{Metric: dur, Tags: sub, Time: t0, Value: 20})
 	}
 	snap := c.Snapshot(time.Second)
-	s, m := snap.Lookup("buzz_op_duration{op:publish}")
+	s, m := snap.Lookup("x_op_duration{op:publish}")
 	if s == nil || m == nil {
 		t.Fatal("sub-metric missing from snapshot")
 	}
@@ -118,16 +118,16 @@ func TestSubmetricsAreCreatedOnDemandAndFedFromThen(t *testing.T) {
 		}
 	})
 	t.Run("tracked metric without samples is in the snapshot", func(t *testing.T) {
-		if err := c.Track("buzz_op_failed"); err != nil {
+		if err := c.Track("x_op_failed"); err != nil {
 			t.Fatal(err)
 		}
-		s, _ := c.Snapshot(time.Second).Lookup("buzz_op_failed")
+		s, _ := c.Snapshot(time.Second).Lookup("x_op_failed")
 		if s == nil || !s.IsEmpty() {
 			t.Fatalf("got %v", s)
 		}
 	})
 	t.Run("untracked metric without samples is not", func(t *testing.T) {
-		if s, _ := c.Snapshot(time.Second).Lookup("buzz_ops"); s != nil {
+		if s, _ := c.Snapshot(time.Second).Lookup("x_ops"); s != nil {
 			t.Fatalf("got %v", s)
 		}
 	})
@@ -135,7 +135,7 @@ func TestSubmetricsAreCreatedOnDemandAndFedFromThen(t *testing.T) {
 
 func TestGroupedSinksPerOperationAndStep(t *testing.T) {
 	c, dur, _, _ := newTestCollector(t)
-	if err := c.AddGroup("buzz_op_duration", "op", "step"); err != nil {
+	if err := c.AddGroup("x_op_duration", "op", "step"); err != nil {
 		t.Fatal(err)
 	}
 	type key struct{ op, step string }
@@ -151,7 +151,7 @@ func TestGroupedSinksPerOperationAndStep(t *testing.T) {
 	}
 	buf.Add(Sample{Metric: dur, Tags: NewTagSet(Tag{"op", "auth"}), Time: t0, Value: 1}) // no step tag
 	snap := c.Snapshot(time.Second)
-	g := snap.Metric("buzz_op_duration").Group("op", "step")
+	g := snap.Metric("x_op_duration").Group("op", "step")
 	if g == nil {
 		t.Fatal("group missing")
 	}
@@ -183,7 +183,7 @@ func TestGroupedSinksPerOperationAndStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Add(Sample{Metric: dur, Tags: NewTagSet(Tag{"scenario", "x"}), Time: t0, Value: 1})
-		m := c.Snapshot(time.Second).Metric("buzz_op_duration")
+		m := c.Snapshot(time.Second).Metric("x_op_duration")
 		g := m.Group("scenario")
 		if g == nil || len(g.Rows) != 1 || g.Rows[0].Sink.(*TrendSink).Count() != 1 {
 			t.Fatalf("scenario group = %+v", g)
@@ -193,7 +193,7 @@ func TestGroupedSinksPerOperationAndStep(t *testing.T) {
 
 func TestWindowsHoldOnlyTheirStagesSamples(t *testing.T) {
 	c, dur, _, _ := newTestCollector(t)
-	w, err := c.AddWindow("buzz_op_duration{scenario:ramp}")
+	w, err := c.AddWindow("x_op_duration{scenario:ramp}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +236,10 @@ func TestWindowsHoldOnlyTheirStagesSamples(t *testing.T) {
 func TestSnapshotMergeOfInstancesEqualsOneInstanceOfAll(t *testing.T) {
 	build := func(filter func(i int) bool) *Snapshot {
 		c, dur, failed, count := newTestCollector(t)
-		_ = c.AddGroup("buzz_op_duration", "op")
-		_ = c.Track("buzz_op_duration{op:publish}")
-		_ = c.Track("buzz_op_failed")
-		g, _ := c.Registry().New("buzz_clients", Gauge, Default)
+		_ = c.AddGroup("x_op_duration", "op")
+		_ = c.Track("x_op_duration{op:publish}")
+		_ = c.Track("x_op_failed")
+		g, _ := c.Registry().New("x_clients", Gauge, Default)
 		for i := 0; i < 4000; i++ {
 			if !filter(i) {
 				continue
@@ -290,9 +290,9 @@ func TestSnapshotMergeOfInstancesEqualsOneInstanceOfAll(t *testing.T) {
 		t.Fatalf("merged snapshot differs\n got %.600s\nwant %.600s", got, want)
 	}
 	t.Run("type clash is an error naming the metric", func(t *testing.T) {
-		s := &Snapshot{Metrics: []*MetricSnapshot{{Name: "buzz_ops", Type: Gauge, Sink: NewSink(Gauge)}}}
+		s := &Snapshot{Metrics: []*MetricSnapshot{{Name: "x_ops", Type: Gauge, Sink: NewSink(Gauge)}}}
 		err := s.Merge(all)
-		if err == nil || !strings.Contains(err.Error(), "buzz_ops") {
+		if err == nil || !strings.Contains(err.Error(), "x_ops") {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -316,18 +316,18 @@ func TestSnapshotMergeOfInstancesEqualsOneInstanceOfAll(t *testing.T) {
 
 func TestSnapshotJSONIsStable(t *testing.T) {
 	c, dur, _, _ := newTestCollector(t)
-	_ = c.Track("buzz_op_duration{op:b}")
-	_ = c.Track("buzz_op_duration{op:a}")
+	_ = c.Track("x_op_duration{op:b}")
+	_ = c.Track("x_op_duration{op:a}")
 	c.Add(Sample{Metric: dur, Tags: NewTagSet(Tag{"op", "a"}), Time: t0, Value: 1.5})
 	s1, _ := json.Marshal(c.Snapshot(time.Second))
 	s2, _ := json.Marshal(c.Snapshot(time.Second))
 	if string(s1) != string(s2) {
 		t.Fatal("two snapshots of the same state differ")
 	}
-	want := `{"version":1,"duration_ns":1000000000,"metrics":[{"name":"buzz_op_duration","type":"trend","contains":"time","tracked":true,` +
+	want := `{"version":1,"duration_ns":1000000000,"metrics":[{"name":"x_op_duration","type":"trend","contains":"time","tracked":true,` +
 		`"sink":{"type":"trend","count":1,"sum_units":"1500000","min":1.5,"max":1.5,"pos":[[1499136,1]],"exact":[1.5]},` +
-		`"submetrics":[{"name":"buzz_op_duration{op:a}","sink":{"type":"trend","count":1,"sum_units":"1500000","min":1.5,"max":1.5,"pos":[[1499136,1]],"exact":[1.5]}},` +
-		`{"name":"buzz_op_duration{op:b}","sink":{"type":"trend","count":0,"sum_units":"0","min":0,"max":0,"pos":[]}}]}]}`
+		`"submetrics":[{"name":"x_op_duration{op:a}","sink":{"type":"trend","count":1,"sum_units":"1500000","min":1.5,"max":1.5,"pos":[[1499136,1]],"exact":[1.5]}},` +
+		`{"name":"x_op_duration{op:b}","sink":{"type":"trend","count":0,"sum_units":"0","min":0,"max":0,"pos":[]}}]}]}`
 	if string(s1) != want {
 		t.Fatalf("snapshot json\n got %s\nwant %s", s1, want)
 	}

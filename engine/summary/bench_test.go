@@ -21,7 +21,7 @@ func BenchmarkSummaryEndOfTest(b *testing.B) {
 	}
 	now := time.Now()
 	for m := 0; m < 20; m++ {
-		mt, _ := reg.New(fmt.Sprintf("buzz_metric_%02d", m), metrics.Trend, metrics.Time)
+		mt, _ := reg.New(fmt.Sprintf("x_metric_%02d", m), metrics.Trend, metrics.Time)
 		for i := 0; i < 20000; i++ {
 			c.Add(metrics.Sample{Metric: mt, Time: now, Value: float64(i%3000) * 1.1})
 		}

@@ -331,6 +331,6 @@ func TestCrossCheckNostrTools(t *testing.T) {
 
 // flipHex changes one hex digit at position i.
 func flipHex(s string, i int) string {
-	c := "0123456789abcdef"[(strings.IndexByte(hexDigits, s[i])+1)%16]
+	c := "0123456789abcdef"[(strings.IndexByte("0123456789abcdef", s[i])+1)%16]
 	return s[:i] + string(c) + s[i+1:]
 }

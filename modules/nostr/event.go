@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/btcsuite/btcd/btcec/v2/schnorr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // Event is a NIP-01 event. ID, PubKey and Sig are lower-case hex.
@@ -105,42 +106,11 @@ func AppendTags(dst []byte, tags [][]string) []byte {
 	return append(dst, ']')
 }
 
-const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string with JSON.stringify's escaping.
-// Invalid UTF-8 is copied as is: the id is computed over the bytes we send.
-func AppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// AppendString appends s as a JSON string with JSON.stringify's escaping
+// (wire.AppendString). Invalid UTF-8 is copied as is: the id is computed
+// over the bytes we send.
+func AppendString(dst []byte, s string) []byte { return wire.AppendString(dst, s) }
 
 // Hash returns the SHA-256 of the canonical form: the event id as bytes.
 func (e *Event) Hash() [32]byte {

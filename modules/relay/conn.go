@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // conn is one WebSocket client. The HTTP handler goroutine reads; one writer
@@ -124,7 +125,7 @@ func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
 
 	writerDone := make(chan struct{})
 	go func() { k.writeLoop(); close(writerDone) }()
-	k.enqueue(appendAuthFrame(nil, k.challenge))
+	k.enqueue(wire.AuthEnvelope{Challenge: k.challenge}.Append(nil))
 	k.authTimer = time.AfterFunc(r.cfg.AuthTimeout, func() {
 		if !k.authed.Load() {
 			k.closeWith(websocket.ClosePolicyViolation, "auth-required: authentication timed out")
@@ -145,12 +146,6 @@ func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
 	}
 }
 
-func appendAuthFrame(dst []byte, challenge string) []byte {
-	dst = append(dst, `["AUTH","`...)
-	dst = append(dst, challenge...)
-	return append(dst, `"]`...)
-}
-
 func (k *conn) readLoop(idle time.Duration) {
 	limit := k.r.cfg.MaxFrameBytes
 	for {
@@ -164,7 +159,7 @@ func (k *conn) readLoop(idle time.Duration) {
 		}
 		k.ws.SetReadDeadline(time.Now().Add(idle))
 		if len(data) > limit {
-			k.enqueueClose([]byte(noticeFrame(fmt.Sprintf("error: frame too large (%d bytes, limit %d)", len(data), limit))))
+			k.enqueueClose((noticeFrame(fmt.Sprintf("error: frame too large (%d bytes, limit %d)", len(data), limit))))
 			return
 		}
 		if mt == websocket.BinaryMessage && !utf8.Valid(data) {

@@ -13,20 +13,26 @@ import (
 	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
-func noticeFrame(msg string) string { return `["NOTICE",` + jsonString(msg) + `]` }
+// The frames the relay answers with (wire's envelopes).
 
-func (k *conn) notice(msg string) { k.enqueue([]byte(noticeFrame(msg))) }
+// Texts that may carry a client's bytes are made valid UTF-8 first: a text
+// frame must be (RFC 6455 §8.1).
+func noticeFrame(msg string) []byte {
+	return wire.NoticeEnvelope{Message: wire.ValidUTF8(msg)}.Append(nil)
+}
+
+func (k *conn) notice(msg string) { k.enqueue(noticeFrame(msg)) }
 
 func (k *conn) ok(id string, accepted bool, msg string) {
-	k.enqueue([]byte(`["OK",` + jsonString(id) + `,` + strconv.FormatBool(accepted) + `,` + jsonString(msg) + `]`))
+	k.enqueue(wire.OKEnvelope{EventID: wire.ValidUTF8(id), OK: accepted, Reason: wire.ValidUTF8(msg)}.Append(nil))
 }
 
 func (k *conn) closed(sub, msg string) {
-	k.enqueue([]byte(`["CLOSED",` + jsonString(sub) + `,` + jsonString(msg) + `]`))
+	k.enqueue(wire.ClosedEnvelope{SubID: sub, Reason: wire.ValidUTF8(msg)}.Append(nil))
 }
 
 func (k *conn) eose(s string) {
-	k.enqueue([]byte(`["EOSE",` + jsonString(s) + `]`))
+	k.enqueue(wire.EOSEEnvelope{SubID: s}.Append(nil))
 }
 
 // handle dispatches one client frame (docs/buzz-protocol.md §1.2).
@@ -252,7 +258,7 @@ func (k *conn) handleReq(msg [][]byte, count bool) {
 			k.closed(sub, reason)
 			return
 		}
-		k.enqueue([]byte(`["COUNT",` + jsonString(sub) + `,{"count":` + strconv.Itoa(n) + `}]`))
+		k.enqueue(wire.CountEnvelope{SubID: sub, Count: int64(n)}.Append(nil))
 		return
 	}
 	if old := k.subs[sub]; old != nil {
@@ -264,8 +270,7 @@ func (k *conn) handleReq(msg [][]byte, count bool) {
 		k.closed(sub, "error: too many subscriptions")
 		return
 	}
-	idJSON := jsonString(sub)
-	s := &subscription{conn: k, reader: k.pubkey, id: sub, prefix: []byte(`["EVENT",` + idJSON + `,`), filters: filters, live: liveFilters(filters), channels: channelScope(filters), authors: authorScope(filters)}
+	s := &subscription{conn: k, reader: k.pubkey, id: sub, prefix: wire.AppendEventHead(nil, sub), filters: filters, live: liveFilters(filters), channels: channelScope(filters), authors: authorScope(filters)}
 	// Register before replaying so nothing published in between is missed;
 	// a live event may then also appear in the replay (clients dedupe by id).
 	k.c.subs.add(s)

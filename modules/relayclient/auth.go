@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // Auth answers the relay's challenge (NIP-42, with the NIP-OA tag for
@@ -45,7 +46,7 @@ func (c *Conn) Auth(ctx context.Context) error {
 	p.done = func(r Result, _ int64) { res <- r }
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
-	*bp = appendEventEnvelope((*bp)[:0], "AUTH", ev)
+	*bp = appendEventEnvelope((*bp)[:0], wire.VerbAuth, ev)
 	p.sent = int64(len(*bp))
 	if err := c.register(&c.pubs, p, 0); err != nil {
 		return fail(OutcomeError, err.Error())

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // Filter is a NIP-01 filter as Buzz reads it, for REQ, COUNT, POST /query
@@ -133,27 +134,30 @@ func FiltersJSON(filters []Filter) ([]byte, error) {
 	return append(dst, ']'), nil
 }
 
-// Client→relay envelopes, built by appending (no reflection on the hot path).
+// Client→relay envelopes (wire's, one definition per verb), built by
+// appending: an EVENT's or AUTH's event is written in place after the
+// envelope's head (no copy on the publish path).
 
-func appendEventEnvelope(dst []byte, verb string, ev *nostr.Event) []byte {
-	dst = append(dst, `["`...)
-	dst = append(dst, verb...)
-	dst = append(dst, `",`...)
-	dst = ev.AppendJSON(dst)
-	return append(dst, ']')
+func appendEventEnvelope(dst []byte, v wire.Verb, ev *nostr.Event) []byte {
+	if v == wire.VerbAuth {
+		dst = wire.AppendAuthHead(dst)
+	} else {
+		dst = wire.AppendEventHead(dst, "")
+	}
+	return append(ev.AppendJSON(dst), ']')
 }
 
-func appendSubEnvelope(dst []byte, verb, subID string, filters []Filter) ([]byte, error) {
-	dst = append(dst, `["`...)
-	dst = append(dst, verb...)
-	dst = append(dst, `",`...)
-	dst = nostr.AppendString(dst, subID)
-	if len(filters) > 0 {
-		dst = append(dst, ',')
-		var err error
-		if dst, err = appendFilters(dst, filters); err != nil {
-			return nil, err
-		}
+// appendSubEnvelope appends a REQ or COUNT with filters, or a CLOSE.
+func appendSubEnvelope(dst []byte, v wire.Verb, subID string, filters []Filter) ([]byte, error) {
+	if v == wire.VerbClose {
+		return wire.CloseEnvelope{SubID: subID}.Append(dst), nil
 	}
-	return append(dst, ']'), nil
+	fs, err := appendFilters(make([]byte, 0, 64*len(filters)), filters)
+	if err != nil {
+		return nil, err
+	}
+	if v == wire.VerbCount {
+		return wire.CountEnvelope{SubID: subID, Filters: fs}.Append(dst), nil
+	}
+	return wire.ReqEnvelope{SubID: subID, Filters: fs}.Append(dst), nil
 }

@@ -8,40 +8,20 @@ import (
 	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
-// Verb is the first element of a relay→client frame.
-type Verb uint8
+// Verb is the first element of a frame (wire.Verb: one definition per verb).
+type Verb = wire.Verb
 
 // The relay→client verbs (NIP-01, NIP-42, NIP-45).
 const (
-	VerbUnknown Verb = iota
-	VerbEvent        // ["EVENT", sub, event]
-	VerbOK           // ["OK", id, accepted, reason]
-	VerbEOSE         // ["EOSE", sub]
-	VerbClosed       // ["CLOSED", sub, reason]
-	VerbNotice       // ["NOTICE", text]
-	VerbAuth         // ["AUTH", challenge]
-	VerbCount        // ["COUNT", sub, {"count": n}]
+	VerbUnknown = wire.VerbUnknown
+	VerbEvent   = wire.VerbEvent  // ["EVENT", sub, event]
+	VerbOK      = wire.VerbOK     // ["OK", id, accepted, reason]
+	VerbEOSE    = wire.VerbEOSE   // ["EOSE", sub]
+	VerbClosed  = wire.VerbClosed // ["CLOSED", sub, reason]
+	VerbNotice  = wire.VerbNotice // ["NOTICE", text]
+	VerbAuth    = wire.VerbAuth   // ["AUTH", challenge]
+	VerbCount   = wire.VerbCount  // ["COUNT", sub, {"count": n}]
 )
-
-func (v Verb) String() string {
-	switch v {
-	case VerbEvent:
-		return "EVENT"
-	case VerbOK:
-		return "OK"
-	case VerbEOSE:
-		return "EOSE"
-	case VerbClosed:
-		return "CLOSED"
-	case VerbNotice:
-		return "NOTICE"
-	case VerbAuth:
-		return "AUTH"
-	case VerbCount:
-		return "COUNT"
-	}
-	return "unknown"
-}
 
 // Frame is one parsed relay→client message.
 type Frame struct {
@@ -108,22 +88,11 @@ func parseFrame(b []byte, f *Frame, in *inFrame) error {
 	if esc {
 		vb = []byte(wire.Unescape(vb))
 	}
-	switch string(vb) {
-	case "EVENT":
-		f.Verb = VerbEvent
-	case "OK":
-		f.Verb = VerbOK
-	case "EOSE":
-		f.Verb = VerbEOSE
-	case "CLOSED":
-		f.Verb = VerbClosed
-	case "NOTICE":
-		f.Verb = VerbNotice
-	case "AUTH":
-		f.Verb = VerbAuth
-	case "COUNT":
-		f.Verb = VerbCount
+	switch f.Verb = wire.ParseVerb(vb); f.Verb {
+	case VerbEvent, VerbOK, VerbEOSE, VerbClosed, VerbNotice, VerbAuth, VerbCount:
 	default:
+		// REQ, CLOSE and unknown labels: not a relay→client frame.
+		f.Verb = VerbUnknown
 		return fmt.Errorf("%w: unknown verb %s", ErrFrame, quote(vb))
 	}
 	// Every verb has at least one more element.
@@ -163,51 +132,32 @@ func parseFrame(b []byte, f *Frame, in *inFrame) error {
 			return wrap("EVENT event", err)
 		}
 	case VerbOK:
-		if f.EventID, err = s.Str(); err != nil {
-			return wrap("OK event id", err)
-		}
-		if err := s.Comma(); err != nil {
-			return wrap("OK", err)
-		}
-		if f.OK, err = s.Bool(); err != nil {
-			return wrap("OK accepted", err)
-		}
-		if s.More() {
-			if f.Message, err = s.Str(); err != nil {
-				return wrap("OK reason", err)
-			}
-		}
+		var e wire.OKEnvelope
+		err = e.Scan(&s)
+		f.EventID, f.OK, f.Message = e.EventID, e.OK, e.Reason
 	case VerbEOSE:
-		if f.SubID, err = s.Str(); err != nil {
-			return wrap("EOSE subscription id", err)
-		}
+		var e wire.EOSEEnvelope
+		err = e.Scan(&s)
+		f.SubID = e.SubID
 	case VerbClosed:
-		if f.SubID, err = s.Str(); err != nil {
-			return wrap("CLOSED subscription id", err)
-		}
-		if s.More() {
-			if f.Message, err = s.Str(); err != nil {
-				return wrap("CLOSED reason", err)
-			}
-		}
+		var e wire.ClosedEnvelope
+		err = e.Scan(&s)
+		f.SubID, f.Message = e.SubID, e.Reason
 	case VerbNotice:
-		if f.Message, err = s.Str(); err != nil {
-			return wrap("NOTICE text", err)
-		}
+		var e wire.NoticeEnvelope
+		err = e.Scan(&s)
+		f.Message = e.Message
 	case VerbAuth:
-		if f.Message, err = s.Str(); err != nil {
-			return wrap("AUTH challenge", err)
-		}
+		var e wire.AuthEnvelope
+		err = e.Scan(&s)
+		f.Message = e.Challenge
 	case VerbCount:
-		if f.SubID, err = s.Str(); err != nil {
-			return wrap("COUNT subscription id", err)
-		}
-		if err := s.Comma(); err != nil {
-			return wrap("COUNT", err)
-		}
-		if f.Count, err = countObject(&s); err != nil {
-			return wrap("COUNT object", err)
-		}
+		var e wire.CountEnvelope
+		err = e.Scan(&s)
+		f.SubID, f.Count = e.SubID, e.Count
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFrame, err)
 	}
 	// Tolerate (but validate) extra elements: a newer relay may add some.
 	for s.More() {
@@ -266,7 +216,7 @@ func ParseEvents(b []byte) ([]nostr.Event, error) {
 func ParseCount(b []byte) (int64, error) {
 	s := wire.New(b)
 	s.WS()
-	n, err := countObject(&s)
+	n, err := wire.CountObject(&s)
 	if err != nil {
 		return 0, wrap("count object", err)
 	}
@@ -284,28 +234,3 @@ func wrap(what string, err error) error {
 
 // top marks a frame-level error at the scanner's position.
 func top(s *wire.Scanner, msg string) error { return fmt.Errorf("%w: %w", ErrFrame, s.Fail(msg)) }
-
-// countObject parses {"count": n, ...}.
-func countObject(s *wire.Scanner) (int64, error) {
-	var n int64
-	found := false
-	err := s.Object(func(key []byte) (bool, error) {
-		if string(key) != "count" {
-			return false, nil
-		}
-		var err error
-		n, err = s.Int()
-		found = true
-		return true, err
-	})
-	if err != nil {
-		return 0, err
-	}
-	if !found {
-		return 0, errors.New(`no "count" field`)
-	}
-	if n < 0 {
-		return 0, fmt.Errorf("negative count %d", n)
-	}
-	return n, nil
-}

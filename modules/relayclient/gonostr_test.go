@@ -8,6 +8,7 @@ import (
 	gonostr "github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // go-nostr v0.38.2 as an independent oracle (test files only): it encodes
@@ -68,7 +69,7 @@ func TestParseGoNostrFrames(t *testing.T) {
 // Our outbound envelopes parse in go-nostr as what we meant.
 func TestOurEnvelopesParseInGoNostr(t *testing.T) {
 	ev := sampleEvent(t)
-	g := gonostr.ParseMessage(appendEventEnvelope(nil, "EVENT", ev))
+	g := gonostr.ParseMessage(appendEventEnvelope(nil, wire.VerbEvent, ev))
 	ee, ok := g.(*gonostr.EventEnvelope)
 	if !ok || ee.ID != ev.ID || ee.Content != ev.Content {
 		t.Fatalf("EVENT: %#v", g)
@@ -76,7 +77,7 @@ func TestOurEnvelopesParseInGoNostr(t *testing.T) {
 	if okSig, err := ee.CheckSignature(); !okSig || err != nil {
 		t.Fatalf("go-nostr rejects our signature: %v", err)
 	}
-	req, err := appendSubEnvelope(nil, "REQ", "s1", []Filter{
+	req, err := appendSubEnvelope(nil, wire.VerbReq, "s1", []Filter{
 		{Kinds: []int{9}, Tags: map[string][]string{"h": {"c1"}}, Limit: 50, Since: 10},
 		{Authors: []string{ev.PubKey}, LimitZero: true},
 	})

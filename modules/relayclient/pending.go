@@ -4,9 +4,10 @@ import (
 	"errors"
 
 	"fmt"
-	"github.com/buzzload/buzzload/modules/nostr"
 	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
 )
 
 // opKind tells what a pending entry waits for.

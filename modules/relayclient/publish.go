@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // PublishOptions tune one publish.
@@ -49,7 +50,7 @@ func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, in
 	p := &pending{kind: kindPublish, op: opt.Op, key: ev.ID, start: start, due: opt.Due, done: done, dupOK: opt.DuplicateOK, ev: ev}
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
-	*bp = appendEventEnvelope((*bp)[:0], "EVENT", ev)
+	*bp = appendEventEnvelope((*bp)[:0], wire.VerbEvent, ev)
 	p.sent = int64(len(*bp))
 	// The deadline counts from the start of the send; the timer may fire
 	// while the write is still blocked, and whichever settles first wins.
@@ -123,7 +124,7 @@ func (c *Conn) Count(ctx context.Context, filters []Filter, opt CountOptions) (i
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
 	var err error
-	if *bp, err = appendSubEnvelope((*bp)[:0], "COUNT", opt.ID, filters); err != nil {
+	if *bp, err = appendSubEnvelope((*bp)[:0], wire.VerbCount, opt.ID, filters); err != nil {
 		return fail(err.Error())
 	}
 	p.sent = int64(len(*bp))

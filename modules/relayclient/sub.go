@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/nostr/wire"
 )
 
 // SubOptions tune one REQ.
@@ -94,7 +95,7 @@ func (c *Conn) Subscribe(filters []Filter, opt SubOptions) (*Sub, error) {
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
 	var err error
-	if *bp, err = appendSubEnvelope((*bp)[:0], "REQ", opt.ID, filters); err != nil {
+	if *bp, err = appendSubEnvelope((*bp)[:0], wire.VerbReq, opt.ID, filters); err != nil {
 		return fail(err)
 	}
 	s.sent = int64(len(*bp))
@@ -191,7 +192,7 @@ func (s *Sub) Close() error {
 	c := s.c
 	bp := getFrameBuf()
 	defer putFrameBuf(bp)
-	*bp, _ = appendSubEnvelope((*bp)[:0], "CLOSE", s.id, nil)
+	*bp, _ = appendSubEnvelope((*bp)[:0], wire.VerbClose, s.id, nil)
 	return c.write(*bp, time.Now().Add(c.cfg.WriteTimeout))
 }
 

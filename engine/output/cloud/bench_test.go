@@ -25,7 +25,7 @@ func benchBatch(b testing.TB, at time.Time) []metrics.Sample {
 		}
 		return m
 	}
-	dur, failed, ops := mk("buzz_op_duration", metrics.Trend), mk("buzz_op_failed", metrics.Rate), mk("buzz_ops", metrics.Counter)
+	dur, failed, ops := mk("x_op_duration", metrics.Trend), mk("x_op_failed", metrics.Rate), mk("x_ops", metrics.Counter)
 	var out []metrics.Sample
 	for i := 0; len(out) < 510; i++ {
 		tags := metrics.NewTagSet(metrics.Tag{Key: "op", Value: fmt.Sprint("op", i%40)},

@@ -14,7 +14,7 @@ import (
 
 func benchBatch(b *testing.B, series int) []metrics.Sample {
 	reg := metrics.NewRegistry()
-	m, _ := reg.New("buzz_op_duration", metrics.Trend, metrics.Time)
+	m, _ := reg.New("x_op_duration", metrics.Trend, metrics.Time)
 	batch := make([]metrics.Sample, 512)
 	now := time.Now()
 	for i := range batch {

@@ -59,13 +59,14 @@ type OpPoint struct {
 // pairwise (a 1-hour run at 10 s keeps 360, a day at most this many).
 const maxWindows = 720
 
-// The Buzz module's metrics, read by op and client kind.
-const (
-	opDuration  = "buzz_op_duration"
-	opFailed    = "buzz_op_failed"
-	opThrottled = "buzz_op_throttled"
-	clientsName = "buzz_clients"
-)
+// OpMetrics name the metrics an operation view is read from (the caller's:
+// the engine knows no extension's metrics): a Trend of successes' latency,
+// a Rate of failures and a Counter of throttles, each tagged "op" (and
+// "step"), and a Gauge of live clients tagged "kind". A name left empty is
+// not read; all empty, the page has no operation view.
+type OpMetrics struct {
+	Duration, Failed, Throttled, Clients string
+}
 
 // opAcc is one Buzz operation in the current period: its settled count,
 // errors, throttles and the latency of its successes.
@@ -87,10 +88,11 @@ type aggregator struct {
 	clients map[string]float64
 	steps   map[string]bool // step tags seen in the current period
 	done    []Window
+	view    OpMetrics
 }
 
-func newAggregator(start time.Time) *aggregator {
-	return &aggregator{start: start, from: start, cur: map[*metrics.Metric]metrics.Sink{}, held: map[string]float64{},
+func newAggregator(start time.Time, view OpMetrics) *aggregator {
+	return &aggregator{view: view, start: start, from: start, cur: map[*metrics.Metric]metrics.Sink{}, held: map[string]float64{},
 		ops: map[string]*opAcc{}, clients: map[string]float64{}, steps: map[string]bool{}}
 }
 
@@ -111,8 +113,12 @@ func (g *aggregator) add(samples []metrics.Sample) {
 			g.cur[s.Metric] = sk
 		}
 		sk.Add(s.Value, s.Time)
-		switch s.Metric.Name {
-		case opDuration, opFailed, opThrottled:
+		name := s.Metric.Name
+		if name == "" {
+			continue
+		}
+		switch name {
+		case g.view.Duration, g.view.Failed, g.view.Throttled:
 			op, ok := s.Tags.Get("op")
 			if !ok {
 				continue
@@ -125,19 +131,19 @@ func (g *aggregator) add(samples []metrics.Sample) {
 				o = &opAcc{dur: metrics.NewTrendSink()}
 				g.ops[op] = o
 			}
-			switch s.Metric.Name {
-			case opDuration:
+			switch name {
+			case g.view.Duration:
 				o.dur.Add(s.Value, s.Time)
-			case opFailed:
+			case g.view.Failed:
 				o.n++
 				if s.Value != 0 {
 					o.errs++
 				}
-			case opThrottled:
+			case g.view.Throttled:
 				o.n++
 				o.thr++
 			}
-		case clientsName:
+		case g.view.Clients:
 			if kind, ok := s.Tags.Get("kind"); ok {
 				g.clients[kind] = s.Value
 			}

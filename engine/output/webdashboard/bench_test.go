@@ -37,7 +37,7 @@ func benchSamples(b *testing.B) []metrics.Sample {
 // share of a core (issue 29: at most 5 % CPU).
 func BenchmarkDashboardAddSamples(b *testing.B) {
 	ss := benchSamples(b)
-	g := newAggregator(time.Now())
+	g := newAggregator(time.Now(), testOps)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -56,7 +56,7 @@ func BenchmarkDashboardHour(b *testing.B) {
 	ss := benchSamples(b)
 	for i := 0; i < b.N; i++ {
 		t0 := time.Unix(1_700_000_000, 0)
-		g := newAggregator(t0)
+		g := newAggregator(t0, testOps)
 		feed := func(from, to int) {
 			for p := from; p < to; p++ {
 				for k := 0; k < 10; k++ {

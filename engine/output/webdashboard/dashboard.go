@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/htmlreport"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/outfile"
 )
@@ -26,6 +26,7 @@ type Dashboard struct {
 	cfg   Config
 	title string
 	warn  func(string)
+	view  View
 
 	agg  *aggregator
 	srv  *http.Server
@@ -43,12 +44,56 @@ type Dashboard struct {
 	once    sync.Once
 }
 
+// View is what the caller's renderer gives the dashboard: the page's HTML
+// (Render writes it from the page's data, Page as JSON; the live page and
+// the export are one design) and the metrics its operation view reads. The
+// engine draws nothing of its own: cmd hands the Buzz report's page.
+type View struct {
+	Render func(w io.Writer, page []byte) error
+	Ops    OpMetrics
+}
+
+// Page is the page's data: the runs it shows and, live, the event stream
+// it follows ("" once the run is over).
+type Page struct {
+	Title string `json:"title"`
+	Runs  []Run  `json:"runs"`
+	Live  string `json:"live,omitempty"`
+}
+
+// Run is one run on the page: its periods and, at the end, the report the
+// caller handed Finish (JSON, shown as it is).
+type Run struct {
+	Label   string          `json:"label"`
+	File    string          `json:"file"`
+	Report  json.RawMessage `json:"report,omitempty"`
+	Metrics *Metrics        `json:"metrics,omitempty"`
+}
+
+// Metrics are a run's periods.
+type Metrics struct {
+	PeriodS float64  `json:"period_s"`
+	Windows []Window `json:"windows"`
+}
+
 // New makes the dashboard of a run titled title (the script's name).
-func New(cfg Config, title string, warn func(string)) *Dashboard {
+func New(cfg Config, title string, warn func(string), view View) *Dashboard {
 	if warn == nil {
 		warn = func(m string) { fmt.Fprintln(os.Stderr, m) }
 	}
-	return &Dashboard{cfg: cfg, title: title, warn: warn, subs: map[chan []byte]struct{}{}, quit: make(chan struct{})}
+	return &Dashboard{cfg: cfg, title: title, warn: warn, view: view, subs: map[chan []byte]struct{}{}, quit: make(chan struct{})}
+}
+
+// write renders page as HTML.
+func (d *Dashboard) write(w io.Writer, page Page) error {
+	if d.view.Render == nil {
+		return fmt.Errorf("--out %s: no page renderer", Name)
+	}
+	raw, err := json.Marshal(page)
+	if err != nil {
+		return err
+	}
+	return d.view.Render(w, raw)
 }
 
 // URL is the live page's address ("" without a server).
@@ -62,7 +107,7 @@ func (d *Dashboard) Start() error {
 			return fmt.Errorf("--out %s: export %s cannot be written: %w", Name, d.cfg.Export, err)
 		}
 	}
-	d.agg = newAggregator(time.Now())
+	d.agg = newAggregator(time.Now(), d.view.Ops)
 	if d.cfg.Port >= 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort(d.cfg.Host, strconv.Itoa(d.cfg.Port)))
 		if err != nil {
@@ -153,7 +198,7 @@ func (d *Dashboard) Finish(report json.RawMessage) error {
 		d.broadcast(event("final", raw))
 		if d.cfg.Export != "" {
 			var b bytes.Buffer
-			if werr := htmlreport.Write(&b, page); werr != nil {
+			if werr := d.write(&b, page); werr != nil {
 				err = werr
 			} else if werr := os.WriteFile(d.cfg.Export, b.Bytes(), 0o644); werr != nil {
 				err = fmt.Errorf("--out %s: export: %w", Name, werr)
@@ -173,32 +218,25 @@ func (d *Dashboard) Finish(report json.RawMessage) error {
 
 // page is the page's data: one run with the periods so far and, at the
 // end, the Buzz report.
-func (d *Dashboard) page(report json.RawMessage, live bool) htmlreport.Page {
+func (d *Dashboard) page(report json.RawMessage, live bool) Page {
 	ws := d.agg.windows()
-	run := htmlreport.Run{Label: d.title, File: d.title, Metrics: &htmlreport.Metrics{PeriodS: d.cfg.Period.Seconds(), Windows: toRaw(ws)}}
+	if ws == nil {
+		ws = []Window{}
+	}
+	run := Run{Label: d.title, File: d.title, Metrics: &Metrics{PeriodS: d.cfg.Period.Seconds(), Windows: ws}}
 	if report != nil {
 		run.Report = report
 	}
-	p := htmlreport.Page{Title: "buzzload run: " + d.title, Runs: []htmlreport.Run{run}}
+	p := Page{Title: "buzzload run: " + d.title, Runs: []Run{run}}
 	if live {
 		p.Live = "/events"
 	}
 	return p
 }
 
-func toRaw(ws []Window) []json.RawMessage {
-	out := make([]json.RawMessage, 0, len(ws))
-	for _, w := range ws {
-		if b, err := json.Marshal(w); err == nil {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 func (d *Dashboard) servePage(w http.ResponseWriter, _ *http.Request) {
 	var b bytes.Buffer
-	if err := htmlreport.Write(&b, d.page(nil, true)); err != nil {
+	if err := d.write(&b, d.page(nil, true)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -3,6 +3,7 @@ package webdashboard
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -70,7 +71,7 @@ func testMetrics(t *testing.T) map[string]*metrics.Metric {
 func TestAggregatorWindows(t *testing.T) {
 	m := testMetrics(t)
 	t0 := time.Now()
-	g := newAggregator(t0)
+	g := newAggregator(t0, testOps)
 	op := metrics.NewTagSet(metrics.Tag{Key: "op", Value: "publish"}, metrics.Tag{Key: "step", Value: "1"})
 	var ss []metrics.Sample
 	for i := 1; i <= 1000; i++ {
@@ -121,7 +122,7 @@ func TestAggregatorWindows(t *testing.T) {
 func TestAggregatorStaysBounded(t *testing.T) {
 	m := testMetrics(t)
 	t0 := time.Now()
-	g := newAggregator(t0)
+	g := newAggregator(t0, testOps)
 	const periods = 3 * maxWindows
 	for i := 1; i <= periods; i++ {
 		g.add([]metrics.Sample{{Metric: m["iterations"], Value: 2}})
@@ -172,7 +173,7 @@ func TestMergeWindowsByType(t *testing.T) {
 func TestDashboardServesAndExports(t *testing.T) {
 	m := testMetrics(t)
 	export := filepath.Join(t.TempDir(), "dash.html")
-	d := New(Config{Host: "127.0.0.1", Port: 0, Period: 100 * time.Millisecond, Export: export}, "x.js", func(s string) { t.Log(s) })
+	d := New(Config{Host: "127.0.0.1", Port: 0, Period: 100 * time.Millisecond, Export: export}, "x.js", func(s string) { t.Log(s) }, View{Render: testRender, Ops: testOps})
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestDashboardServesAndExports(t *testing.T) {
 func TestShortLastPeriodJoinsThePrevious(t *testing.T) {
 	m := testMetrics(t)
 	t0 := time.Now()
-	g := newAggregator(t0)
+	g := newAggregator(t0, testOps)
 	g.add([]metrics.Sample{{Metric: m["iterations"], Value: 10}})
 	g.close(t0.Add(time.Second))
 	g.add([]metrics.Sample{{Metric: m["iterations"], Value: 10}})
@@ -247,4 +248,22 @@ func TestShortLastPeriodJoinsThePrevious(t *testing.T) {
 	if w := g.closeLast(t0.Add(2*time.Second+800*time.Millisecond), time.Second); len(g.windows()) != 3 || w.Metrics["iterations"].Sum != 3 {
 		t.Errorf("a long enough last period stands alone: %+v", w)
 	}
+}
+
+// The operation view the tests read: names of the caller's choosing (the
+// engine knows none of its own).
+var testOps = OpMetrics{Duration: opDuration, Failed: opFailed, Throttled: opThrottled, Clients: clientsName}
+
+const (
+	opDuration  = "x_op_duration"
+	opFailed    = "x_op_failed"
+	opThrottled = "x_op_throttled"
+	clientsName = "x_clients"
+)
+
+// testRender writes the page's data in a page, as the caller's renderer
+// does (its JSON inside).
+func testRender(w io.Writer, page []byte) error {
+	_, err := fmt.Fprintf(w, "<html><script type=\"application/json\">%s</script></html>\n", page)
+	return err
 }

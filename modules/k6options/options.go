@@ -1,9 +1,13 @@
-package extension
+// Package k6options turns a scenario file into k6 options (issue 3): one
+// ramping-vus scenario per population, the [abort] rules as thresholds,
+// and the script's overrides laid over them. Pure data in, data out.
+package k6options
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/models/desktop"
@@ -11,6 +15,33 @@ import (
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
+
+// Population is one ramping-vus scenario of a loaded scenario file.
+type Population struct {
+	// Name is the k6 scenario name, Exec the exported function it runs.
+	Name, Exec string
+	Kind       scenario.Kind
+}
+
+// Populations are the kinds in the order options lists them.
+var Populations = []Population{
+	{Name: "humans", Exec: "human", Kind: scenario.KindHuman},
+	{Name: "desktop", Exec: "desktop", Kind: scenario.KindDesktop},
+	{Name: "agents", Exec: "agent", Kind: scenario.KindAgent},
+	{Name: "hot_authors", Exec: "hotAuthor", Kind: scenario.KindHotAuthor},
+}
+
+func PopulationOf(name string) (Population, bool) {
+	for _, p := range Populations {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Population{}, false
+}
+
+// GracefulStop is the shutdown grace (buzz-LOADGEN "Abort": 15 s).
+const GracefulStop = 15 * time.Second
 
 // OpsOf lists the operations a population can emit: the per-operation
 // abort thresholds are declared for these (a threshold on an operation that
@@ -33,10 +64,10 @@ func OpsOf(k scenario.Kind) []string {
 	return common
 }
 
-// emits reports whether sc's populations can record op at all: an agent
+// Emits reports whether sc's populations can record op at all: an agent
 // without turns makes no turn_context read, so a threshold on it would
 // only print a vacuous line (issue 26 item 8).
-func emits(sc *scenario.Scenario, op string) bool {
+func Emits(sc *scenario.Scenario, op string) bool {
 	switch op {
 	case models.OpTurnContext:
 		return sc.Agent.Turn.PerHour > 0
@@ -52,7 +83,7 @@ type ThresholdSpec struct {
 	Scenario    string `json:"scenario,omitempty"`
 }
 
-// ScenarioOptions is one ramping-vus scenario of K6Options.
+// ScenarioOptions is one ramping-vus scenario of Options.
 type ScenarioOptions struct {
 	Executor         string           `json:"executor"`
 	StartVUs         int              `json:"startVUs"`
@@ -62,15 +93,15 @@ type ScenarioOptions struct {
 	Exec             string           `json:"exec"`
 }
 
-// K6Options is what sc.options() returns before the script's overrides.
-type K6Options struct {
+// Options is what sc.options() returns before the script's overrides.
+type Options struct {
 	Scenarios         map[string]ScenarioOptions `json:"scenarios"`
 	Thresholds        map[string][]ThresholdSpec `json:"thresholds"`
 	SummaryTrendStats []string                   `json:"summaryTrendStats"`
 	SetupTimeout      string                     `json:"setupTimeout"`
 }
 
-// BuildOptions turns a scenario into k6 options: one ramping-vus scenario
+// Build turns a scenario into k6 options: one ramping-vus scenario
 // per population with clients in this shard (startVUs 0, two stages per
 // ramp step, both named step-<i>, gracefulStop and gracefulRampDown 15 s),
 // and the abort rules as thresholds:
@@ -86,8 +117,8 @@ type K6Options struct {
 //     (buzz_op_duration{op:X,step:shutdown}, buzz_op_failed{op:X,step:shutdown})
 //     by the same limits, and buzz_client_exits count<1, so a client cancelled
 //     at the end of the grace fails the run (exit 99).
-func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []string) {
-	o := &K6Options{Scenarios: map[string]ScenarioOptions{}, Thresholds: map[string][]ThresholdSpec{},
+func Build(sc *scenario.Scenario, shard scenario.Shard) (*Options, []string) {
+	o := &Options{Scenarios: map[string]ScenarioOptions{}, Thresholds: map[string][]ThresholdSpec{},
 		SummaryTrendStats: []string{"avg", "min", "med", "max", "p(95)", "p(99)"}, SetupTimeout: "10m"}
 	warnings := sc.Warnings()
 	rules := sc.Abort.Rules()
@@ -105,7 +136,7 @@ func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []st
 		o.Scenarios[p.Name] = ScenarioOptions{Executor: "ramping-vus", StartVUs: 0, Stages: sc.Stages(p.Kind, shard),
 			GracefulStop: grace, GracefulRampDown: grace, Exec: p.Exec}
 		for _, op := range OpsOf(p.Kind) {
-			if !emits(sc, op) {
+			if !Emits(sc, op) {
 				continue
 			}
 			opSet[op] = true
@@ -145,9 +176,9 @@ func BuildOptions(sc *scenario.Scenario, shard scenario.Shard) (*K6Options, []st
 	return o, warnings
 }
 
-// clockScenario is the population whose stage events the built windowed
+// ClockScenario is the population whose stage events the built windowed
 // thresholds follow: the first of Populations among scenarios.
-func clockScenario(scenarios map[string]any) string {
+func ClockScenario(scenarios map[string]any) string {
 	for _, p := range Populations {
 		if _, ok := scenarios[p.Name]; ok {
 			return p.Name
@@ -156,11 +187,11 @@ func clockScenario(scenarios map[string]any) string {
 	return ""
 }
 
-// MergeOptions lays the script's overrides over the built options: every
+// Merge lays the script's overrides over the built options: every
 // top-level key replaces the built one, except `scenarios` (merged by name,
 // each field replacing; null removes a scenario) and `thresholds` (merged by
 // key; null removes a key).
-func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, error) {
+func Merge(built *Options, overrides map[string]any) (map[string]any, error) {
 	raw, err := json.Marshal(built)
 	if err != nil {
 		return nil, err
@@ -169,7 +200,7 @@ func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, e
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, err
 	}
-	clock := clockScenario(asMap(out["scenarios"]))
+	clock := ClockScenario(asMap(out["scenarios"]))
 	for k, v := range overrides {
 		switch k {
 		case "scenarios", "thresholds":
@@ -203,7 +234,7 @@ func MergeOptions(built *K6Options, overrides map[string]any) (map[string]any, e
 	// A script that drops the population clocking the step windows (say
 	// humans: null) moves them to the next population, or they would never
 	// be judged.
-	if now := clockScenario(asMap(out["scenarios"])); clock != "" && now != clock {
+	if now := ClockScenario(asMap(out["scenarios"])); clock != "" && now != clock {
 		for _, specs := range asMap(out["thresholds"]) {
 			list, _ := specs.([]any)
 			for _, sp := range list {

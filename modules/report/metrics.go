@@ -1,0 +1,17 @@
+package report
+
+// The Buzz module's metrics (docs/architecture.md "Metrics"): the
+// extension registers them, the report, the result files and the web
+// dashboard's operation view read them by these names.
+const (
+	MetricOpDuration         = "buzz_op_duration"
+	MetricOpFailed           = "buzz_op_failed"
+	MetricOpThrottled        = "buzz_op_throttled"
+	MetricOpExpected         = "buzz_op_expected"
+	MetricOpPending          = "buzz_op_pending"
+	MetricClients            = "buzz_clients"
+	MetricClientExits        = "buzz_client_exits"
+	MetricGeneratorSaturated = "buzz_generator_saturated"
+	MetricGeneratorCPU       = "buzz_generator_cpu"
+	MetricGeneratorLag       = "buzz_generator_lag"
+)
