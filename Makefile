@@ -93,9 +93,16 @@ FUZZTIME ?= 60s
 fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh
 
+# gofmt, go vet and staticcheck (pinned, built from the module proxy outside
+# go.mod) fail it; `duplicates` over the change since LINT_BASE is printed for
+# the reader, never a failure (where the command exists).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+LINT_BASE   ?= HEAD~1
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	@if command -v duplicates >/dev/null; then duplicates --change --base $(LINT_BASE) || true; fi
 
 # The smoke scenario on the embedded relay (no target in its TOML): seed, a
 # 45 s two-step ramp, then the per-step, per-operation report on stdout and

@@ -52,13 +52,7 @@ func (r *runner) sameRun(scenario string, a, b int) bool {
 func stageNames(p *executor.Plan) map[string][]string {
 	out := map[string][]string{}
 	for _, c := range p.Scenarios {
-		var st []executor.Stage
-		switch cc := c.(type) {
-		case *executor.RampingVUsConfig:
-			st = cc.Stages
-		case *executor.RampingArrivalRateConfig:
-			st = cc.Stages
-		}
+		st := c.StageList()
 		names := make([]string, len(st))
 		for i, s := range st {
 			names[i] = s.Name

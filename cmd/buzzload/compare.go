@@ -176,7 +176,7 @@ func loadRunOps(path string) (*runOps, error) {
 	}
 	var rep report.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("Buzz report %s: %w", path, err)
+		return nil, fmt.Errorf("the Buzz report %s: %w", path, err)
 	}
 	r := &runOps{File: path, Format: "buzz-report", Script: rep.Scenario, Ops: opsFromReport(&rep), Buzz: b}
 	if len(rep.Steps) > 1 || len(rep.Shutdown.Ops) > 0 {

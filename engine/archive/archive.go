@@ -101,7 +101,8 @@ func entryName(p string) string {
 	return filePrefix + strings.TrimPrefix(filepath.ToSlash(p), "/")
 }
 
-// Read reads an archive written by Write.
+// Read reads an archive written by Write with the default limits.
+// Unreachable from the binary (deadcode), kept: the package's plain reader, what tests and tools call.
 func Read(r io.Reader) (*Archive, error) { return ReadLimited(r, DefaultLimits()) }
 
 // Limits bound what reading an archive may expand to: the total of its

@@ -21,7 +21,8 @@ type Schedule interface {
 
 // LocalOffsets lists the start offsets of the events that the instance with
 // derived tuple d (from Tuple.Derive(maxVUs)) runs, in order. For tests and
-// tools; the scheduler walks the same indices lazily.
+// tools; the scheduler walks the same indices lazily. Unreachable from the binary (deadcode), kept:
+// the tests' oracle of the lazy walk.
 func LocalOffsets(s Schedule, d *segment.Tuple) []time.Duration {
 	var out []time.Duration
 	for l := int64(0); ; l++ {

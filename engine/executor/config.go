@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,9 +70,27 @@ type Config interface {
 	ExecutionSteps(t *segment.Tuple) []Step
 	// Description is the one-line banner text for this scenario.
 	Description(t *segment.Tuple) string
+	// StageList is the scenario's named stages (nil for executors without).
+	StageList() []Stage
+
+	// run executes the scenario on r until it ends: each executor's own,
+	// in its file (k6's lib/executor: the scheduler sees only this).
+	run(ctx context.Context, r *scenarioRun, t *segment.Tuple)
+	// prepare sets up what the scheduler keeps for the run before it
+	// starts (BaseConfig: nothing).
+	prepare(s *Scheduler)
+	// shortcutJSON adds the executor's own fields to its shortcut
+	// scenario's JSON (BaseConfig: none; ShortcutScenarioJSON).
+	shortcutJSON(m map[string]any)
 }
 
 func (b *BaseConfig) Base() *BaseConfig { return b }
+
+// StageList is nil: an executor with stages has its own.
+func (b *BaseConfig) StageList() []Stage { return nil }
+
+func (b *BaseConfig) prepare(*Scheduler)          {}
+func (b *BaseConfig) shortcutJSON(map[string]any) {}
 
 var scenarioName = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
 

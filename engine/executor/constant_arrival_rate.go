@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -65,4 +66,9 @@ func (s ConstantSchedule) Stage(int64) int { return -1 }
 
 func (s ConstantSchedule) String() string {
 	return rateText(float64(s.Rate), s.TimeUnit) + " for " + s.Duration.String()
+}
+
+// run: the arrival-rate run (run_arrival.go) on the constant schedule.
+func (c *ConstantArrivalRateConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	r.runArrivalRate(ctx, c.Schedule(), c.Duration, c.GracefulStop, c.PreAllocatedVUs, c.MaxVUs, t)
 }

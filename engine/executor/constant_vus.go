@@ -30,6 +30,15 @@ func (c *ConstantVUsConfig) Description(t *segment.Tuple) string {
 	return fmt.Sprintf("%d looping VUs for %s (%s%s)", t.ScaleInt64(c.VUs), formatDuration(c.Duration), startText(&c.BaseConfig), gracefulText(&c.BaseConfig))
 }
 
+func (c *ConstantVUsConfig) shortcutJSON(m map[string]any) {
+	m["vus"], m["duration"] = c.VUs, c.Duration.String()
+}
+
+func (c *ConstantVUsConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	r.setProgress(r.elapsedProgress(c.Duration))
+	r.runLoopingVUs(ctx, t.ScaleInt64(c.VUs), c.Duration, c.GracefulStop)
+}
+
 // runLoopingVUs (constant-vus): n VUs loop until the regular duration ends.
 func (r *scenarioRun) runLoopingVUs(ctx context.Context, n int64, regular, gracefulStop time.Duration) {
 	reg, grace, cancel := r.durationContexts(ctx, regular, gracefulStop)

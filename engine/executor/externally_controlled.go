@@ -121,6 +121,15 @@ func (e *External) Update(vus, maxVUs *int64) error {
 // runExternal keeps as many looping VUs as External says until the
 // duration ends (ramping-vus's slots, driven by the REST API instead of
 // stages; a VU taken away finishes its iteration within gracefulStop).
+// prepare gives the scheduler the run's control (the REST API's).
+func (c *ExternallyControlledConfig) prepare(s *Scheduler) {
+	s.ext = newExternal(c.VUs, c.MaxVUs, s.pool.Raise, s.plan.Tuple.ScaleInt64)
+}
+
+func (c *ExternallyControlledConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	r.runExternal(ctx, c, t)
+}
+
 func (r *scenarioRun) runExternal(ctx context.Context, c *ExternallyControlledConfig, t *segment.Tuple) {
 	e := r.sched.ext
 	r.setProgress(r.elapsedProgress(c.Duration))

@@ -34,6 +34,10 @@ func (c *PerVUIterationsConfig) Description(t *segment.Tuple) string {
 
 // runPerVUIterations: every VU runs the full count; at maxDuration each
 // unfinished VU reports what it did not start (§2.4).
+func (c *PerVUIterationsConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	r.runPerVUIterations(ctx, c, t)
+}
+
 func (r *scenarioRun) runPerVUIterations(ctx context.Context, c *PerVUIterationsConfig, t *segment.Tuple) {
 	vus := t.ScaleInt64(c.VUs)
 	if vus == 0 {

@@ -57,7 +57,9 @@ type pooledVU struct {
 }
 
 // NewPool makes an empty pool for at most capacity VUs (the plan's MaxVUs);
-// t numbers the VUs (nil: not split).
+// t numbers the VUs (nil: not split). Unreachable from the binary (deadcode), kept: the engine
+// grows its pool through NewGrowablePool; tests and benchmarks build one
+// directly.
 func NewPool(factory VUFactory, t *segment.Tuple, capacity int64) *Pool {
 	if t == nil {
 		t = segment.FullTuple()

@@ -1,10 +1,12 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/big"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/segment"
@@ -137,4 +139,20 @@ func (s *RampingSchedule) Offset(g int64) time.Duration {
 	x := 2 * st.dur * s.timeUnit * m / (a + math.Sqrt(a*a+2*(st.r1-st.r0)*st.dur*s.timeUnit*m))
 	x = math.Min(math.Max(math.Round(x), 0), st.dur)
 	return st.start + time.Duration(x)
+}
+
+// StageList is the scenario's stages.
+func (c *RampingArrivalRateConfig) StageList() []Stage { return c.Stages }
+
+// run: the arrival-rate run (run_arrival.go) on the stages' schedule, the
+// stage events beside it.
+func (c *RampingArrivalRateConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.runStages(ctx)
+	}()
+	r.runArrivalRate(ctx, c.Schedule(), c.Duration(), c.GracefulStop, c.PreAllocatedVUs, c.MaxVUs, t)
+	wg.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ func TestRampingArrivalRateStartsAndStages(t *testing.T) {
 		if ev.Index < 0 && ev.Offset != []time.Duration{200, 400}[-1-ev.Index]*time.Millisecond {
 			t.Errorf("stage %d ended at offset %v", -1-ev.Index, ev.Offset)
 		}
+	}
+	// Each stage starts and ends under its own name.
+	if want := []string{"up", "up", "flat", "flat"}; strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("stage event names %v, want %v", names, want)
 	}
 	if len(h.rec.stageEvents) != 4 || h.rec.stageEvents[0].Index != 0 || h.rec.stageEvents[1].Index != -1 || h.rec.stageEvents[2].Index != 1 || h.rec.stageEvents[3].Index != -2 {
 		t.Errorf("stage events %+v", h.rec.stageEvents)

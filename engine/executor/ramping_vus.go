@@ -269,6 +269,24 @@ func (h *vuHandle) loop(reg, grace, ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // runRampingVUs walks the instance's staircase (§2.6).
+// StageList is the scenario's stages.
+func (c *RampingVUsConfig) StageList() []Stage { return c.Stages }
+
+func (c *RampingVUsConfig) shortcutJSON(m map[string]any) {
+	st := make([]map[string]any, len(c.Stages))
+	for i, s := range c.Stages {
+		st[i] = map[string]any{"duration": s.Duration.String(), "target": s.Target}
+		if s.Name != "" {
+			st[i]["name"] = s.Name
+		}
+	}
+	m["startVUs"], m["stages"], m["gracefulRampDown"] = c.StartVUs, st, c.GracefulRampDown.String()
+}
+
+func (c *RampingVUsConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	r.runRampingVUs(ctx, c, t)
+}
+
 func (r *scenarioRun) runRampingVUs(ctx context.Context, c *RampingVUsConfig, t *segment.Tuple) {
 	steps := c.RawSteps(t)
 	var maxVUs int64

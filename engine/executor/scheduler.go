@@ -165,14 +165,8 @@ func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {
 		b := c.Base()
 		r := &scenarioRun{sched: s, cfg: c}
 		r.info = ScenarioInfo{Name: b.Name, Executor: b.Type, Exec: b.Exec, Env: b.Env, Tags: b.Tags, Options: b.Options, Config: c, run: r}
-		switch cc := c.(type) {
-		case *ExternallyControlledConfig:
-			s.ext = newExternal(cc.VUs, cc.MaxVUs, pool.Raise, plan.Tuple.ScaleInt64)
-		case *RampingVUsConfig:
-			r.stages = cc.Stages
-		case *RampingArrivalRateConfig:
-			r.stages = cc.Stages
-		}
+		c.prepare(s)
+		r.stages = c.StageList()
 		var end time.Duration
 		for _, st := range r.stages {
 			end += st.Duration
@@ -183,7 +177,8 @@ func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {
 	return s
 }
 
-// Run is NewScheduler(plan, pool, obs).Run(ctx, start).
+// Run is NewScheduler(plan, pool, obs).Run(ctx, start). Unreachable from the binary (deadcode), kept: the
+// one-call form for plain-Go users (the engine keeps its Scheduler).
 func Run(ctx context.Context, plan *Plan, pool *Pool, obs Observer, start time.Time) error {
 	return NewScheduler(plan, pool, obs).Run(ctx, start)
 }
@@ -325,33 +320,7 @@ func (r *scenarioRun) elapsedProgress(d time.Duration) func() float64 {
 func (r *scenarioRun) execute(ctx context.Context) {
 	t := r.sched.plan.Tuple
 	r.iterTuple = t
-	switch c := r.cfg.(type) {
-	case *SharedIterationsConfig:
-		r.runSharedIterations(ctx, c, t)
-	case *PerVUIterationsConfig:
-		r.runPerVUIterations(ctx, c, t)
-	case *ConstantVUsConfig:
-		r.setProgress(r.elapsedProgress(c.Duration))
-		r.runLoopingVUs(ctx, t.ScaleInt64(c.VUs), c.Duration, c.GracefulStop)
-	case *RampingVUsConfig:
-		r.runRampingVUs(ctx, c, t)
-	case *ExternallyControlledConfig:
-		r.runExternal(ctx, c, t)
-	case *ConstantArrivalRateConfig:
-		sched := c.Schedule()
-		r.runArrivalRate(ctx, sched, c.Duration, c.GracefulStop, c.PreAllocatedVUs, c.MaxVUs, t)
-	case *RampingArrivalRateConfig:
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.runStages(ctx)
-		}()
-		r.runArrivalRate(ctx, c.Schedule(), c.Duration(), c.GracefulStop, c.PreAllocatedVUs, c.MaxVUs, t)
-		wg.Wait()
-	default:
-		r.sched.fail(fmt.Errorf("scenario %s: unsupported executor %T", r.info.Name, c))
-	}
+	r.cfg.run(ctx, r, t)
 }
 
 // durationContexts returns the context that ends when no new iterations may

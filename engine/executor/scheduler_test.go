@@ -34,7 +34,6 @@ type recorder struct {
 	mu          sync.Mutex
 	starts      []record
 	drops       []Dropped
-	stages      []string
 	stageEvents []StageEvent
 	insuff      int
 	activations map[uint64][]string

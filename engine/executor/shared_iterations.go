@@ -37,17 +37,25 @@ func (c *SharedIterationsConfig) ExecutionSteps(t *segment.Tuple) []Step {
 }
 
 func (c *SharedIterationsConfig) Description(t *segment.Tuple) string {
-	iters := c.Iterations
+	// The instance's share of the iterations, from its share of the VUs; 0
+	// where the segment cannot be derived (k6 prints 0 then too).
+	var iters int64
 	if d, ok, err := t.Derive(c.VUs); err == nil && ok {
 		iters = d.ScaleInt64(c.Iterations)
-	} else {
-		iters = 0
 	}
 	return fmt.Sprintf("%d iterations shared among %d VUs (maxDuration: %s, %s%s)", iters, t.ScaleInt64(c.VUs), formatDuration(c.MaxDuration), startText(&c.BaseConfig), gracefulText(&c.BaseConfig))
 }
 
 // runSharedIterations: the instance's VUs take iterations from one counter
 // until its share of the iterations has started or maxDuration passes (§2.3).
+func (c *SharedIterationsConfig) shortcutJSON(m map[string]any) {
+	m["vus"], m["iterations"], m["maxDuration"] = c.VUs, c.Iterations, c.MaxDuration.String()
+}
+
+func (c *SharedIterationsConfig) run(ctx context.Context, r *scenarioRun, t *segment.Tuple) {
+	r.runSharedIterations(ctx, c, t)
+}
+
 func (r *scenarioRun) runSharedIterations(ctx context.Context, c *SharedIterationsConfig, t *segment.Tuple) {
 	vus := t.ScaleInt64(c.VUs)
 	d, ok, err := t.Derive(c.VUs)

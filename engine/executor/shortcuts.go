@@ -224,20 +224,6 @@ func ShortcutScenarioJSON(c Config) map[string]any {
 		"gracefulStop": b.GracefulStop.String(),
 		"exec":         b.Exec,
 	}
-	switch c := c.(type) {
-	case *SharedIterationsConfig:
-		m["vus"], m["iterations"], m["maxDuration"] = c.VUs, c.Iterations, c.MaxDuration.String()
-	case *ConstantVUsConfig:
-		m["vus"], m["duration"] = c.VUs, c.Duration.String()
-	case *RampingVUsConfig:
-		st := make([]map[string]any, len(c.Stages))
-		for i, s := range c.Stages {
-			st[i] = map[string]any{"duration": s.Duration.String(), "target": s.Target}
-			if s.Name != "" {
-				st[i]["name"] = s.Name
-			}
-		}
-		m["startVUs"], m["stages"], m["gracefulRampDown"] = c.StartVUs, st, c.GracefulRampDown.String()
-	}
+	c.shortcutJSON(m)
 	return m
 }

@@ -90,6 +90,7 @@ func (v *VU) checkRejections() error {
 	}
 	p := v.rejected[0]
 	v.rejected = v.rejected[:0]
+	//lint:ignore ST1005 k6's own text for a rejected promise, observed on k6 v1.8.1
 	return fmt.Errorf("Uncaught (in promise) %w", valueError(p.Result()))
 }
 

@@ -130,9 +130,7 @@ func machineCPU() (busy, total time.Duration) {
 	return time.Duration(all-idle) * tick, time.Duration(all) * tick
 }
 
-// ProcessCPU is the user and system CPU time of the process so far.
-func ProcessCPU() time.Duration { return processCPU() }
-
+// processCPU is the user and system CPU time of the process so far.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -15,7 +16,7 @@ import (
 // lag (Start−Due) shows the wait the send-time latency hides, and the
 // latency from the due time is never below the send's.
 func TestScheduledPublishesRecordWhenTheyWereDue(t *testing.T) {
-	sink := &relayclient.CollectSink{}
+	sink := &relayclienttest.CollectSink{}
 	r, sc, conn := activityOn(t, scenario.Human{HistoryLimit: 5, PresenceIntervalSecs: 3600, MessagesPerHour: 180000, ThreadReplyFraction: 1}, sink)
 	keys := sc.Keys(0)
 	r.Faults().DelayEOSE("", 150*time.Millisecond)

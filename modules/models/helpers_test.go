@@ -15,6 +15,7 @@ import (
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -125,7 +126,7 @@ func (s *seeder) thread(ch scenario.Channel, content string, n int) (*nostr.Even
 }
 
 // collect is a concurrency-safe sink with the queries tests need.
-type collect struct{ relayclient.CollectSink }
+type collect struct{ relayclienttest.CollectSink }
 
 func (c *collect) ok(op string) int    { return c.Count(op, relayclient.OutcomeOK) }
 func (c *collect) errs(op string) int  { return c.Count(op, relayclient.OutcomeError) }

@@ -133,7 +133,8 @@ func (e End) String() string {
 	return e.Reason.String()
 }
 
-// ExitError is what Run returns when the client exited unexpectedly.
+// ExitError is what Run returns when the client exited unexpectedly (with
+// Run, unreachable from the binary).
 type ExitError struct{ End End }
 
 func (e *ExitError) Error() string { return "client exited: " + e.End.String() }
@@ -383,6 +384,8 @@ func (c *Client) Session(stop, grace context.Context) (end End) {
 // Run runs sessions one after another until stop ends (returns nil) or the
 // client exits unexpectedly (returns an *ExitError). It is the plain-Go
 // form of what the extension does with one session per iteration.
+// Unreachable from the binary (deadcode), kept: the models stay usable from plain Go, and the e2e
+// tests drive them so.
 func Run(stop, grace context.Context, cfg Config) error {
 	c, err := New(cfg)
 	if err != nil {

@@ -106,7 +106,6 @@ func AppendTags(dst []byte, tags [][]string) []byte {
 	return append(dst, ']')
 }
 
-
 // AppendString appends s as a JSON string with JSON.stringify's escaping
 // (wire.AppendString). Invalid UTF-8 is copied as is: the id is computed
 // over the bytes we send.

@@ -186,6 +186,8 @@ func DeriveSecretKeys(secret []byte, runID string, role Role, index int) *Keys {
 // DerivePubKey is DeriveKeys(runID, role, index).PubKey() without the
 // signer: what a client needs of the other members it subscribes to
 // (presence peers, co-members), one scalar multiplication each.
+// Unreachable from the binary (deadcode), kept: scenario.KeyMemo derives through its own
+// cache; this is the one-off form the tests check it against.
 func DerivePubKey(runID string, role Role, index int) string {
 	return DeriveSecretPubKey(nil, runID, role, index)
 }

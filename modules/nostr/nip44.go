@@ -149,7 +149,9 @@ func NIP44EncryptWithNonce(plaintext string, ck [32]byte, nonce [32]byte) (strin
 }
 
 // NIP44Decrypt checks and decrypts a base64 payload. Errors wrap one of the
-// ErrNIP44* sentinels.
+// ErrNIP44* sentinels. Unreachable from the binary (deadcode), kept: the other half of
+// NIP-44 v2, checked against the official vectors (testdata) so the
+// encryption the clients use is known right.
 func NIP44Decrypt(payload string, ck [32]byte) (string, error) {
 	if payload == "" || payload[0] == '#' {
 		return "", ErrNIP44Version
@@ -209,7 +211,8 @@ type ConversationKeys struct {
 }
 
 // NewConversationKeys returns a cache for k holding at most max peers
-// (max < 1 means 1024).
+// (max < 1 means 1024). Unreachable from the binary (deadcode), kept: the cached form of
+// the conversation key for plain-Go senders of many DMs, vector-checked.
 func NewConversationKeys(k *Keys, max int) *ConversationKeys {
 	if max < 1 {
 		max = 1024

@@ -199,6 +199,8 @@ func VerifyOATag(tag []string, agentPubHex string) (owner string, conds OACondit
 // event's own id and signature, exactly one auth tag (none gives ErrOANoTag,
 // two or more are invalid), the tag itself against event.pubkey, and the
 // conditions against the event's kind and created_at. It returns the owner.
+// Unreachable from the binary (deadcode), kept: the client-side whole of NIP-OA, checked
+// against the official vectors; the relay verifies AUTH through its parts.
 func VerifyOAEvent(e *Event) (owner string, err error) {
 	var tag []string
 	n := 0

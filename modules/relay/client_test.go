@@ -452,6 +452,3 @@ func kindsOf(es []*nostr.Event) []int {
 }
 
 var _ = strings.TrimSpace
-
-// tagValue is nostr.Event.TagValue, named for readability in assertions.
-func tagValue(e *nostr.Event, name string) string { return e.TagValue(name) }

@@ -32,8 +32,9 @@ type community struct {
 
 	st atomic.Pointer[store.Store]
 
-	mu       sync.Mutex // channel creation
-	channels sync.Map   // id -> *channel; channels are never removed
+	// channels: id -> *channel, never removed; a channel is created once
+	// by LoadOrStore (channels.go createChannel), no lock of its own.
+	channels sync.Map
 
 	presMu   sync.Mutex
 	presence map[string]*presenceState // pubkey -> status

@@ -270,8 +270,7 @@ func TestHTTPNIP98IsRejectedWhenTheURLIsWrong(t *testing.T) {
 }
 
 func TestOperatorCallsSignTheOperatorOrigin(t *testing.T) {
-	var fh *fakeHTTP
-	fh = newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) {
+	fh := newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) {
 		switch r.URL.Path {
 		case "/operator/communities":
 			if r.Method == "GET" {

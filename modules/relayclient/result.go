@@ -5,13 +5,12 @@
 // pending) exactly as the relay speaks, and reported as a Result to a Sink.
 //
 // The package knows nothing about any runner: the extension wires a Sink to
-// the engine's metrics, tests use CollectSink.
+// the engine's metrics, tests use relayclienttest.CollectSink.
 package relayclient
 
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -84,67 +83,17 @@ type NopSink struct{}
 // Record implements Sink.
 func (NopSink) Record(Result) {}
 
-// SinkFunc adapts a function to Sink.
+// SinkFunc adapts a function to Sink (as http.HandlerFunc does). Unreachable
+// from the binary (deadcode), kept: the adapter plain-Go users and the
+// example (example_test.go) record with.
 type SinkFunc func(Result)
 
 // Record implements Sink.
 func (f SinkFunc) Record(r Result) { f(r) }
 
-// CollectSink keeps every Result in memory (for tests and small tools).
-type CollectSink struct {
-	mu      sync.Mutex
-	results []Result
-}
-
-// Record implements Sink.
-func (s *CollectSink) Record(r Result) {
-	s.mu.Lock()
-	s.results = append(s.results, r)
-	s.mu.Unlock()
-}
-
-// Results returns a copy of everything recorded so far.
-func (s *CollectSink) Results() []Result {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Result(nil), s.results...)
-}
-
-// Op returns the Results recorded under op name.
-func (s *CollectSink) Op(op string) []Result {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Result
-	for _, r := range s.results {
-		if r.Op == op {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// Count returns how many Results of op ended with outcome o.
-func (s *CollectSink) Count(op string, o Outcome) int {
-	n := 0
-	for _, r := range s.Op(op) {
-		if r.Outcome == o {
-			n++
-		}
-	}
-	return n
-}
-
-// Reset forgets everything recorded.
-func (s *CollectSink) Reset() {
-	s.mu.Lock()
-	s.results = nil
-	s.mu.Unlock()
-}
-
 var (
 	_ Sink = NopSink{}
 	_ Sink = SinkFunc(nil)
-	_ Sink = (*CollectSink)(nil)
 )
 
 // Relay reason prefixes that decide an outcome (docs/buzz-protocol.md §1.8, §2.2).

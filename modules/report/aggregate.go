@@ -101,12 +101,11 @@ type ExitKey struct {
 	Kind, Reason string
 }
 
-// cellKey names one aggregation cell: a ramp stage (2i is step i's ramp,
-// 2i+1 its hold; 2·len(plan) is the shutdown), the population that recorded
-// it (CustomKind for the low-level API) and the operation.
+// cellKey names the in-flight count of an operation at the end of a ramp
+// stage (2i is step i's ramp, 2i+1 its hold; 2·len(plan) is the shutdown).
 type cellKey struct {
-	stage, kind int
-	op          string
+	stage int
+	op    string
 }
 
 // CustomKind is the population index of low-level operations.

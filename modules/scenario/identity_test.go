@@ -82,7 +82,7 @@ func TestPubKeyIsTheClientsKeyWithoutItsSigner(t *testing.T) {
 		if got := sc.PubKey(g); got != want {
 			t.Fatalf("client %d: PubKey %s, Keys %s", g, got, want)
 		}
-		if memo(g) != want || memo(g) != want {
+		if first, memoised := memo(g), memo(g); first != want || memoised != want {
 			t.Fatalf("client %d: the memo differs", g)
 		}
 	}

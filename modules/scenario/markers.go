@@ -29,7 +29,9 @@ func SentAtTag(t time.Time) []string {
 }
 
 // SentAt returns the send time a timed message carries (ok false when it has
-// none or the tag is malformed).
+// none or the tag is malformed). Unreachable from the binary (deadcode), kept: the inverse of
+// SentAtTag that tests read messages back with (the clients read the tag in
+// place).
 func SentAt(ev *nostr.Event) (time.Time, bool) {
 	for _, t := range ev.Tags {
 		if len(t) >= 2 && t[0] == SentTag {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 )
 
 // A throttled publish waits the relay's retry-in and is resent with a fresh
@@ -30,7 +31,7 @@ func TestPublishRetryPolicy(t *testing.T) {
 		fmt.Fprint(w, `{"event_id":"x","accepted":true,"message":""}`)
 	}))
 	defer srv.Close()
-	var sink relayclient.CollectSink
+	var sink relayclienttest.CollectSink
 	n, err := newRPC(nil, &sink, nil, 5*time.Second, 1, 0, 1)
 	if err != nil {
 		t.Fatal(err)

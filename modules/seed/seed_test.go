@@ -13,6 +13,7 @@ import (
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -47,7 +48,7 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var sink relayclient.CollectSink
+	var sink relayclienttest.CollectSink
 	var pmu sync.Mutex
 	var phases []string
 	last := map[string]Progress{}
@@ -237,7 +238,7 @@ func TestSeedRerunAddsNothing(t *testing.T) {
 	for _, ch := range sc.Channels() {
 		before[ch] = len(posts(t, sc, ch))
 	}
-	var sink relayclient.CollectSink
+	var sink relayclienttest.CollectSink
 	second, err := runSeed(t, r, sc, &sink)
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
@@ -469,7 +470,7 @@ hold_secs = 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink relayclient.CollectSink
+	var sink relayclienttest.CollectSink
 	res, err := Seed(context.Background(), sc, Options{Sink: &sink})
 	if err != nil {
 		t.Fatal(err)
@@ -519,7 +520,7 @@ users = 1
 hold_secs = 1
 `)
 	r.Faults().FailHTTPOnce("/events", 503)
-	var sink relayclient.CollectSink
+	var sink relayclienttest.CollectSink
 	res, err := runSeed(t, r, sc, &sink)
 	if err == nil || res.OK() {
 		t.Fatal("seed with refused posts succeeded")

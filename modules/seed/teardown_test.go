@@ -11,6 +11,7 @@ import (
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -140,7 +141,7 @@ func TestTeardownNeedsHostTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink relayclient.CollectSink
+	var sink relayclienttest.CollectSink
 	_, err = Teardown(context.Background(), sc, TeardownOptions{Operator: r.OperatorKeys(), Sink: &sink})
 	if !errors.Is(err, ErrNoHostTemplate) {
 		t.Fatalf("err = %v", err)

@@ -220,7 +220,9 @@ func TestResolverTTLZeroAndPolicyError(t *testing.T) {
 func TestSharedOnePerSettings(t *testing.T) {
 	sh := NewShared(nil, nil)
 	s := Settings{TTL: time.Second, Select: First, Policy: Any}
-	if sh.For(s) != sh.For(s) || sh.For(s) == sh.For(Settings{Select: First, Policy: Any}) {
+	// Called twice on purpose: the second call must find the first's resolver.
+	first, second := sh.For(s), sh.For(s)
+	if first != second || first == sh.For(Settings{Select: First, Policy: Any}) {
 		t.Fatal("one resolver per settings, shared by every caller")
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"hash"
 
 	"github.com/grafana/sobek"
-	"golang.org/x/crypto/md4"       //nolint:staticcheck // k6/crypto offers md4
-	"golang.org/x/crypto/ripemd160" //nolint:staticcheck // k6/crypto offers ripemd160
+	//lint:ignore SA1019 k6/crypto offers md4: scripts written for k6 call it
+	"golang.org/x/crypto/md4"
+	//lint:ignore SA1019 k6/crypto offers ripemd160: scripts written for k6 call it
+	"golang.org/x/crypto/ripemd160"
 
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6encoding"

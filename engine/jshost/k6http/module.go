@@ -105,7 +105,6 @@ type client struct {
 	jar      http.CookieJar
 	lastIter int64
 	callback *expectedStatuses
-	exports  *sobek.Object
 }
 
 // Exports implements jsmodule.Instance.

@@ -102,7 +102,8 @@ type TLSVersions struct {
 }
 
 var tlsVersionNames = map[string]uint16{
-	"ssl3.0": tls.VersionSSL30, //nolint:staticcheck // k6 accepts the name; Go refuses to negotiate it
+	//lint:ignore SA1019 k6 accepts the name; Go refuses to negotiate it
+	"ssl3.0": tls.VersionSSL30,
 	"tls1.0": tls.VersionTLS10, "tls1.1": tls.VersionTLS11,
 	"tls1.2": tls.VersionTLS12, "tls1.3": tls.VersionTLS13,
 }

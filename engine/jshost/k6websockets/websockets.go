@@ -118,7 +118,6 @@ type socket struct {
 	listeners map[string][]sobek.Callable
 	writeMu   sync.Mutex
 	pingSent  sync.Map // payload -> time
-	closed    bool
 }
 
 func (m *module) newSocket(call sobek.ConstructorCall) *sobek.Object {

@@ -38,7 +38,6 @@ type decodedHist struct {
 	schema       int32
 	ts           int64
 	pos, neg     map[int32]int64 // absolute bucket counts
-	labelOrder   []string
 }
 
 func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error) error {

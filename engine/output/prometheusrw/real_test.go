@@ -71,7 +71,6 @@ func TestRealPrometheusTakesEverySeries(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	at := time.Now().Add(time.Millisecond)
 	// Stale markers end every series of the run: gone right after it, there
 	// while it ran.
 	beforeNative := time.Now()
@@ -79,7 +78,7 @@ func TestRealPrometheusTakesEverySeries(t *testing.T) {
 	if st.FailedPushes != 0 {
 		t.Fatalf("stale native run: %+v; prometheus log: %s", st, prom.Log())
 	}
-	at = time.Now().Add(time.Millisecond)
+	at := time.Now().Add(time.Millisecond)
 	for _, name := range []string{"k6_http_reqs_total", "k6_vus", "k6_checks_rate", "k6_http_req_duration_p99", "k6_http_req_duration_avg"} {
 		sel := name + `{testid="stale"}`
 		if res, err := prom.Query(ctx, sel, at.Add(10*time.Millisecond)); err != nil || len(res) != 0 {

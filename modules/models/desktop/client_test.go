@@ -12,6 +12,7 @@ import (
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relay/relaytest"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
 
@@ -25,7 +26,7 @@ type e2e struct {
 	target relayclient.Target
 	keys   *nostr.Keys
 	chans  []string
-	sink   *relayclient.CollectSink
+	sink   *relayclienttest.CollectSink
 	client *Client
 	cancel context.CancelFunc
 	done   chan error
@@ -45,7 +46,7 @@ func newE2EWith(t testing.TB, nch int, mutate func(*relay.Config)) *e2e {
 	r := relaytest.Start(t, mutate)
 	u := r.URLs()
 	e := &e2e{t: t, relay: r, target: relayclient.Target{WSURL: u.WS, HTTPURL: u.HTTP},
-		keys: nostr.DeriveKeys(t.Name(), nostr.Role("human"), 0), sink: &relayclient.CollectSink{}}
+		keys: nostr.DeriveKeys(t.Name(), nostr.Role("human"), 0), sink: &relayclienttest.CollectSink{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	setup, err := relayclient.Connect(ctx, relayclient.Config{Target: e.target, Keys: e.keys})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
 )
@@ -113,7 +114,8 @@ func TestKeyMemoPubKeysMatchTheScenariosKeys(t *testing.T) {
 	sc := deskScenario(t, "127.0.0.1:1", "current")
 	pk := scenario.NewKeyMemo(sc).PubKey
 	g := sc.GlobalIndex(scenario.KindDesktop, 2)
-	if pk(g) != sc.Keys(g).PubKey() || pk(g) != pk(g) {
+	first, memoised := pk(g), pk(g) // the second call reads the memo
+	if first != sc.Keys(g).PubKey() || memoised != first {
 		t.Error("pubkey")
 	}
 	if pk(-1) != "" {
@@ -163,7 +165,7 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 						g = gi
 					}
 				}
-				sink := &relayclient.CollectSink{}
+				sink := &relayclienttest.CollectSink{}
 				h, err := NewHuman(HumanConfig{Scenario: &sc, Global: g, Sink: sink})
 				if err != nil {
 					t.Fatal(err)
@@ -202,7 +204,7 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 		sc.Human.MessagesPerHour = 7200 // one every half second
 		sc.Human.MeanSessionSecs = 1    // and session ends: ordinary reconnects
 		g := sc.GlobalIndex(scenario.KindDesktop, 0)
-		sink := &relayclient.CollectSink{}
+		sink := &relayclienttest.CollectSink{}
 		h, err := NewHuman(HumanConfig{Scenario: &sc, Global: g, Sink: sink})
 		if err != nil {
 			t.Fatal(err)
@@ -237,7 +239,7 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 }
 
 func TestStopAndGraceSinks(t *testing.T) {
-	inner := &relayclient.CollectSink{}
+	inner := &relayclienttest.CollectSink{}
 	grace := &graceSink{inner: inner}
 	stopped, stopNow := context.WithCancel(context.Background())
 	stop := &stopSink{inner: grace, stop: stopped}

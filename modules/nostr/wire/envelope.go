@@ -91,7 +91,9 @@ type ReqEnvelope struct {
 }
 
 // Append appends the frame.
-func (e ReqEnvelope) Append(dst []byte) []byte { return appendSubFilters(dst, VerbReq, e.SubID, e.Filters) }
+func (e ReqEnvelope) Append(dst []byte) []byte {
+	return appendSubFilters(dst, VerbReq, e.SubID, e.Filters)
+}
 
 func appendSubFilters(dst []byte, v Verb, sub string, filters []byte) []byte {
 	dst = AppendString(append(appendHead(dst, v), ','), sub)

@@ -156,15 +156,6 @@ func (l *list) prev(p *pos) *record {
 // end is the position after the last (oldest) record.
 func (l *list) end() pos { return pos{len(l.chunks), 0} }
 
-// oldest returns the last record in rank order, or nil.
-func (l *list) oldest() *record {
-	if len(l.chunks) == 0 {
-		return nil
-	}
-	c := l.chunks[len(l.chunks)-1]
-	return c[len(c)-1]
-}
-
 // each calls fn for every record newest first until fn returns false.
 func (l *list) each(fn func(*record) bool) {
 	for _, c := range l.chunks {
