@@ -9,7 +9,7 @@ import (
 )
 
 // createChannel handles kind 9007 (docs/buzz-protocol.md §4.6).
-func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, []*entry) {
+func (c *community) createChannel(ev *nostr.Event, chID string, cm *committer) (ingestResult, []*entry) {
 	name := strings.TrimSpace(ev.TagValue("name"))
 	if name == "" {
 		return reject("invalid: channel name is required"), nil
@@ -37,9 +37,20 @@ func (c *community) createChannel(ev *nostr.Event, chID string) (ingestResult, [
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if _, loaded := c.channels.LoadOrStore(chID, ch); loaded {
+	// Exists, store, then the channel, under the community's creation
+	// lock: the same 9007 twice stores once and creates once (D7).
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	if _, exists := c.channels.Load(chID); exists {
+		if _, again := c.store().Lookup(ev.ID); again {
+			return accept("duplicate:"), nil // this very event, twice at once
+		}
 		return reject("duplicate: channel already exists"), nil
 	}
+	if res, ok := cm.commit(); !ok {
+		return res, nil
+	}
+	c.channels.Store(chID, ch)
 	// handle_create_group: the channel_created system message, the group
 	// state, then the creator's member-added notice.
 	out := c.systemMessage(chID, map[string]string{"type": "channel_created", "actor": ev.PubKey})
@@ -91,7 +102,7 @@ func (c *community) notice(kind int, chID, pk, actor string) *entry {
 }
 
 // membership handles 9000, 9001, 9002, 9008, 9021 and 9022.
-func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestResult, []*entry) {
+func (r *Relay) membership(c *community, ev *nostr.Event, chID string, cm *committer) (ingestResult, []*entry) {
 	ch := c.channel(chID)
 	if ch == nil {
 		return reject("invalid: channel not found"), nil
@@ -137,7 +148,8 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 			}
 		}
 		if reason := r.faults.refusedMember(target); reason == ignoredMember {
-			return accept(""), nil
+			res, _ := cm.commit() // stored, no member added
+			return res, nil
 		} else if reason != "" {
 			return reject(reason), nil
 		}
@@ -158,6 +170,9 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 			if !isMember {
 				role = "member"
 			}
+		}
+		if res, ok := cm.commit(); !ok {
+			return res, nil
 		}
 		ch.members[target] = role
 		sys = c.systemMessage(chID, map[string]string{"type": "member_joined", "actor": ev.PubKey, "target": target})
@@ -182,6 +197,9 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		if !admin && pk != ev.PubKey {
 			return reject("restricted: only channel owners and admins can remove members"), nil
 		}
+		if res, ok := cm.commit(); !ok {
+			return res, nil
+		}
 		if _, ok := ch.members[pk]; ok {
 			delete(ch.members, pk)
 			typ := "member_removed"
@@ -201,11 +219,17 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		if ch.archived {
 			return reject("invalid: channel is archived"), nil
 		}
+		if res, ok := cm.commit(); !ok {
+			return res, nil
+		}
 		if _, ok := ch.members[ev.PubKey]; !ok {
 			ch.members[ev.PubKey] = "member"
 			sys = c.systemMessage(chID, map[string]string{"type": "member_joined", "actor": ev.PubKey, "target": ev.PubKey})
 		}
 	case nostr.KindLeaveRequest:
+		if res, ok := cm.commit(); !ok {
+			return res, nil
+		}
 		if _, ok := ch.members[ev.PubKey]; ok {
 			delete(ch.members, ev.PubKey)
 			sys = c.systemMessage(chID, map[string]string{"type": "member_left", "actor": ev.PubKey})
@@ -229,6 +253,9 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 				}
 			}
 		}
+		if res, ok := cm.commit(); !ok {
+			return res, nil
+		}
 		for _, t := range ev.Tags {
 			if len(t) < 2 {
 				continue
@@ -248,8 +275,14 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string) (ingestRe
 		if actorRole != "owner" {
 			return reject("restricted: only the channel owner can delete the channel"), nil
 		}
+		if res, ok := cm.commit(); !ok {
+			return res, nil
+		}
 		ch.deleted = true
 		ch.archived = true
+	}
+	if res, ok := cm.commit(); !ok { // a kind with no case above
+		return res, nil
 	}
 	// Buzz's order: system message, group state, then the notices.
 	extra := append(sys, c.publishGroupState(ch)...)

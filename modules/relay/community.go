@@ -32,9 +32,10 @@ type community struct {
 
 	st atomic.Pointer[store.Store]
 
-	// channels: id -> *channel, never removed; a channel is created once
-	// by LoadOrStore (channels.go createChannel), no lock of its own.
+	// channels: id -> *channel, never removed. createMu serialises channel
+	// creation (channels.go createChannel: exists, store, then the channel).
 	channels sync.Map
+	createMu sync.Mutex
 
 	presMu   sync.Mutex
 	presence map[string]*presenceState // pubkey -> status

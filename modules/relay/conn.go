@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ import (
 type conn struct {
 	r  *Relay
 	c  *community
-	ws *websocket.Conn
+	ws *websocket.Conn // reads (and its writes go through the writer: owned.go)
+	nc net.Conn        // the socket, written by the writer alone
 
 	queue     sendQueue
 	done      chan struct{} // closed when the writer stops
@@ -45,6 +47,24 @@ type conn struct {
 
 	subs      map[string]*subscription // reader goroutine only
 	authTimer *time.Timer              // the AUTH deadline, stopped once authenticated
+
+	// pong is the latest ping's payload still to answer (nil: none): one
+	// pong at most waits in the queue however often the peer pings
+	// (RFC 6455 §5.5.3 allows answering only the latest; code review D2).
+	pong atomic.Pointer[[]byte]
+	// closeTimer drops a peer that does not take the close frame in time;
+	// stopped when the connection ends (code review D6).
+	closeTimer atomic.Pointer[time.Timer]
+}
+
+// onPing queues a pong unless one is already waiting, whose payload it
+// replaces.
+func (k *conn) onPing(data string) error {
+	b := []byte(data)
+	if k.pong.Swap(&b) == nil {
+		k.queue.push(outFrame{op: opPong}, 0)
+	}
+	return nil
 }
 
 func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
@@ -59,10 +79,12 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		io.WriteString(w, unmappedBody)
 		return
 	}
-	ws, err := r.upgrader.Upgrade(w, req, nil)
+	ow := &owningWriter{ResponseWriter: w}
+	ws, err := r.upgrader.Upgrade(ow, req, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
+	nc := ow.owned.Conn // the socket itself: the writer's
 	if n := r.conns.Add(1); n > int64(r.cfg.MaxConnections) {
 		// Beyond the cap Buzz drops new sockets without a message.
 		r.conns.Add(-1)
@@ -88,20 +110,21 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	go func() {
 		defer r.connWG.Done()
 		defer r.conns.Add(-1)
-		r.runConn(c, ws, expected)
+		r.runConn(c, ws, ow.owned, nc, expected)
 	}()
 }
 
 // runConn serves one upgraded socket until it closes.
-func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
+func (r *Relay) runConn(c *community, ws *websocket.Conn, owned *ownedConn, nc net.Conn, expected string) {
 	k := &conn{
-		r: r, c: c, ws: ws,
+		r: r, c: c, ws: ws, nc: nc,
 		queue:     newSendQueue(),
 		done:      make(chan struct{}),
 		challenge: randomHex(32),
 		expected:  expected,
 		subs:      map[string]*subscription{},
 	}
+	owned.k.Store(k) // from here the writer is the socket's only writer (owned.go)
 	c.addConn(k)
 	defer c.removeConn(k)
 	if r.draining.Load() {
@@ -114,10 +137,7 @@ func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(idle)) })
 	// Answers to the peer's pings and close frames go through the writer,
 	// the socket's only writer.
-	ws.SetPingHandler(func(data string) error {
-		k.queue.push(outFrame{op: opPong, data: []byte(data)}, 0)
-		return nil
-	})
+	ws.SetPingHandler(k.onPing)
 	ws.SetCloseHandler(func(code int, _ string) error {
 		k.closeWith(code, "")
 		return nil
@@ -137,6 +157,9 @@ func (r *Relay) runConn(c *community, ws *websocket.Conn, expected string) {
 	k.authTimer.Stop()
 	k.closeWith(websocket.CloseNormalClosure, "")
 	<-writerDone
+	if t := k.closeTimer.Load(); t != nil {
+		t.Stop()
+	}
 	ws.Close()
 	for _, s := range k.subs {
 		c.subs.remove(s)
@@ -189,7 +212,7 @@ func (k *conn) closeWith(code int, reason string) {
 		k.closing.Store(true)
 		k.queue.push(closeFrame(code, reason), 0)
 		k.ws.SetReadDeadline(time.Now().Add(time.Second))
-		time.AfterFunc(k.r.cfg.WriteTimeout+time.Second, k.abort)
+		k.closeTimer.Store(time.AfterFunc(k.r.cfg.WriteTimeout+time.Second, k.abort))
 	})
 }
 
@@ -200,7 +223,7 @@ func (k *conn) finish() { k.doneOnce.Do(func() { close(k.done) }) }
 func (k *conn) abort() {
 	k.closing.Store(true)
 	k.finish()
-	k.ws.NetConn().Close()
+	k.nc.Close()
 }
 
 // enqueue queues a reply to the client's own request. Replies are not
@@ -231,8 +254,8 @@ func (k *conn) enqueueClose(b []byte) {
 // drops disconnect the client (docs/buzz-protocol.md §1.1 item 7).
 func (k *conn) deliver(s *subscription, e *entry) bool {
 	if k.queue.push(outFrame{data: s.prefix, body: e.JSON}, k.r.cfg.SendBuffer) {
-		if k.overflows.Load() != 0 {
-			k.overflows.Store(0)
+		if n := k.overflows.Load(); n != 0 {
+			endDropRun(&k.overflows, n)
 		}
 		return true
 	}
@@ -243,3 +266,9 @@ func (k *conn) deliver(s *subscription, e *entry) bool {
 	}
 	return false
 }
+
+// endDropRun ends the run of seen consecutive drops a queued delivery
+// interrupted, but only that run: a drop a concurrent fan-out counted
+// after seen was read stays counted (code review D5: a Store(0) lost it,
+// and a slow consumer could outlive its grace).
+func endDropRun(drops *atomic.Int32, seen int32) { drops.CompareAndSwap(seen, 0) }

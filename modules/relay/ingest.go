@@ -279,18 +279,28 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		}
 	}
 
+	// Check, store, then apply (code review D7): a channel or membership
+	// change is applied under its lock only once its event is stored, so
+	// two copies of one event arriving together apply it once, and an
+	// event that is not stored changes nothing.
+	cm := &committer{}
+	cm.fn = func() (ingestResult, bool) {
+		res, ch, ok := r.store(st, ev)
+		cm.channel = ch
+		return res, ok
+	}
 	var extra []*entry
 	admin := false
 	switch k {
 	case nostr.KindCreateGroup:
-		res, ex := c.createChannel(ev, chID)
+		res, ex := c.createChannel(ev, chID, cm)
 		if !res.accepted {
 			return res, nil
 		}
 		extra = ex
 	case nostr.KindPutUser, nostr.KindRemoveUser, nostr.KindJoinRequest, nostr.KindLeaveRequest, nostr.KindEditMetadata, nostr.KindDeleteGroup:
-		res, ex := r.membership(c, ev, chID)
-		if !res.accepted {
+		res, ex := r.membership(c, ev, chID, cm)
+		if !res.accepted || !cm.ok {
 			return res, nil
 		}
 		extra = ex
@@ -333,26 +343,52 @@ func (r *Relay) ingestDurable(c *community, ev *nostr.Event) (ingestResult, []*e
 		}
 	}
 
-	if r.faults.takeLoss(k, ev.ID) {
-		return accept(""), nil // test fault: acknowledged, never stored
-	}
-	res := st.Add(ev)
-	switch res.Status {
-	case store.Stored:
-	case store.Duplicate, store.Deleted:
-		return accept("duplicate:"), nil
-	case store.Superseded:
-		return accept("duplicate: have a newer event"), nil
-	case store.DuplicateReaction:
-		return ingestResult{message: "duplicate: reaction already exists", status: http.StatusOK}, nil
-	default:
-		r.logf("ERROR relay: store %s: unexpected status %v", ev.ID, res.Status)
-		return ingestResult{message: "error: internal server error", status: http.StatusInternalServerError}, nil
+	if res, ok := cm.commit(); !ok {
+		return res, nil
 	}
 	if k == nostr.KindDeletion || k == nostr.KindDeleteEvent {
 		st.ApplyDeletion(ev, admin)
 	}
-	return accept(""), append([]*entry{newEntry(ev, res.Channel)}, extra...)
+	return accept(""), append([]*entry{newEntry(ev, cm.channel)}, extra...)
+}
+
+// committer stores an event once, before the first state change it makes.
+type committer struct {
+	fn      func() (ingestResult, bool)
+	done    bool
+	res     ingestResult
+	ok      bool   // stored: apply and fan out
+	channel string // the store's channel of the event
+}
+
+func (c *committer) commit() (ingestResult, bool) {
+	if !c.done {
+		c.done = true
+		c.res, c.ok = c.fn()
+	}
+	return c.res, c.ok
+}
+
+// store adds ev to st: ok when it was stored, with the store's channel of
+// it; otherwise res is the answer.
+func (r *Relay) store(st *store.Store, ev *nostr.Event) (res ingestResult, channel string, ok bool) {
+	if r.faults.takeLoss(ev.Kind, ev.ID) {
+		return accept(""), "", false // test fault: acknowledged, never stored
+	}
+	added := st.Add(ev)
+	switch added.Status {
+	case store.Stored:
+		return accept(""), added.Channel, true
+	case store.Duplicate, store.Deleted:
+		return accept("duplicate:"), "", false
+	case store.Superseded:
+		return accept("duplicate: have a newer event"), "", false
+	case store.DuplicateReaction:
+		return ingestResult{message: "duplicate: reaction already exists", status: http.StatusOK}, "", false
+	default:
+		r.logf("ERROR relay: store %s: unexpected status %v", ev.ID, added.Status)
+		return ingestResult{message: "error: internal server error", status: http.StatusInternalServerError}, "", false
+	}
 }
 
 // addressed returns the current event at an `a` coordinate kind:pubkey:d.

@@ -21,6 +21,7 @@ type outFrame struct {
 	body      []byte
 	op        byte
 	thenClose bool // close the socket once data is written
+	raw       bool // data is a whole frame, header included (gorilla's: owned.go)
 }
 
 var closeBracket = []byte{']'}
@@ -49,8 +50,9 @@ func appendFrameHeader(dst []byte, op byte, n int) []byte {
 // frameWriter gathers a batch of frames into one vectored write: under
 // fan-out a busy socket gets many frames per syscall, and event bodies are
 // never copied. The writer goroutine is the only writer of the socket
-// (pings, pongs and close frames go through it too), so frames never
-// interleave; gorilla/websocket only reads.
+// (pings, pongs and close frames go through it too, gorilla's own close
+// frames included: owned.go), so frames never interleave and nothing
+// follows a close frame.
 type frameWriter struct {
 	hdrs []byte
 	bufs net.Buffers
@@ -58,6 +60,11 @@ type frameWriter struct {
 }
 
 func (w *frameWriter) add(f outFrame) {
+	if f.raw {
+		w.bufs = append(w.bufs, f.data)
+		w.size += len(f.data)
+		return
+	}
 	op := f.op
 	if op == 0 {
 		op = opText
@@ -98,7 +105,7 @@ func (k *conn) flush(w *frameWriter) error {
 	if len(w.bufs) == 0 {
 		return nil
 	}
-	nc := k.ws.NetConn()
+	nc := k.nc
 	k.armWriteDeadline(nc)
 	var err error
 	if w.size < smallWrite {
@@ -153,6 +160,11 @@ func (k *conn) writeLoop() {
 			w.reset(len(batch))
 			for i, f := range batch {
 				batch[i] = outFrame{} // let the frame be collected
+				if f.op == opPong && !f.raw {
+					if p := k.pong.Swap(nil); p != nil {
+						f.data = *p
+					}
+				}
 				w.add(f)
 				if f.op == opClose {
 					k.flush(&w)
