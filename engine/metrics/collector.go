@@ -25,6 +25,12 @@ const (
 	defaultBatchSize = 512
 	numShards        = 16
 	maxRoutes        = 4096 // cached tag sets per metric before the cache is dropped
+	// MaxGroupRows bounds the rows of one grouped sink (AddGroup): past it,
+	// samples of new values go into one row whose values are OtherGroup, so
+	// a group by a high-cardinality tag (a url) keeps bounded memory and
+	// every sample (code review D10).
+	MaxGroupRows = 10000
+	OtherGroup   = "(other)"
 )
 
 // CollectorOptions configure a Collector.
@@ -409,6 +415,13 @@ func (st *metricState) buildRoute(tags TagSet) *route {
 		}
 		key := strings.Join(vals, "\x00")
 		row := g.rows[key]
+		if row == nil && len(g.rows) >= MaxGroupRows {
+			for i := range vals {
+				vals[i] = OtherGroup
+			}
+			key = strings.Join(vals, "\x00")
+			row = g.rows[key]
+		}
 		if row == nil {
 			row = &groupRow{values: vals, sink: NewSink(st.m.Type)}
 			g.rows[key] = row

@@ -370,3 +370,33 @@ func TestExactPercentilesForSmallSinks(t *testing.T) {
 		}
 	}
 }
+
+// D10: a group by a high-cardinality tag keeps at most MaxGroupRows rows of
+// its own, then one "(other)" row: memory bounded, every sample counted
+// (the rows were unbounded).
+func TestGroupRowsAreBounded(t *testing.T) {
+	c, dur, _, _ := newTestCollector(t)
+	if err := c.AddGroup("x_op_duration", "url"); err != nil {
+		t.Fatal(err)
+	}
+	buf := c.NewBuffer()
+	const n = MaxGroupRows + 500
+	for i := 0; i < n; i++ {
+		buf.Add(Sample{Metric: dur, Tags: NewTagSet(Tag{"url", fmt.Sprintf("/item/%d", i)}), Time: t0, Value: 1})
+	}
+	g := c.Snapshot(time.Second).Metric("x_op_duration").Group("url")
+	if len(g.Rows) != MaxGroupRows+1 {
+		t.Fatalf("%d rows, want %d and one (other)", len(g.Rows), MaxGroupRows+1)
+	}
+	last := g.Rows[len(g.Rows)-1]
+	if last.Values[0] != OtherGroup {
+		t.Fatalf("the last row is %v, want (other)", last.Values)
+	}
+	var total int64
+	for _, r := range g.Rows {
+		total += r.Sink.(*TrendSink).Count()
+	}
+	if total != n || last.Sink.(*TrendSink).Count() != 500 {
+		t.Errorf("rows hold %d samples (other %d), want %d (500)", total, last.Sink.(*TrendSink).Count(), n)
+	}
+}

@@ -99,7 +99,9 @@ type Conn struct {
 	// reading: the reader goroutine has a frame in hand (false while it
 	// waits in NextReader, when everything that arrived has been read).
 	reading atomic.Bool
-	stats   struct {
+	// pongData is the latest ping to answer on the poll path (onPing).
+	pongData atomic.Pointer[string]
+	stats    struct {
 		framesIn, bytesIn, framesOut, bytesOut, badFrames, notices, late atomic.Int64
 	}
 }
@@ -288,10 +290,15 @@ func (c *Conn) Close() error {
 		c.byUs = true
 		c.closed = true
 		c.mu.Unlock()
-		// A polite close frame, briefly; then the socket goes, which ends the reader.
-		_ = c.ws.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-		c.endReader()
+		// A polite close frame, briefly; then the socket goes, which ends the
+		// reader. Off the caller: gorilla's WriteControl waits (up to its
+		// deadline) for the write lock a blocked write holds, and a caller
+		// on a shared poll loop must never wait (code review D3).
+		go func() {
+			_ = c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+			c.endReader()
+		}()
 	})
 	return nil
 }

@@ -168,16 +168,32 @@ func (h *pollHandler) OnRead(b []byte, at time.Time) error {
 			c.dispatch(ev.Data, at)
 		case wsframe.OpPing:
 			c.idleFrom = int64(at.Sub(c.born))
-			// Answered off the loop: a write may wait on the write lock.
-			go c.pong(string(ev.Data))
+			c.onPing(string(ev.Data))
 		case wsframe.OpClose:
 			return &websocket.CloseError{Code: ev.Code, Text: string(ev.Data)}
 		}
 	}
 }
 
-func (c *Conn) pong(data string) {
-	_ = c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.cfg.WriteTimeout))
+// onPing answers a ping off the loop (a write may wait on the write lock),
+// with one goroutine however many pings arrive meanwhile: it answers the
+// latest (RFC 6455 §5.5.3) and ends when none is left (code review D4: a
+// goroutine per ping was unbounded under a ping flood). A goroutine runs
+// exactly while c.pongData is set.
+func (c *Conn) onPing(data string) {
+	if c.pongData.Swap(&data) == nil {
+		go c.pongs()
+	}
+}
+
+func (c *Conn) pongs() {
+	for {
+		p := c.pongData.Load()
+		_ = c.ws.WriteControl(websocket.PongMessage, []byte(*p), time.Now().Add(c.cfg.WriteTimeout))
+		if c.pongData.CompareAndSwap(p, nil) {
+			return
+		}
+	}
 }
 
 // WantsTicks: only a connection with a read idle timeout needs OnTick
