@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 func TestProgressLine(t *testing.T) {
@@ -127,12 +129,8 @@ func TestConsoleWritesAboveTheProgressBlock(t *testing.T) {
 // ticker: a fixed sleep flakes on a loaded machine), failing after 10 s.
 func waitOutput(t *testing.T, buf *syncBuf, what string, cond func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond(buf.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 10s: %q", what, buf.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitfor.Within(10*time.Second, func() bool { return cond(buf.String()) }) {
+		t.Fatalf("no %s within 10s: %q", what, buf.String())
 	}
 }
 

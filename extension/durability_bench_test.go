@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/audit"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -112,13 +113,7 @@ sample = ` + strconv.Itoa(n) + "\n"
 		}(g)
 	}
 	wg.Wait()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if seen := l.acks.Seen(); seen >= int64(per*len(humans)) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitfor.Within(time.Minute, func() bool { return l.acks.Seen() >= int64(per*len(humans)) })
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // These tests run the real binary under the command lines of
@@ -240,22 +242,23 @@ func startRunner(t *testing.T, bin, dir, script string, extra ...string) *runner
 // until it answers below 400 and cond holds.
 func (r *runner) status(cond func(map[string]any) bool) map[string]any {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var got map[string]any
+	if waitfor.WithinEvery(30*time.Second, 50*time.Millisecond, func() bool {
 		resp, err := http.Get("http://" + r.addr + "/v1/status")
-		if err == nil {
-			var doc struct {
-				Data struct {
-					Attributes map[string]any `json:"attributes"`
-				} `json:"data"`
-			}
-			ok := resp.StatusCode < 400 && json.NewDecoder(resp.Body).Decode(&doc) == nil
-			resp.Body.Close()
-			if ok && cond(doc.Data.Attributes) {
-				return doc.Data.Attributes
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		var doc struct {
+			Data struct {
+				Attributes map[string]any `json:"attributes"`
+			} `json:"data"`
+		}
+		ok := resp.StatusCode < 400 && json.NewDecoder(resp.Body).Decode(&doc) == nil
+		resp.Body.Close()
+		got = doc.Data.Attributes
+		return ok && cond(got)
+	}) {
+		return got
 	}
 	r.t.Fatalf("GET /v1/status never showed the wanted state; stderr:\n%s", r.errb.String())
 	return nil

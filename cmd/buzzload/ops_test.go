@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -256,15 +257,13 @@ func TestPreflightAuthRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = relay.Process.Kill(); _ = relay.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	waitfor.Until(t, "the relay to listen", 10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("relay did not listen")
-		}
-	}
+		return err == nil
+	})
 	if err := os.WriteFile(filepath.Join(dir, "noauth.toml"), []byte(strings.ReplaceAll(deadTarget, "ADDR", addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}

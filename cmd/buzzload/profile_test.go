@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/google/pprof/profile"
 )
 
@@ -46,11 +47,8 @@ func TestRelayWritesProfiles(t *testing.T) {
 		done <- dispatch(context.Background(), []string{"relay", "--listen", "127.0.0.1:0", "--cpuprofile", cpu}, env)
 	}()
 	re := regexp.MustCompile(`websocket: +ws://`)
-	for deadline := time.Now().Add(5 * time.Second); !re.MatchString(out.String()); {
-		if time.Now().After(deadline) {
-			t.Fatalf("relay did not start: %q %q", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitfor.Within(5*time.Second, func() bool { return re.MatchString(out.String()) }) {
+		t.Fatalf("relay did not start: %q %q", out.String(), errb.String())
 	}
 	sigs <- syscall.SIGTERM
 	if code := <-done; code != 0 {

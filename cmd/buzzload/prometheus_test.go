@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/output/prometheusrw/promserver"
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // These tests run buzzload into a real Prometheus (Debian's prometheus,
@@ -459,8 +460,9 @@ func TestPrometheusRWKilledMidRunChangesNothingButReportsTheLoss(t *testing.T) {
 	if baseCode != 0 {
 		t.Fatalf("baseline exit %d: %s", baseCode, baseErr)
 	}
+	// Killed mid-run: once Prometheus holds the run's first points.
 	go func() {
-		time.Sleep(1200 * time.Millisecond)
+		waitfor.Within(30*time.Second, func() bool { return promHas(prom, `k6_iterations_total{testid="kill1"}`) })
 		prom.Kill()
 	}()
 	export := filepath.Join(dir, "killed.json")
@@ -531,8 +533,9 @@ func TestPrometheusRWKilledDuringABuzzRun(t *testing.T) {
 		return code, stderr, m
 	}
 	baseCode, _, base := run("base", nil)
+	// Killed mid-run: once Prometheus holds the run's Buzz points.
 	go func() {
-		time.Sleep(2500 * time.Millisecond)
+		waitfor.Within(60*time.Second, func() bool { return promHas(prom, `k6_buzz_op_duration_seconds{testid="kill2",op="publish"}`) })
 		prom.Kill()
 	}()
 	code, stderr, killed := run("killed", promEnv(prom), "--tag", "testid=kill2", "-o", "experimental-prometheus-rw")
@@ -571,4 +574,10 @@ func TestPrometheusRWKilledDuringABuzzRun(t *testing.T) {
 func stringOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// promHas reports whether Prometheus has a sample of expr now.
+func promHas(prom *promserver.Server, expr string) bool {
+	res, err := prom.Query(context.Background(), expr, time.Now())
+	return err == nil && len(res) > 0
 }

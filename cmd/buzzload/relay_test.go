@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/gorilla/websocket"
 )
@@ -47,13 +48,12 @@ func TestRelayCommandServesAndStopsOnSignal(t *testing.T) {
 
 	wsRe := regexp.MustCompile(`websocket: +(ws://\S+)`)
 	var wsURL string
-	deadline := time.Now().Add(5 * time.Second)
-	for wsURL == "" && time.Now().Before(deadline) {
+	waitfor.Within(5*time.Second, func() bool {
 		if m := wsRe.FindStringSubmatch(out.String()); m != nil {
 			wsURL = m[1]
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return wsURL != ""
+	})
 	if wsURL == "" {
 		t.Fatalf("no WebSocket URL printed; stdout %q stderr %q", out.String(), errb.String())
 	}
@@ -153,11 +153,12 @@ func TestRelayOperatorSecretFromEnvironmentAndSIGINT(t *testing.T) {
 
 	re := regexp.MustCompile(`operator pubkey: +([0-9a-f]{64})`)
 	var got string
-	for deadline := time.Now().Add(5 * time.Second); got == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	waitfor.Within(5*time.Second, func() bool {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			got = m[1]
 		}
-	}
+		return got != ""
+	})
 	if got != op.PubKey() {
 		t.Errorf("operator pubkey printed %q, want the key of BUZZ_OPERATOR_SECRET %q; stdout:\n%s", got, op.PubKey(), out.String())
 	}
@@ -192,9 +193,10 @@ func TestRelayGeneratedSecretInAPrivateDirectory(t *testing.T) {
 	go func() { done <- dispatch(context.Background(), []string{"relay", "--listen", "127.0.0.1:0"}, env) }()
 	re := regexp.MustCompile(`operator secret: written to (\S+) \(mode (\d+)\)`)
 	var m []string
-	for deadline := time.Now().Add(5 * time.Second); m == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	waitfor.Within(5*time.Second, func() bool {
 		m = re.FindStringSubmatch(out.String())
-	}
+		return m != nil
+	})
 	if m == nil {
 		t.Fatalf("no secret line; stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	}

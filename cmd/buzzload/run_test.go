@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // A conformance case is a script in testdata/conformance whose leading
@@ -174,19 +176,21 @@ func runCase(t *testing.T, dir, script string, extra []string) {
 
 func TestRunSignalExits105AndRunsTeardown(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "long.js")
-	src := `export const options = { vus: 1, duration: "30s" };
-export default function () {}
+	src := `import { sleep } from "k6";
+export const options = { vus: 1, duration: "30s" };
+let said = false;
+export default function () { if (!said) { console.log("iterating"); said = true; } sleep(0.01); }
 export function teardown() { console.log("teardown ran"); }`
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sigs := make(chan os.Signal, 1)
-	var out, errb bytes.Buffer
+	var out, errb syncBuffer
 	done := make(chan int)
 	go func() {
 		done <- dispatch(context.Background(), []string{"run", "-q", script}, cliEnv{Stdout: &out, Stderr: &errb, Signals: sigs})
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitfor.Until(t, "the run's first iteration", 10*time.Second, func() bool { return strings.Contains(errb.String(), "iterating") })
 	sigs <- syscall.SIGINT
 	select {
 	case code := <-done:

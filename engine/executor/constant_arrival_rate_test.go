@@ -30,7 +30,7 @@ func TestArrivalRateCreatesOneVUAtATime(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(40 * time.Millisecond)
+		time.Sleep(40 * time.Millisecond) // the fake iteration's work
 		inFlight.Add(-1)
 		created.Add(1)
 		return &fakeVU{rec: rec, id: id, idTest: idTest, work: sleepOrCancel(200 * time.Millisecond)}, nil

@@ -195,7 +195,10 @@ func TestGracefulStopInterruptsALongIteration(t *testing.T) {
 	if h.sched.IterationsInterrupted() != 1 || h.sched.IterationsCompleted() != 0 {
 		t.Errorf("completed %d interrupted %d", h.sched.IterationsCompleted(), h.sched.IterationsInterrupted())
 	}
-	if took < 300*time.Millisecond || took > 2*time.Second {
+	// At least duration + gracefulStop (a lower bound the clock cannot
+	// break); far less than the hour-long iteration it interrupts (the
+	// upper bound is generous for a loaded machine: code review T2).
+	if took < 300*time.Millisecond || took > 30*time.Second {
 		t.Errorf("run took %v, want duration + gracefulStop = 300ms", took)
 	}
 }

@@ -33,7 +33,7 @@ export default function () {
 		t.Fatalf("the first sleep must end with the context: %+v", res)
 	}
 	// Past the first sleep's own expiry: a stale tick would be waiting now.
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(250 * time.Millisecond) // time passing is the test: past the first sleep's own expiry
 	if res := vu.RunIteration(context.Background(), Iteration{Stage: -1}); res.Err != nil {
 		t.Fatal(res.Err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/jshost"
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // starterBody is exactly what k6-operator's starter sends (curl_start.go).
@@ -87,16 +88,13 @@ func attrs(doc map[string]any) map[string]any {
 // waitStatus polls GET /v1/status until cond holds (bounded).
 func (l *live) waitStatus(cond func(a map[string]any) bool) map[string]any {
 	l.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var got map[string]any
+	waitfor.Until(l.t, "the expected status", 20*time.Second, func() bool {
 		code, doc, _ := l.do(http.MethodGet, "/v1/status", "")
-		if code == http.StatusOK && cond(attrs(doc)) {
-			return attrs(doc)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	l.t.Fatal("status never reached the expected state")
-	return nil
+		got = attrs(doc)
+		return code == http.StatusOK && cond(got)
+	})
+	return got
 }
 
 func (l *live) result() engine.Result {
@@ -355,7 +353,7 @@ func TestPausedRunsClockStartsAtTheResume(t *testing.T) {
 	const paused = 1500 * time.Millisecond
 	l := startRun(t, clockScript, true, nil)
 	l.waitStatus(func(a map[string]any) bool { return a["status"] == float64(engine.StatusPausedBeforeRun) })
-	time.Sleep(paused)
+	time.Sleep(paused) // the paused interval is what the test measures: time passing, no condition
 	if code, doc, _ := l.do(http.MethodPatch, "/v1/status", starterBody); code != http.StatusOK {
 		t.Fatalf("resume: %d %v", code, doc)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // passAndFail are the two runs of a distributed example: the whole run's
@@ -184,18 +186,11 @@ func TestClusterRunnerKilled(t *testing.T) {
 	kube(t, manifest, "apply", "-f", "-")
 	testrun := "buzzload-" + run
 	// Wait until the runners are running (started), then kill runner 2.
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	waitfor.UntilEvery(t, "the runners running, started", 5*time.Minute, time.Second, func() bool {
 		out, _ := kubeTry("", "get", "pods", "-l", "runner=true,k6_cr="+testrun, "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
-		if strings.Count(out, "=Running") == 3 && jobDone(testrun+"-starter") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runners not running: %s", out)
-		}
-		time.Sleep(time.Second)
-	}
-	time.Sleep(5 * time.Second)
+		return strings.Count(out, "=Running") == 3 && jobDone(testrun+"-starter")
+	})
+	time.Sleep(5 * time.Second) // the fault's moment: a few seconds into the load, as the test plays it
 	kube(t, "", "delete", "pod", "-l", "runner=true,k6_cr="+testrun+",job-name="+testrun+"-2", "--grace-period=0", "--force")
 	if waitJob(t, "buzzload-merge-"+run, 8*time.Minute) {
 		t.Fatalf("the merge passed with a runner killed:\n%s", kube(t, "", "logs", "job/buzzload-merge-"+run))
@@ -234,7 +229,7 @@ func TestClusterRelayLog(t *testing.T) {
 	tomlPath := filepath.Join(dir, "relaylog.toml")
 	write(t, tomlPath, []byte(strings.Replace(toml, "hold_secs = 10", "hold_secs = 6", 1)))
 	go func() {
-		time.Sleep(4 * time.Second)
+		time.Sleep(4 * time.Second) // the fault's moment: mid-run, as the test plays it
 		// The relay container's stdout is its log: what kubectl logs reads.
 		_, _ = kubeTry("", "exec", "deploy/buzz-relay", "--", "sh", "-c",
 			`echo "2026-12-04T00:00:02Z ERROR buzz::db: pool exhausted (k8s-e2e)" > /proc/1/fd/1`)

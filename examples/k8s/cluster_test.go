@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -94,18 +95,13 @@ func deployRelay(t *testing.T) {
 	t.Helper()
 	kube(t, relayManifest, "apply", "-f", "-")
 	kube(t, "", "rollout", "status", "deployment/buzz-relay", "--timeout=180s")
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitfor.UntilEvery(t, "the relay's Service to answer", time.Minute, time.Second, func() bool {
 		resp, err := http.Get("http://" + relayIP + ":" + relayPort + "/")
 		if err == nil {
 			resp.Body.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the relay's Service does not answer: %v", err)
-		}
-		time.Sleep(time.Second)
-	}
+		return err == nil
+	})
 }
 
 // resultsVolume is the PersistentVolume behind the examples' claim
@@ -258,18 +254,21 @@ func podExits(t *testing.T, selector string) map[string]int {
 // waitJob waits until the Job is Complete or Failed and says which.
 func waitJob(t *testing.T, name string, d time.Duration) bool {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	ended, complete := false, false
+	ok := waitfor.WithinEvery(d, 2*time.Second, func() bool {
 		out, _ := kubeTry("", "get", "job", name, "-o", `jsonpath={.status.conditions[?(@.status=="True")].type}`)
 		for _, c := range strings.Fields(out) {
 			switch c {
 			case "Complete":
-				return true
+				ended, complete = true, true
 			case "Failed":
-				return false
+				ended = true
 			}
 		}
-		time.Sleep(2 * time.Second)
+		return ended
+	})
+	if ok {
+		return complete
 	}
 	t.Fatalf("job %s did not end in %s:\n%s", name, d, kube(t, "", "get", "jobs,pods", "-o", "wide"))
 	return false

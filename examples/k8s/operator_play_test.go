@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // playOperator is a TestRun of three runners: initializer, runners,
@@ -110,12 +112,8 @@ func TestPlaysTheOperatorPLZ(t *testing.T) {
 		}
 	}
 	starter(t, bin, addrs)
-	deadline := time.Now().Add(2 * time.Minute)
 	for _, a := range addrs {
-		for {
-			if time.Now().After(deadline) {
-				t.Fatalf("runner %s still running", a)
-			}
+		waitfor.UntilEvery(t, "runner "+a+" to stop running", 2*time.Minute, 200*time.Millisecond, func() bool {
 			resp, err := client.Get("http://" + a + "/v1/status")
 			if err != nil {
 				t.Fatal(err)
@@ -132,11 +130,8 @@ func TestPlaysTheOperatorPLZ(t *testing.T) {
 			if err := json.Unmarshal(b, &st); err != nil {
 				t.Fatalf("GET /v1/status: %s", b)
 			}
-			if !st.Data.Attributes.Running {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return !st.Data.Attributes.Running
+		})
 	}
 	resp, err = client.Post("http://"+addrs[0]+"/v1/teardown", "application/json", nil)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // proc is a started process with its output in files.
@@ -140,23 +142,22 @@ func freePort(t *testing.T) string {
 // operator does before it starts the test (k6_start.go).
 func waitStatus(t *testing.T, p *proc, addr string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
 	client := &http.Client{Timeout: 2 * time.Second}
-	for time.Now().Before(deadline) {
+	if waitfor.WithinEvery(d, 100*time.Millisecond, func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("%s exited (%d) before its REST API answered:\n%s", p.name, p.exitCode(), p.output())
 		default:
 		}
 		resp, err := client.Get("http://" + addr + "/v1/status")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode < 400 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode < 400
+	}) {
+		return
 	}
 	t.Fatalf("%s: GET /v1/status did not answer below 400 within %s:\n%s", p.name, d, p.output())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -62,10 +63,7 @@ func BenchmarkConnectedHumanMemory(b *testing.B) {
 				_ = Run(stop, nil, Config{Scenario: sc, Global: g, Sink: sink})
 			}()
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for sink.ok(OpHistory) < humans*3 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitfor.Within(30*time.Second, func() bool { return sink.ok(OpHistory) >= humans*3 })
 		sink.Reset()
 		runtime.GC()
 		runtime.ReadMemStats(&after)

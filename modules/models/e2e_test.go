@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -36,11 +37,7 @@ func runUntil(t *testing.T, sc *scenario.Scenario, clients map[int]relayclient.S
 			}
 		}()
 	}
-	deadline := time.Now().Add(slow)
-	for !cond() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	held := cond()
+	held := waitfor.Within(slow, cond)
 	cancel()
 	wg.Wait()
 	if !held {

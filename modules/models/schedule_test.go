@@ -210,7 +210,7 @@ func TestRunScheduleStopsOnContext(t *testing.T) {
 	go func() {
 		done <- RunSchedule(ctx, nil, s, time.Now(), func(Event) bool { calls++; return true })
 	}()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // into its wait (no event due for an hour: nothing to observe), then cancelled
 	cancel()
 	select {
 	case err := <-done:

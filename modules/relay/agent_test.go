@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -133,10 +134,7 @@ func TestSlowConsumerIsDropped(t *testing.T) {
 	for i := 0; i < 200 && connected(); i++ {
 		pub.mustPublish(ev(t, alice, 9, big+string(rune('a'+i%26)), []string{"h", ch}))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for connected() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Within(5*time.Second, func() bool { return !connected() })
 	if connected() {
 		t.Fatal("a subscriber that never reads is still connected")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -170,9 +171,7 @@ func BenchmarkFanout1000(b *testing.B) {
 			pub.ws.ReadMessage()
 		}
 		want := int64(end) * subs
-		for received.Load() < want {
-			time.Sleep(100 * time.Microsecond)
-		}
+		waitfor.Until(b, "every delivery", time.Minute, func() bool { return received.Load() >= want })
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -182,9 +181,7 @@ func BenchmarkFanout1000(b *testing.B) {
 	}
 	wg.Wait()
 	// Let the relay reap its side before the next benchmark measures memory.
-	for deadline := time.Now().Add(5 * time.Second); r.Stats().Connections > 1 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Within(5*time.Second, func() bool { return r.Stats().Connections <= 1 })
 }
 
 // BenchmarkIdleConnectionMemory: the relay's memory per idle authenticated
@@ -202,7 +199,7 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		rss0 := rssBytes()
 		stop := startIdleClients(b, r, n)
-		time.Sleep(50 * time.Millisecond)
+		waitfor.Until(b, "the idle clients held", 30*time.Second, func() bool { return r.Stats().Connections >= int64(n) })
 		for gc := 0; gc < 4; gc++ {
 			runtime.GC() // each cycle may halve an idle goroutine's grown stack
 		}
@@ -216,7 +213,7 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 			b.ReportMetric(float64(rss1-rss0)/n, "rss-bytes/conn")
 		}
 		stop()
-		time.Sleep(100 * time.Millisecond) // let the relay reap the sockets
+		waitfor.Within(10*time.Second, func() bool { return r.Stats().Connections == 0 }) // the relay reaped the sockets
 	}
 }
 

@@ -3,6 +3,8 @@ package relay
 import (
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // "presence 20001 (WebSocket only, in memory, offline when the last
@@ -22,22 +24,12 @@ func TestPresenceOfflineOnlyAfterLastConnection(t *testing.T) {
 	}
 	a1.close()
 	// Wait until the relay has seen the close, then the status must hold.
-	for deadline := time.Now().Add(3 * time.Second); r.Stats().Connections != 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("relay still counts %d connections", r.Stats().Connections)
-		}
-	}
-	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(30 * time.Millisecond) {
-		if s := status(); s != "away" {
-			t.Fatalf("status %q after one of two connections closed, want away", s)
-		}
+	waitfor.Until(t, "the relay to see the close", 3*time.Second, func() bool { return r.Stats().Connections == 1 })
+	// The relay has handled the close (the count is its connection's end):
+	// the status must still hold.
+	if s := status(); s != "away" {
+		t.Fatalf("status %q after one of two connections closed, want away", s)
 	}
 	a2.close()
-	deadline := time.Now().Add(3 * time.Second)
-	for status() != "offline" {
-		if time.Now().After(deadline) {
-			t.Fatal("still not offline after the last connection closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, "offline after the last connection closed", 3*time.Second, func() bool { return status() == "offline" })
 }

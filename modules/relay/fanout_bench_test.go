@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkFanoutCPU(b *testing.B) {
 	b.ResetTimer()
 	next := time.Now()
 	for _, fr := range events {
-		time.Sleep(time.Until(next))
+		time.Sleep(time.Until(next)) // the benchmark's pace: one event per gap
 		next = next.Add(fanoutGap)
 		pub.ws.WriteMessage(websocket.TextMessage, fr)
 		pub.ws.ReadMessage() // the OK, queued once the fan-out is done
@@ -168,10 +169,7 @@ func TestFanoutClientHelper(t *testing.T) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		want, _ := strconv.ParseInt(in.Text(), 10, 64)
-		deadline := time.Now().Add(30 * time.Second)
-		for got.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		waitfor.Within(30*time.Second, func() bool { return got.Load() >= want })
 		if g := got.Load(); g < want {
 			fmt.Println("short", g)
 		} else {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -348,13 +349,7 @@ func TestPresenceSynthesis(t *testing.T) {
 		t.Fatalf("status %q, want away", s)
 	}
 	a.close()
-	deadline := time.Now().Add(3 * time.Second)
-	for status() != "offline" {
-		if time.Now().After(deadline) {
-			t.Fatal("still not offline after the last connection closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, "offline after the last connection closed", 3*time.Second, func() bool { return status() == "offline" })
 }
 
 // TagValueOr is a test helper on nostr.Event via a wrapper function.

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // scaleEnv gates the long benchmarks: `make bench-scale` sets it (with the
@@ -45,7 +47,6 @@ func BenchmarkScaleIdle10kConnections(b *testing.B) {
 		if got := r.Stats().Connections; got < n {
 			b.Fatalf("relay holds %d connections, want %d", got, n)
 		}
-		time.Sleep(200 * time.Millisecond)
 		for range 4 {
 			runtime.GC() // each cycle may shrink an idle goroutine's grown stack
 		}
@@ -57,9 +58,7 @@ func BenchmarkScaleIdle10kConnections(b *testing.B) {
 		b.ReportMetric((float64(after.HeapInuse+after.StackInuse)-float64(before.HeapInuse+before.StackInuse))/n, "heap+stack-B/conn")
 		b.ReportMetric(connect.Seconds(), "connect-s")
 		stop()
-		for deadline := time.Now().Add(30 * time.Second); r.Stats().Connections > 0 && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond) // let the relay reap the sockets
-		}
+		waitfor.Within(30*time.Second, func() bool { return r.Stats().Connections == 0 }) // the relay reaped the sockets
 	}
 }
 

@@ -161,7 +161,12 @@ func TestAuthDeadlineClosesSocket(t *testing.T) {
 		t.Fatal("socket still open after the AUTH deadline")
 	}
 	a := authed(t, r, key("alice"))
-	time.Sleep(400 * time.Millisecond)
+	// A socket opened with it that never authenticates closes at the
+	// deadline: by then the authenticated one has passed it too.
+	probe := dial(t, r)
+	if _, err := probe.tryRead(3 * time.Second); err == nil {
+		t.Fatal("probe socket still open after the AUTH deadline")
+	}
 	a.send("CLOSE", "x")
 	if f := a.read(); str(f[0]) != "CLOSED" {
 		t.Fatalf("authenticated socket closed: %s", frameString(f))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // An announced body above the cap is refused before a byte of it is read,
@@ -54,14 +56,14 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 	}()
 	// Wait until the held body's 600 KiB are counted against the budget.
 	bt := pool.(*budgetTransport)
-	for bt.used.Load() < 600<<10 {
+	waitfor.Until(t, "the held body counted", 10*time.Second, func() bool {
 		select {
 		case r := <-held:
 			t.Fatalf("the held request ended early: %+v", r)
 		default:
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return bt.used.Load() >= 600<<10
+	})
 	_, r = h.Do(context.Background(), Request{Op: "second", Path: "/", Unsigned: true})
 	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "response bodies in flight exceed the run's budget (1 MiB)") {
 		t.Fatalf("a body beyond the budget: %+v", r)

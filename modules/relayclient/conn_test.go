@@ -9,11 +9,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -300,14 +302,10 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		// A failed dial leaves nothing either.
 		_, _ = Connect(context.Background(), Config{Target: Target{WSURL: "ws://127.0.0.1:1"}, Keys: k})
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			n := runtime.Stack(buf, true)
-			t.Fatalf("%d goroutines, started with %d:\n%s", runtime.NumGoroutine(), base, buf[:n])
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !waitfor.Within(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
+		buf := make([]byte, 1<<16)
+		n := runtime.Stack(buf, true)
+		t.Fatalf("%d goroutines, started with %d:\n%s", runtime.NumGoroutine(), base, buf[:n])
 	}
 }
 
@@ -350,6 +348,8 @@ func TestReadIdleTimeout(t *testing.T) {
 	fr2 := newFakeRelay(t, nil)
 	c2 := connect(t, fr2, nil, func(cfg *Config) { cfg.ReadIdleTimeout = 400 * time.Millisecond })
 	srv := fr2.conn(0)
+	var pongs atomic.Int32
+	srv.ws.SetPongHandler(func(string) error { pongs.Add(1); return nil })
 	stop := make(chan struct{})
 	go func() {
 		tk := time.NewTicker(20 * time.Millisecond)
@@ -364,7 +364,9 @@ func TestReadIdleTimeout(t *testing.T) {
 		}
 	}()
 	defer close(stop)
-	time.Sleep(800 * time.Millisecond)
+	// Two idle timeouts' worth of pings answered: alive past the timeout
+	// because of them (the pongs come back through the server's reader).
+	waitfor.Until(t, "40 pongs (two idle timeouts of pings)", 10*time.Second, func() bool { return pongs.Load() >= 40 })
 	if c2.Err() != nil {
 		t.Fatalf("pinged connection ended: %v", c2.Err())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -106,19 +107,16 @@ func (fr *fakeRelay) addr() string { return strings.TrimPrefix(fr.srv.URL, "http
 func (fr *fakeRelay) wsURL() string { return "ws://" + fr.addr() }
 
 func (fr *fakeRelay) conn(i int) *fakeConn {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	var c *fakeConn
+	waitfor.Until(fr.t, fmt.Sprintf("server connection %d", i), 5*time.Second, func() bool {
 		fr.mu.Lock()
+		defer fr.mu.Unlock()
 		if i < len(fr.conns) {
-			c := fr.conns[i]
-			fr.mu.Unlock()
-			return c
+			c = fr.conns[i]
 		}
-		fr.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-	}
-	fr.t.Fatalf("no server connection %d", i)
-	return nil
+		return c != nil
+	})
+	return c
 }
 
 const testChallenge = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -212,11 +210,5 @@ func signed(t testing.TB, k *nostr.Keys, content string) *nostr.Event {
 // waitFor polls cond for up to 5 s (generous: a loaded 2-core machine).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitfor.Until(t, what, 5*time.Second, cond)
 }

@@ -180,7 +180,9 @@ func TestHTTPStatusClassification(t *testing.T) {
 
 func TestHTTPTimeoutIsAnError(t *testing.T) {
 	release := make(chan struct{})
+	arrived := make(chan struct{}, 4)
 	fh := newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) {
+		arrived <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -192,8 +194,9 @@ func TestHTTPTimeoutIsAnError(t *testing.T) {
 	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "no response within") {
 		t.Fatalf("%+v", r)
 	}
+	<-arrived // the timed-out request's
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+	go func() { <-arrived; cancel() }() // cancelled once the server has it
 	_, r = h.Query(ctx, nil, CallOptions{})
 	if r.Outcome != OutcomePending {
 		t.Fatalf("cancelled: %+v", r)
@@ -449,26 +452,52 @@ func TestQueryObjectForSnapshotReads(t *testing.T) {
 // during the body is the timeout" fails the second case.
 func TestHTTPBodyCutShortByTimeoutIsAnErrorAndByTheCallerIsAbandoned(t *testing.T) {
 	release := make(chan struct{})
+	midBody := make(chan struct{}, 4)
 	fh := newFakeHTTP(t, "http", func(w http.ResponseWriter, r *http.Request, body []byte) {
 		w.Header().Set("Content-Length", "1000")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(`[{"id":`))
 		w.(http.Flusher).Flush()
+		midBody <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	})
 	defer close(release)
-	h := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}})
+	headers := make(chan struct{}, 4)
+	pool, err := NewTransport(TransportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := headersSeen{rt: pool, seen: headers}
+	h := newHTTPClient(t, HTTPConfig{Target: Target{HTTPURL: fh.srv.URL}, Transport: tr})
 	_, r := h.Query(context.Background(), nil, CallOptions{Timeout: 150 * time.Millisecond})
 	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "body not complete within") {
 		t.Errorf("timeout mid-body: %+v", r)
 	}
+	<-midBody // the timed-out request's
+	<-headers
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	// Cancelled once the client has the headers and the server has sent
+	// part of the body: the client is reading the body.
+	go func() { <-midBody; <-headers; cancel() }()
 	_, r = h.Query(ctx, nil, CallOptions{Timeout: 5 * time.Second})
 	if r.Outcome != OutcomePending || !strings.Contains(r.Error, "cancelled while reading the body") {
 		t.Errorf("cancelled mid-body: %+v", r)
 	}
+}
+
+// headersSeen signals each response whose headers arrived.
+type headersSeen struct {
+	rt   http.RoundTripper
+	seen chan struct{}
+}
+
+func (h headersSeen) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.rt.RoundTrip(r)
+	if err == nil {
+		h.seen <- struct{}{}
+	}
+	return resp, err
 }

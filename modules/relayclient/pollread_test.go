@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -112,10 +113,10 @@ func TestFramesInTheUpgradeResponsesSegmentAreNotLost(t *testing.T) {
 					} else { // the headers' \r\n\r\n across two segments, frames after
 						i := strings.Index(string(out), "\r\n\r\n") + 2
 						_, _ = nc.Write(out[:i])
-						time.Sleep(20 * time.Millisecond)
+						time.Sleep(20 * time.Millisecond) // latency in a fake: two TCP segments
 						_, _ = nc.Write(out[i:])
 					}
-					time.Sleep(2 * time.Second)
+					_, _ = io.Copy(io.Discard, nc) // until the client goes
 				}()
 			}
 		}()
@@ -154,7 +155,7 @@ func TestFragmentedMessagesAndPingPong(t *testing.T) {
 			_, _ = w.Write([]byte(`"]`))
 			_ = w.Close()
 			_ = ws.WriteMessage(websocket.TextMessage, []byte(`["NOTICE","after"]`))
-			time.Sleep(2 * time.Second)
+			untilClientGoes(ws)
 		})
 		var ns notices
 		c := dialPath(t, url, p.noPoller, func(cfg *Config) { cfg.OnNotice = ns.on })
@@ -189,7 +190,7 @@ func TestOversizeMessagesAreBadFramesAndTheConnectionGoesOn(t *testing.T) {
 			}
 			_ = w.Close()
 			_ = ws.WriteMessage(websocket.TextMessage, []byte(`["NOTICE","small"]`))
-			time.Sleep(2 * time.Second)
+			untilClientGoes(ws)
 		})
 		var ns notices
 		sink := &CollectSink{}
@@ -258,7 +259,7 @@ func TestProtocolErrorEndsTheConnection(t *testing.T) {
 	} {
 		url := scriptRelay(t, func(ws *websocket.Conn) {
 			_, _ = ws.NetConn().Write(tc.raw)
-			time.Sleep(2 * time.Second)
+			untilClientGoes(ws)
 		})
 		c := dialPath(t, url, false, nil)
 		select {
@@ -276,13 +277,15 @@ func TestProtocolErrorEndsTheConnection(t *testing.T) {
 // closes, nothing is delivered after.
 func TestCloseFromACallback(t *testing.T) {
 	for _, p := range readPaths {
+		served := make(chan struct{})
 		url := scriptRelay(t, func(ws *websocket.Conn) {
+			defer close(served)
 			for i := 0; i < 100_000; i++ {
 				if ws.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`["NOTICE","n%d"]`, i))) != nil {
 					return
 				}
 				if i%50 == 0 {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // the fake relay's pace: frames keep flowing while the client closes
 				}
 			}
 		})
@@ -306,7 +309,7 @@ func TestCloseFromACallback(t *testing.T) {
 			t.Fatalf("%s: Done not closed after Close from a callback", p.name)
 		}
 		n := after.Load()
-		time.Sleep(50 * time.Millisecond)
+		<-served // the relay wrote until the socket went: nothing more can come
 		if after.Load() != n || c.Err() != nil || !closed.Load() {
 			t.Fatalf("%s: notices after Done: %d → %d; Err %v", p.name, n, after.Load(), c.Err())
 		}
@@ -468,5 +471,15 @@ func TestAtTheDescriptorLimitTheGoroutineReaderTakesOver(t *testing.T) {
 	}
 	if r := c.Publish(context.Background(), signed(t, keys, "at the limit"), PublishOptions{}); r.Outcome != OutcomeOK {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// untilClientGoes holds a fake relay's socket open until the client closes
+// it (reading and discarding what it sends).
+func untilClientGoes(ws *websocket.Conn) {
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return
+		}
 	}
 }

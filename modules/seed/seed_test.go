@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -188,15 +189,11 @@ func TestSeedPrivateEndToEnd(t *testing.T) {
 	// Order as the relay fanned them out: every 9007 before any 9000,
 	// every 9000 before any post (community 0).
 	posts0 := 3*(4+2*4) + 6
-	deadline := time.Now().Add(5 * time.Second)
 	var ks []int
-	for time.Now().Before(deadline) {
+	waitfor.Within(5*time.Second, func() bool {
 		ks = log.snapshot()
-		if countKind(ks, nostr.KindStreamMessage) >= posts0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return countKind(ks, nostr.KindStreamMessage) >= posts0
+	})
 	if countKind(ks, nostr.KindCreateGroup) != 3 || countKind(ks, nostr.KindPutUser) < 3 || countKind(ks, nostr.KindStreamMessage) != posts0 {
 		t.Fatalf("subscription saw 9007×%d 9000×%d 9×%d", countKind(ks, 9007), countKind(ks, 9000), countKind(ks, 9))
 	}

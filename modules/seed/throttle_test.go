@@ -79,9 +79,9 @@ func TestSeedThrottledForeverGivesUp(t *testing.T) {
 	// A request the seed cancelled as it returned may still reach the
 	// server a moment later; a retry would come a second later ("retry in
 	// 1s"), so count from 200 ms after the return.
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a negative check's window: a request cancelled at the return may still land
 	n := calls.Load()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // a negative check: no retry comes in its interval (1 s)
 	if calls.Load() != n {
 		t.Fatalf("requests went on after the seed returned (%d → %d)", n, calls.Load())
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // Verify finds the gaps of an unseeded and a partly seeded fixture, passes
@@ -76,13 +79,14 @@ func TestWaitCompleteFollowsASeedAndIsBounded(t *testing.T) {
 		err error
 	}
 	done := make(chan out, 1)
-	checks := 0
+	var checks atomic.Int32
 	go func() {
 		res, err := WaitComplete(ctx, sc, Options{}, WaitOptions{Timeout: 30 * time.Second, Interval: 20 * time.Millisecond,
-			MaxInterval: 50 * time.Millisecond, Progress: func(error) { checks++ }})
+			MaxInterval: 50 * time.Millisecond, Progress: func(error) { checks.Add(1) }})
 		done <- out{res, err}
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// The waiter has looked at the fixture, found it incomplete, before the seed.
+	waitfor.Until(t, "the waiter's first check", 10*time.Second, func() bool { return checks.Load() > 0 })
 	if _, err := runSeed(t, r, sc, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +94,7 @@ func TestWaitCompleteFollowsASeedAndIsBounded(t *testing.T) {
 	if got.err != nil || !got.res.OK() || got.res.Posts.Existing != got.res.Posts.Planned {
 		t.Fatalf("after the seed: %v %+v", got.err, got.res)
 	}
-	if checks == 0 {
+	if checks.Load() == 0 {
 		t.Fatal("the fixture was complete before the seed ran")
 	}
 }

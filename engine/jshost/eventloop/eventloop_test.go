@@ -22,7 +22,7 @@ func TestStartRunsCallbacksInOrderAndWaitsForReservations(t *testing.T) {
 			prev = done
 			go func() {
 				<-after
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // a Go-side callback's latency (the fake's): order is the test
 				enq(func() error { got = append(got, i); return nil })
 				close(done)
 			}()
@@ -45,7 +45,7 @@ func TestCallbackErrorStopsLoopAndDrainLeavesNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // a Go-side callback's latency (the fake's)
 			b(func() error { ran++; return nil })
 		}()
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/output/cloud/capture"
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 type warnings struct {
@@ -150,7 +151,7 @@ func TestRefusedPushesAreCountedAndTheTokenNeverShows(t *testing.T) {
 	}
 	now := time.Now()
 	o.AddSamples(counterSamples(t, 5, now.Add(-3*time.Second)))
-	time.Sleep(1500 * time.Millisecond) // the first period expires and is pushed
+	waitfor.Until(t, "the first period's push to fail (3 attempts)", 20*time.Second, func() bool { return o.Stats().FailedPushes >= 1 })
 	o.AddSamples(counterSamples(t, 5, now))
 	o.RunEnded(99, false, map[string]map[string]bool{"things": {"count<1": true}})
 	if err := o.Stop(); err != nil {
@@ -189,7 +190,7 @@ func TestForbiddenCode4StopsPushing(t *testing.T) {
 	_ = o.Start()
 	now := time.Now()
 	o.AddSamples(counterSamples(t, 1, now.Add(-3*time.Second)))
-	time.Sleep(1500 * time.Millisecond)
+	waitfor.Until(t, "the first period's push", 20*time.Second, func() bool { return len(srv.Pushes()) >= 1 })
 	o.AddSamples(counterSamples(t, 1, now))
 	_ = o.Stop()
 	if n := len(srv.Pushes()); n != 1 {

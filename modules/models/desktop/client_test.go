@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relay/relaytest"
@@ -129,21 +130,16 @@ func (e *e2e) counts() map[string]int {
 // anything extra would show, and returns the counts.
 func (e *e2e) settle(want map[string]int) map[string]int {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	waitfor.Within(10*time.Second, func() bool {
 		got := e.counts()
-		reached := true
 		for k, n := range want {
 			if got[k] < n {
-				reached = false
+				return false
 			}
 		}
-		if reached {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+		return true
+	})
+	time.Sleep(300 * time.Millisecond) // a negative check's window: anything extra would show in it
 	return e.counts()
 }
 
@@ -287,11 +283,12 @@ func TestEndToEndAStopAbandonsPendingWaitsAndReadsWithoutRecordingThem(t *testin
 	p := e.params(ModeLegacy) // legacy reads at connect: reads are in flight at once
 	p.EOSETimeout = 10 * time.Second
 	e.run(p)
-	deadline := time.Now().Add(5 * time.Second)
-	for e.client.Conn() == nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // REQs sent, reads waiting on the relay
+	// REQs sent and reads waiting on the relay (its EOSEs withheld, its
+	// HTTP answers 5 s away): the stop has work in flight to abandon.
+	waitfor.Until(t, "REQs and reads at the relay", 10*time.Second, func() bool {
+		st := e.relay.Stats()
+		return e.client.Conn() != nil && st.REQs > 0 && st.HTTPRequests > 0
+	})
 	start := time.Now()
 	e.stop()
 	if d := time.Since(start); d > 2*time.Second {

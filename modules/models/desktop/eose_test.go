@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
 )
 
 // Frames are judged by arrival: an EOSE that arrived within its deadline
@@ -70,11 +72,9 @@ func TestEndToEndAWithheldEOSEFreesItsSetupSlotAtTheTimeout(t *testing.T) {
 	p := e.params(ModeCurrent)
 	p.EOSETimeout = 400 * time.Millisecond
 	e.run(p)
-	deadline := time.Now().Add(10 * time.Second)
 	var first, fifth time.Time
 	var waits []time.Duration
-	for time.Now().Before(deadline) && fifth.IsZero() {
-		time.Sleep(50 * time.Millisecond)
+	waitfor.Within(10*time.Second, func() bool {
 		waits, first, fifth = nil, time.Time{}, time.Time{}
 		var starts []time.Time
 		for _, r := range e.sink.Results() {
@@ -89,7 +89,8 @@ func TestEndToEndAWithheldEOSEFreesItsSetupSlotAtTheTimeout(t *testing.T) {
 		if len(starts) >= 5 {
 			first, fifth = starts[0], starts[4]
 		}
-	}
+		return !fifth.IsZero()
+	})
 	e.stop()
 	if fifth.IsZero() {
 		t.Fatal("no fifth REQ settled within 10 s")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/models"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/relayclient/relayclienttest"
@@ -212,11 +213,9 @@ func TestEndToEndSeededDesktopHumansColdStart(t *testing.T) {
 		stop, halt := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- h.Run(stop, nil) }()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) &&
-			(sink.Count("publish", relayclient.OutcomeOK) < 3 || sink.Count(models.OpDeliver, relayclient.OutcomeOK) < 1 || sink.Count(OpNIP11, relayclient.OutcomeOK) < 2) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitfor.Within(10*time.Second, func() bool {
+			return sink.Count("publish", relayclient.OutcomeOK) >= 3 && sink.Count(models.OpDeliver, relayclient.OutcomeOK) >= 1 && sink.Count(OpNIP11, relayclient.OutcomeOK) >= 2
+		})
 		halt()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)

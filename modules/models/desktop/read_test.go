@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/waitfor"
 	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
@@ -37,20 +38,20 @@ func TestReadsAreBoundedByTheReadTimeout(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, nil) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	var read *relayclient.Result
+	waitfor.Until(t, "a metadata read", 5*time.Second, func() bool {
 		for _, r := range e.sink.Results() {
 			if r.Op == OpMetadata {
-				if r.Outcome != relayclient.OutcomeError || !strings.Contains(r.Error, "within 200ms") {
-					t.Fatalf("metadata read against a 1 s relay: %v %q, want the 200ms timeout", r.Outcome, r.Error)
-				}
-				if r.Duration > 900*time.Millisecond {
-					t.Errorf("the read took %v, past its timeout", r.Duration)
-				}
-				return
+				read = &r
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if read.Outcome != relayclient.OutcomeError || !strings.Contains(read.Error, "within 200ms") {
+		t.Fatalf("metadata read against a 1 s relay: %v %q, want the 200ms timeout", read.Outcome, read.Error)
 	}
-	t.Fatal("no metadata read recorded")
+	if read.Duration > 900*time.Millisecond {
+		t.Errorf("the read took %v, past its timeout", read.Duration)
+	}
 }

@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/buzzload/buzzload/internal/waitfor"
+	"golang.org/x/sys/unix"
 )
 
 // recorder is a Handler that keeps what it got and checks the contract:
@@ -201,8 +204,12 @@ func TestRemoveFromInsideOnRead(t *testing.T) {
 		t.Fatalf("detach error %v, want nil", err)
 	}
 	_, _ = s.Write([]byte("two"))
-	time.Sleep(50 * time.Millisecond)
-	if h.reads.Load() != 1 {
+	// "two" arrives and stays unread: the loop is gone from the socket.
+	// A second socket read on the same loop afterwards proves the loop
+	// looked again since the bytes arrived.
+	waitfor.Until(t, `"two" in the socket's receive queue`, 5*time.Second, func() bool { return inQueue(sock.fd) == 3 })
+	loopLooked(t, p, ln)
+	if h.reads.Load() != 1 || inQueue(sock.fd) != 3 {
 		t.Fatalf("%d reads after Remove", h.reads.Load())
 	}
 	// The socket is still ours to close, and usable.
@@ -263,7 +270,7 @@ func TestReusedDescriptorNumberReachesOnlyTheNewSocket(t *testing.T) {
 				}
 			}
 		}()
-		time.Sleep(time.Millisecond)
+		waitfor.Until(t, "the old socket's first bytes", 5*time.Second, func() bool { return len(h1.bytes()) > 0 })
 		r1.Remove()
 		_ = h1.waitDetach(t)
 		got1 := len(h1.bytes())
@@ -281,12 +288,9 @@ func TestReusedDescriptorNumberReachesOnlyTheNewSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _ = s2.Write([]byte("new"))
-		deadline := time.Now().Add(5 * time.Second)
-		for string(h2.bytes()) != "new" {
-			if time.Now().After(deadline) || len(h2.bytes()) > 3 {
-				t.Fatalf("round %d: new socket got %q", round, h2.bytes())
-			}
-			time.Sleep(time.Millisecond)
+		waitfor.Until(t, "the new socket's bytes", 5*time.Second, func() bool { return len(h2.bytes()) >= 3 })
+		if string(h2.bytes()) != "new" {
+			t.Fatalf("round %d: new socket got %q", round, h2.bytes())
 		}
 		close(stop)
 		if len(h1.bytes()) != got1 {
@@ -342,7 +346,8 @@ func TestConcurrentRemovesWhileReading(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(i%7) * time.Millisecond)
+			// Removed once some of its peer's bytes were read: mid-stream.
+			waitfor.Until(t, "bytes before the remove", 5*time.Second, func() bool { return len(hs[i].bytes()) >= 700*(1+i%7) })
 			r.Remove()
 			if err := hs[i].waitDetach(t); err != nil {
 				t.Errorf("conn %d: %v", i, err)
@@ -355,13 +360,7 @@ func TestConcurrentRemovesWhileReading(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > g0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines, %d before: the loops did not exit", runtime.NumGoroutine(), g0)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, "the loops to exit", 5*time.Second, func() bool { return runtime.NumGoroutine() <= g0 })
 }
 
 // quietRecorder is a recorder that declines ticks (TickChooser).
@@ -390,16 +389,21 @@ func TestTickChooserDeclinedGetsNoTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for ticks.Load() < 5 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if ticks.Load() < 5 {
-		t.Fatalf("the ticking handler got %d ticks in 5 s", ticks.Load())
-	}
+	waitfor.Until(t, "5 ticks of the ticking handler", 5*time.Second, func() bool { return ticks.Load() >= 5 })
 	r.Remove()
 	_ = h.waitDetach(t)
-	time.Sleep(30 * time.Millisecond) // a few more ticks of the loop
+	// A few more ticks of the loop, seen by a third handler that ticks.
+	c3, _ := pair(t, ln)
+	h3 := newRecorder(t)
+	var ticks3 atomic.Int32
+	h3.onTick = func(time.Time) error { ticks3.Add(1); return nil }
+	r3, err := p.Add(detach(t, c3), h3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, "3 ticks of the loop after the remove", 5*time.Second, func() bool { return ticks3.Load() >= 3 })
+	r3.Remove()
+	_ = h3.waitDetach(t)
 	if n := quietTicks.Load(); n != 0 {
 		t.Fatalf("the handler that declined ticks got %d", n)
 	}
@@ -435,25 +439,29 @@ func TestBlockedWriteDoesNotStallTheLoop(t *testing.T) {
 		_, err := a.Write(make([]byte, 64<<20))
 		wrote <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the write is waiting for room
+	// The write is waiting for room: a's send buffer is full and the
+	// write has not returned.
+	waitfor.Until(t, "a's write to wait for room", deadline/2, func() bool {
+		select {
+		case err := <-wrote:
+			t.Fatalf("the write ended: %v", err)
+		default:
+		}
+		return !writable(a.fd)
+	})
 	removed := make(chan struct{})
 	go func() { ra.Remove(); close(removed) }()
-	time.Sleep(50 * time.Millisecond)
 	// a becomes readable (the loop reads it unless it has left the set), then b.
 	if _, err := sa.Write([]byte("for a")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
-	start := time.Now()
+	waitfor.Until(t, `"for a" in a's receive queue or read`, deadline/2, func() bool {
+		return inQueue(a.fd) > 0 || len(ha.bytes()) > 0
+	})
 	if _, err := sb.Write([]byte("for b")); err != nil {
 		t.Fatal(err)
 	}
-	for !bytes.Equal(hb.bytes(), []byte("for b")) {
-		if time.Since(start) > deadline/2 {
-			t.Fatalf("b's bytes not read within %v while a's write waits (got %q)", deadline/2, hb.bytes())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, "b's bytes while a's write waits", deadline/2, func() bool { return bytes.Equal(hb.bytes(), []byte("for b")) })
 	select {
 	case <-removed:
 	case <-time.After(deadline / 2):
@@ -512,4 +520,37 @@ func TestReadPathAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(200, one); n != 0 {
 		t.Fatalf("%v allocations per frame read", n)
 	}
+}
+
+// inQueue is how many bytes wait unread in socket fd's receive queue.
+func inQueue(fd int) int {
+	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// writable reports whether socket fd's send buffer has room.
+func writable(fd int) bool {
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, 0)
+	return err == nil && n > 0
+}
+
+// loopLooked adds a socket to p, writes to it and waits until it is read:
+// the loop has waited on its events since the test's earlier writes.
+func loopLooked(t *testing.T, p *Poller, ln net.Listener) {
+	t.Helper()
+	c, s := pair(t, ln)
+	h := newRecorder(t)
+	r, err := p.Add(detach(t, c), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write([]byte("look")); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, "the loop to read a fresh socket", 5*time.Second, func() bool { return string(h.bytes()) == "look" })
+	r.Remove()
+	_ = h.waitDetach(t)
 }

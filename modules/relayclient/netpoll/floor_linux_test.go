@@ -96,7 +96,7 @@ func BenchmarkSyscallFloor(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			// Spaced so the reader is asleep again: each write wakes it.
-			time.Sleep(200 * time.Microsecond)
+			time.Sleep(200 * time.Microsecond) // the benchmark's pace: the reader asleep before each write
 			t0 := threadCPU(b)
 			if _, err := unix.Write(fd, frame); err != nil && err != syscall.EAGAIN {
 				b.Fatal(err)
