@@ -52,6 +52,9 @@ type Result struct {
 	// Info is what a result file (engine/result, `run --result`) records
 	// besides the metrics; nil when the script never loaded.
 	Info *RunInfo
+	// Outputs are the counts of the outputs that keep them (output.Counter)
+	// at the run's end.
+	Outputs []output.Counts
 }
 
 // RunInfo describes a finished run so that `buzzload merge` can check that
@@ -87,8 +90,12 @@ type runner struct {
 	thr    *thresholds.Set
 	ev     *thresholds.Evaluator
 	outs   []output.Output
-	sched  atomic.Pointer[executor.Scheduler]
-	pool   *executor.Pool
+	// outNames are the --out kinds of outs (the extra outputs unnamed);
+	// outCounts their counts once stopped (output.Counter).
+	outNames  []string
+	outCounts []output.Counts
+	sched     atomic.Pointer[executor.Scheduler]
+	pool      *executor.Pool
 
 	runStart time.Time
 	runEnd   time.Time
@@ -190,6 +197,7 @@ func (r *runner) result() Result {
 	if r.ev != nil {
 		res.Thresholds = r.ev.Statuses()
 	}
+	res.Outputs = r.outCounts
 	return res
 }
 
@@ -261,6 +269,7 @@ func (r *runner) run(ctx context.Context) Result {
 			return r.result()
 		}
 		r.outs = append(r.outs, o)
+		r.outNames = append(r.outNames, strings.SplitN(arg, "=", 2)[0])
 		r.coll.AddConsumer(o)
 	}
 	for _, o := range r.cfg.ExtraOutputs {
@@ -395,10 +404,15 @@ func (r *runner) stopOutputs() {
 			ended(e)
 		}
 	}
-	for _, o := range r.outs {
+	for i, o := range r.outs {
 		if err := o.Stop(); err != nil {
 			r.log.Log(jshost.LevelError, "output: "+err.Error())
 			r.failOutput(fmt.Errorf("output: %w", err))
+		}
+		if c, ok := o.(output.Counter); ok && i < len(r.outNames) {
+			r.mu.Lock()
+			r.outCounts = append(r.outCounts, output.Counts{Output: r.outNames[i], Counts: c.Counts()})
+			r.mu.Unlock()
 		}
 	}
 	r.outs = nil

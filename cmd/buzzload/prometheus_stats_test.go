@@ -32,9 +32,10 @@ func TestPrometheusRWFeedsTheStatsDashboard(t *testing.T) {
 		{"stats1", []string{"K6_PROMETHEUS_RW_TREND_STATS=p(50),p(95),p(99),count"}, "dashboards/buzzload-run-stats.json fits"},
 		{"stats0", nil, "add p(50),p(95),count"},
 	} {
-		code, _, stderr := runCLIEnv(t, append(append([]string{}, base...), c.env...), "run", "-q", "--tag", "testid="+c.testid,
+		res := filepath.Join(dir, c.testid+".result.json")
+		code, _, stderr := runCLIEnv(t, append(append([]string{}, base...), c.env...), "run", "-q", "--tag", "testid="+c.testid, "--result", res,
 			"-e", "BUZZ_REPORT="+filepath.Join(dir, c.testid+".json"), "-o", "experimental-prometheus-rw", script)
-		if code != 0 || pushesLost(stderr) {
+		if code != 0 || pushesLost(t, res) {
 			t.Fatalf("%s: exit %d: %s", c.testid, code, stderr)
 		}
 		if !strings.Contains(stderr, c.hint) {

@@ -50,6 +50,7 @@ func writeRunResult(path string, cfg engine.RunConfig, res engine.Result, rep *r
 		Thresholds:    result.Results(res.Thresholds),
 		StageVerdicts: result.FromVerdicts(info.StageVerdicts),
 		SetupData:     info.SetupData,
+		Outputs:       res.Outputs,
 	}
 	if rep != nil {
 		raw, err := json.Marshal(rep)

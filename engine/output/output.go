@@ -69,6 +69,18 @@ type Params struct {
 	Version    string
 }
 
+// Counter is an output that counts what it delivered and what it lost
+// (pushes, failed pushes, points lost, samples dropped): the result file
+// lists them under "outputs", so a loss is a number a check can read, not
+// a warning's wording (code review T5).
+type Counter interface{ Counts() map[string]int64 }
+
+// Counts is one output's counts at the run's end.
+type Counts struct {
+	Output string           `json:"output"` // the --out kind
+	Counts map[string]int64 `json:"counts"`
+}
+
 // Describer is an output whose banner entry is not its --out argument
 // (the cloud output names its test run's URL, as k6 prints it).
 type Describer interface{ Description() string }

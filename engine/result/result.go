@@ -19,9 +19,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/buzzload/buzzload/engine/outfile"
 	"os"
 	"time"
+
+	"github.com/buzzload/buzzload/engine/outfile"
+	"github.com/buzzload/buzzload/engine/output"
 
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -55,6 +57,9 @@ type File struct {
 	// keeps at most extension.MaxWindows windows. A merge drops it (the
 	// instances' windows do not merge exactly).
 	Buzz json.RawMessage `json:"buzz,omitempty"`
+	// Outputs are what the run's outputs delivered and lost (pushes,
+	// failed pushes, points lost, samples dropped), where they count it.
+	Outputs []output.Counts `json:"outputs,omitempty"`
 }
 
 // Run is the run metadata.

@@ -159,6 +159,13 @@ func (o *Output) Stop() error {
 // Stats returns the delivery counts; valid after Stop.
 func (o *Output) Stats() Stats { return o.stats }
 
+// Counts are Stats for the result file (output.Counter).
+func (o *Output) Counts() map[string]int64 {
+	s := o.Stats()
+	return map[string]int64{"pushes": s.Pushes, "failed_pushes": s.FailedPushes, "points_lost": s.PointsLost,
+		"samples_dropped": s.SamplesDropped, "skipped_intervals": s.SkippedIntervals}
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "none"
