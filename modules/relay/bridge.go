@@ -93,6 +93,7 @@ func (r *Relay) authHTTP(w http.ResponseWriter, req *http.Request, c *community,
 // (docs/buzz-protocol.md §3.2): host → auth → admission (429) → replay → JSON parse → route.
 func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *community) {
 	if d := r.faults.latency(); d > 0 {
+		r.faults.held.Add(1)
 		time.Sleep(d)
 	}
 	if st := r.faults.takeHTTPFailure(req.URL.Path); st != 0 {

@@ -107,6 +107,7 @@ func (r *Relay) v1Fail(w http.ResponseWriter, status int, code string) {
 func (r *Relay) serveBuzzV1(w http.ResponseWriter, req *http.Request, c *community) {
 	w.Header().Set("Cache-Control", "private, no-store")
 	if d := r.faults.latency(); d > 0 {
+		r.faults.held.Add(1)
 		time.Sleep(d)
 	}
 	if st := r.faults.takeHTTPFailure(req.URL.Path); st != 0 {

@@ -11,6 +11,8 @@ import (
 // API (Relay.Faults); no network route exposes it. The zero state injects
 // nothing. All methods are safe for concurrent use.
 type Faults struct {
+	// held counts HTTP requests SetHTTPLatency has held (Held).
+	held        atomic.Int64
 	mu          sync.Mutex
 	eose        []eoseFault
 	dropAfter   map[string]int64 // pubkey ("" = any) -> frames
@@ -259,6 +261,10 @@ func (f *Faults) takeHTTPFailure(path string) int {
 	}
 	return st
 }
+
+// Held is how many HTTP requests the latency of SetHTTPLatency has held so
+// far (counted as each starts waiting): a test sees its reads in flight.
+func (f *Faults) Held() int64 { return f.held.Load() }
 
 func (f *Faults) latency() time.Duration {
 	f.mu.Lock()

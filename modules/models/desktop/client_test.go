@@ -286,8 +286,7 @@ func TestEndToEndAStopAbandonsPendingWaitsAndReadsWithoutRecordingThem(t *testin
 	// REQs sent and reads waiting on the relay (its EOSEs withheld, its
 	// HTTP answers 5 s away): the stop has work in flight to abandon.
 	waitfor.Until(t, "REQs and reads at the relay", 10*time.Second, func() bool {
-		st := e.relay.Stats()
-		return e.client.Conn() != nil && st.REQs > 0 && st.HTTPRequests > 0
+		return e.client.Conn() != nil && e.relay.Stats().REQs > 0 && e.relay.Faults().Held() > 0
 	})
 	start := time.Now()
 	e.stop()
