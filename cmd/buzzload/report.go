@@ -17,7 +17,7 @@ import (
 
 // reportCmd is `buzzload report FILE -o report.html`: the run of a result
 // file (run --result) or a Buzz JSON report (run --report) as one
-// self-contained HTML page (engine/htmlreport).
+// self-contained HTML page (modules/report/htmlreport).
 func reportCmd(_ context.Context, args []string, env cliEnv) int {
 	stdout, stderr := orDiscard(env.Stdout), orDiscard(env.Stderr)
 	fs := pflag.NewFlagSet("report", pflag.ContinueOnError)

@@ -51,10 +51,10 @@ type File struct {
 	StageVerdicts []StageVerdict `json:"stage_verdicts,omitempty"`
 	// SetupData is setup()'s JSON result, when it returned something.
 	SetupData json.RawMessage `json:"setup_data,omitempty"`
-	// Buzz is the Buzz report (extension.Report's JSON: steps, verdicts,
+	// Buzz is the Buzz report (report.Report's JSON: steps, verdicts,
 	// report windows, generator health) when the script loaded a scenario,
 	// so `buzzload report` can plot the run over time. Bounded: the report
-	// keeps at most extension.MaxWindows windows. A merge drops it (the
+	// keeps at most report.MaxWindows windows. A merge drops it (the
 	// instances' windows do not merge exactly).
 	Buzz json.RawMessage `json:"buzz,omitempty"`
 	// Outputs are what the run's outputs delivered and lost (pushes,

@@ -141,13 +141,9 @@ func TestFragmentedMessagesAndPingPong(t *testing.T) {
 		pongs := make(chan string, 10)
 		url := scriptRelay(t, func(ws *websocket.Conn) {
 			ws.SetPongHandler(func(s string) error { pongs <- s; return nil })
-			go func() {
-				for {
-					if _, _, err := ws.ReadMessage(); err != nil {
-						return
-					}
-				}
-			}()
+			readerDone := make(chan struct{})
+			go func() { defer close(readerDone); untilClientGoes(ws) }() // reads the pongs
+			defer func() { <-readerDone }()
 			w, _ := ws.NextWriter(websocket.TextMessage)
 			_, _ = w.Write([]byte(`["NOTICE","`))
 			_ = ws.WriteControl(websocket.PingMessage, []byte("between"), time.Now().Add(time.Second))
@@ -155,7 +151,6 @@ func TestFragmentedMessagesAndPingPong(t *testing.T) {
 			_, _ = w.Write([]byte(`"]`))
 			_ = w.Close()
 			_ = ws.WriteMessage(websocket.TextMessage, []byte(`["NOTICE","after"]`))
-			untilClientGoes(ws)
 		})
 		var ns notices
 		c := dialPath(t, url, p.noPoller, func(cfg *Config) { cfg.OnNotice = ns.on })

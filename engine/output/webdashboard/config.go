@@ -3,7 +3,7 @@
 // goes, fed by server-sent events, and the same page written as one
 // self-contained file at the end (K6_WEB_DASHBOARD_EXPORT). Samples are
 // aggregated per period (aggregate.go), so memory stays flat however long
-// the run; the page is engine/htmlreport's, the one the run's HTML report,
+// the run; the page is the caller's renderer's (cmd hands modules/report/htmlreport's), the one the run's HTML report,
 // `buzzload report` and `compare -o` draw.
 //
 // Settings are k6's (docs: results-output/web-dashboard): the environment

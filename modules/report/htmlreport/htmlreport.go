@@ -13,7 +13,7 @@
 // page must open anywhere with no network (its Content-Security-Policy
 // allows nothing but its own inline script and style).
 //
-// The package reads the report as JSON, not as extension.Report, so it
+// The package reads the report as JSON, not as report.Report, so it
 // renders any version's file and stays below the extension.
 package htmlreport
 
@@ -37,7 +37,7 @@ type Run struct {
 	// Label names the run in legends ("A", "B", or the file name).
 	Label string `json:"label"`
 	File  string `json:"file"`
-	// Report is the Buzz report's JSON (extension.Report), or nil when the
+	// Report is the Buzz report's JSON (report.Report), or nil when the
 	// run has none (a merged result file): then only Ops are shown.
 	Report json.RawMessage `json:"report,omitempty"`
 	// Ops are whole-run totals per operation (count, ok, errors, throttled,

@@ -1,0 +1,6 @@
+//go:build race
+
+package relayclient
+
+// raceEnabled: built with -race.
+const raceEnabled = true
