@@ -262,6 +262,17 @@ func TestSeedRerunAddsNothing(t *testing.T) {
 			t.Errorf("channel %v: %d posts after the rerun, %d before", ch, n, before[ch])
 		}
 	}
+	// The relay's "duplicate: channel already exists" to the rerun's 9007s
+	// is what an idempotent seed wants: recorded as successes, not errors
+	// (issue 47 item 1: a re-seed made a clean run show failed operations).
+	if n := len(sink.Op(OpChannel)); n != first.Channels.Planned {
+		t.Errorf("rerun recorded %d channel operations, want %d", n, first.Channels.Planned)
+	}
+	for _, r := range sink.Results() {
+		if r.Outcome != relayclient.OutcomeOK {
+			t.Errorf("rerun %s: %s %q", r.Op, r.Outcome, r.Error)
+		}
+	}
 }
 
 // A rerun after a partial seed completes it: a thread chain resumes after
