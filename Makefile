@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test test-go node-deps bench bench-scale bench-clients lint fuzz run clean image k8s-e2e
+.PHONY: all build test node-deps bench bench-scale bench-clients lint fuzz run clean image k8s-e2e
 
 all: build
 

@@ -67,6 +67,19 @@ which seeds in setup, runs one ramping-vus scenario per population of the
 file's [[ramp]] and prints the Buzz report (its JSON only with --report).
 `
 
+// runExitCodes ends run --help (k6's codes, docs/k6-compat.md §4.5, and
+// buzzload's own, docs/guide.md).
+const runExitCodes = `
+exit codes:
+  0    the run passed          99   a threshold or a step's [abort] limits failed
+  100  setup timed out         101  teardown timed out     102  handleSummary timed out
+  103  stopped by the REST API 104  invalid configuration  105  interrupted by a signal
+  106  the REST API could not listen                      107  a script exception
+  108  test.abort()            109  a Go panic             110  test.fail()
+  111  the relay is unreachable (the preflight)           112  the relay's own evidence failed the run
+  255  any other error
+`
+
 // moduleOptions turns the Buzz flags into the module's options.
 func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort func(error)) (extension.Options, error) {
 	o := extension.Options{ReportPath: b.report, Console: stdout, Abort: abort}

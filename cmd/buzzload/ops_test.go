@@ -103,11 +103,12 @@ func readOpsReport(t *testing.T, p string) opsReport {
 	return r
 }
 
-// `run --help` says a .toml runs with the standard script and lists the
-// Buzz flags.
+// `run --help` says a .toml runs with the standard script, lists the Buzz
+// flags, every output and the exit codes (issue 47 item 6).
 func TestRunHelpDescribesScenarioFiles(t *testing.T) {
 	code, out, _ := runCLI(t, "run", "--help")
-	for _, want := range []string{"buzzload run [flags] scenario.toml", "standard script built in", "--shard", "--report", "--report-interval", "--warmup"} {
+	for _, want := range []string{"buzzload run [flags] scenario.toml", "standard script built in", "--shard", "--report", "--report-interval", "--warmup",
+		"web-dashboard", "cloud[=name]", "experimental-prometheus-rw", "exit codes:", "104  invalid configuration", "111  the relay is unreachable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help lacks %q:\n%s", want, out)
 		}

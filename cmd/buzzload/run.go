@@ -86,7 +86,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.Int64VarP(&f.iterations, "iterations", "i", 0, "total iterations, shared by the VUs")
 	fs.StringArrayVarP(&f.stages, "stage", "s", nil, "ramping stage duration:target (repeatable)")
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "script environment variable KEY=VALUE (repeatable)")
-	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, experimental-prometheus-rw (K6_PROMETHEUS_RW_*)")
+	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, experimental-prometheus-rw (K6_PROMETHEUS_RW_*), web-dashboard (K6_WEB_DASHBOARD_*), cloud[=name] (K6_CLOUD_*)")
 	fs.StringVar(&f.summaryExport, "summary-export", "", "write the end-of-test summary JSON to this file")
 	fs.StringVar(&f.summaryMode, "summary-mode", "", "summary mode: compact, full, legacy or disabled")
 	fs.BoolVar(&f.noSummary, "no-summary", false, "no end-of-test summary (same as --summary-mode=disabled)")
@@ -135,6 +135,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprint(stdout, runUsage+"\n")
 		f.fs.SetOutput(stdout)
 		f.fs.PrintDefaults()
+		fmt.Fprint(stdout, runExitCodes)
 		return 0
 	}
 	if f.fs.NArg() != 1 {

@@ -163,7 +163,14 @@ func checksText(cs []Check) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n  checks: %d pass / %d fail / %d warn", n.Pass, n.Fail, n.Warn)
 	if n.Skip > 0 {
-		fmt.Fprintf(&b, " / %d skipped", n.Skip)
+		// Named, so a reader knows what was not judged (issue 47 item 6).
+		var names []string
+		for _, c := range cs {
+			if c.Level == CheckSkip {
+				names = append(names, tc(c.Name))
+			}
+		}
+		fmt.Fprintf(&b, " / %d skipped (%s)", n.Skip, strings.Join(names, ", "))
 	}
 	b.WriteString("\n")
 	for _, level := range []string{CheckFail, CheckWarn} {

@@ -61,3 +61,12 @@ func TestGeneratorLineShowsSmallShares(t *testing.T) {
 		}
 	}
 }
+
+// The checks line names what was skipped (a newcomer asked which).
+func TestChecksLineNamesTheSkipped(t *testing.T) {
+	got := checksText([]Check{{Name: "thresholds", Level: CheckPass}, {Name: "never-acknowledged events", Level: CheckSkip, Detail: "every publish acknowledged"},
+		{Name: "durability audit", Level: CheckSkip}})
+	if want := "checks: 1 pass / 0 fail / 0 warn / 2 skipped (never-acknowledged events, durability audit)"; !strings.Contains(got, want) {
+		t.Errorf("checks line %q, want %q", got, want)
+	}
+}
