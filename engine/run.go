@@ -148,14 +148,19 @@ func Run(ctx context.Context, cfg RunConfig) Result {
 	res := r.run(ctx)
 	if res.Err != nil && res.ExitCode != ExitOK {
 		var ce *configerr.Error
-		if res.ExitCode == ExitInvalidConfig && errors.As(res.Err, &ce) && strings.Contains(ce.Error(), "\n") {
+		switch {
+		case res.ExitCode == ExitInvalidConfig && errors.As(res.Err, &ce) && strings.Contains(ce.Error(), "\n"):
 			// Invalid configuration with several problems (a scenario
 			// file's): one readable list, one problem a line, no stack.
 			fmt.Fprintf(cfg.Stderr, "invalid configuration:\n")
 			for _, line := range strings.Split(ce.Error(), "\n") {
 				fmt.Fprintf(cfg.Stderr, "  %s\n", termtext.Clean(line))
 			}
-		} else {
+		case res.ExitCode == ExitInvalidConfig && errors.As(res.Err, &ce) && res.Err != error(ce):
+			// One problem thrown from the script (buzz.load of a bad file):
+			// its line, not the JS stack wrapped around it (issue 47 item 3).
+			r.log.Log(jshost.LevelError, ce.Error())
+		default:
 			r.log.Log(jshost.LevelError, res.Err.Error())
 		}
 	}

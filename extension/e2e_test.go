@@ -479,7 +479,7 @@ export function human() { sc.human(); }
 		t.Fatalf("exit %d, want 104\n%s", res.ExitCode, errb.String())
 	}
 	msg := errb.String()
-	for _, want := range []string{"\n  ./bad.toml: unknown key population.tierz\n", "\n  ./bad.toml:3: population.humans: is a string"} {
+	for _, want := range []string{"\n  ./bad.toml: unknown key population.tierz (did you mean tiers?)\n", "\n  ./bad.toml:3: population.humans: is a string"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error output lacks %q:\n%s", want, msg)
 		}
@@ -592,3 +592,39 @@ hold_secs = 3
 max_p99_ms = 60000
 max_error_rate = RATE
 `
+
+// One problem in a scenario file a script loads: one line naming the file,
+// the key and the key meant, exit 104, no JS stack (issue 47 item 3).
+func TestOneBadKeyIsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.js")
+	src := "import buzz from \"k6/x/buzz\";\nconst sc = buzz.load(\"./typo.toml\");\nexport const options = sc.options();\nexport function human() { sc.human(); }\n"
+	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typo := "run_id = \"typo\"\n[population]\nhumanz = 3\n[[ramp]]\nusers = 1\nhold_secs = 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "typo.toml"), []byte(typo), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := jshost.NewRegistry()
+	mod := extension.New(extension.Options{})
+	if err := reg.Register(extension.ImportPath, mod); err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	var out, errb bytes.Buffer
+	res := engine.Run(context.Background(), engine.RunConfig{Script: script, Registry: reg, Helpers: js.FS, Quiet: true,
+		SummaryMode: "compact", Stdout: &out, Stderr: &errb})
+	if res.ExitCode != engine.ExitInvalidConfig {
+		t.Fatalf("exit %d, want 104\n%s", res.ExitCode, errb.String())
+	}
+	msg := errb.String()
+	if !strings.Contains(msg, "./typo.toml: unknown key population.humanz (did you mean humans?)") {
+		t.Errorf("no line naming the key and the key meant:\n%s", msg)
+	}
+	for _, bad := range []string{`\n`, "at jsLoad", "GoError", "file://"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("error output has %q:\n%s", bad, msg)
+		}
+	}
+}

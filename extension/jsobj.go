@@ -8,6 +8,7 @@ import (
 
 	"github.com/grafana/sobek"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/lazyjson"
 	"github.com/buzzload/buzzload/modules/k6options"
@@ -310,7 +311,9 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 	} else if sc.Target.CommunityHostTemplate != "" {
 		k, err := sc.OperatorKey(in.m.opts.LookupEnv)
 		if err != nil {
-			return nil, fmt.Errorf("seed %s: %w", l.base.File, err)
+			// A setting the run lacks: invalid configuration (exit 104),
+			// one line, as seed and teardown say it (issue 47 item 3).
+			return nil, configerr.New(fmt.Errorf("seed %s: %w", l.base.File, err))
 		}
 		opt.Operator = k
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/engine/termtext"
@@ -84,8 +85,9 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	sc, err := scenario.Load(fs.Arg(0))
 	if err != nil {
+		// Invalid configuration: 104 whichever command met it (issue 47 item 3).
 		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
-		return 2
+		return configerr.Exit
 	}
 	if err := reshapeRamp(sc, *users, step, *dur, ramp); err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))

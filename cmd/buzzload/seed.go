@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/preflight"
@@ -42,8 +43,9 @@ it was throttled; --deadline bounds the whole seed. Both exit 1.
 
 Progress goes to stderr, the summary (or --json) to stdout.
 Exit status: 0 when the relay accepted every planned post, 1 when not (or the
-seed failed, was throttled or ran past its deadline), 2 for usage errors, 111
-when the relay does not answer NIP-11 before anything is sent.
+seed failed, was throttled or ran past its deadline), 2 for usage errors, 104
+for an invalid scenario file or a missing operator key, 111 when the relay
+does not answer NIP-11 before anything is sent.
 
 flags:
 `
@@ -69,7 +71,7 @@ func seedCmd(ctx context.Context, args []string, env cliEnv) int {
 		k, err := sc.OperatorKey(envLookup(env.Env))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "%s: operator key: %s\n", name, termtext.Lines(err.Error()))
-			return 1
+			return configerr.Exit
 		}
 		op = k
 	}
@@ -136,8 +138,9 @@ func loadScenarioArgs(name, usageText string, fs *pflag.FlagSet, args []string, 
 	}
 	sc, err = scenario.Load(fs.Arg(0))
 	if err != nil {
+		// Invalid configuration: 104 whichever command met it (issue 47 item 3).
 		fmt.Fprintf(env.Stderr, "%s: %s\n", name, termtext.Lines(err.Error()))
-		return nil, 1, false
+		return nil, configerr.Exit, false
 	}
 	if sc.Embedded() {
 		fmt.Fprintf(env.Stderr, "%s: %s: %v\n", name, fs.Arg(0), seed.ErrEmbedded)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/scenario"
 	"github.com/buzzload/buzzload/modules/seed"
@@ -29,7 +30,8 @@ failures and reports progress.
 Deleted hosts stay reserved, so a torn-down run_id cannot be seeded again.
 
 Exit status: 0 when no host failed, 1 while any failed (or teardown could not
-start), 2 for usage errors.
+start), 2 for usage errors, 104 for an invalid scenario file or a missing
+operator key.
 
 flags:
 `
@@ -52,7 +54,7 @@ func teardownCmd(ctx context.Context, args []string, env cliEnv) int {
 	op, err := sc.OperatorKey(envLookup(env.Env))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: operator key: %s\n", name, termtext.Lines(err.Error()))
-		return 1
+		return configerr.Exit
 	}
 	ctx, stop := signalContext(ctx, name, env)
 	defer stop()

@@ -220,6 +220,11 @@ func checkTable(table map[string]any, t reflect.Type, prefix string, probs *[]Pr
 					}
 				}
 			}
+			if p.Reason == "" {
+				if near := nearest(k, fields); near != "" {
+					p.Reason = "did you mean " + near + "?"
+				}
+			}
 			*probs = append(*probs, p)
 			continue
 		}
@@ -321,4 +326,46 @@ func (s *Scenario) resolvePath(p string) string {
 		return p
 	}
 	return filepath.Join(filepath.Dir(s.File), p)
+}
+
+// nearest is the known key closest to k when k is a near miss (an edit
+// distance of at most 2, 1 for keys of four letters or fewer, or a key cut
+// short), else "".
+func nearest(k string, fields map[string]reflect.Type) string {
+	best, bestD := "", 0
+	for f := range fields {
+		limit := 2
+		if len(f) <= 4 {
+			limit = 1
+		}
+		d := editDistance(k, f)
+		if d > limit && !(len(k) >= 4 && strings.HasPrefix(f, k)) { // a key cut short (max_p99 for max_p99_ms) is a near miss too
+			continue
+		}
+		if best == "" || d < bestD || d == bestD && f < best {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
