@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/buzzload/buzzload/engine/jshost/textsummary"
+	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/grafana/sobek"
 )
@@ -86,7 +87,7 @@ func (in *instance) jsReport(l *loaded, data, opts sobek.Value) sobek.Value {
 		shown := data
 		if dm, ok := d.(map[string]any); ok && optBool(opts, "foldThresholds", true) {
 			var f map[string]any
-			f, folded = report.FoldThresholds(dm)
+			f, folded = report.FoldThresholds(dm, builtRules(l))
 			shown = in.rt().ToValue(f)
 		}
 		t, err := textsummary.Render(in.rt(), shown, co)
@@ -130,4 +131,17 @@ func optBool(opts sobek.Value, key string, def bool) bool {
 		return def
 	}
 	return v.ToBoolean()
+}
+
+// builtRules are the abort rules k6options.Build made of l's scenario, the
+// thresholds the summary folds (the script's own are k6's to print).
+func builtRules(l *loaded) report.Rules {
+	o, _ := k6options.Build(l.base, l.shard)
+	rules := report.Rules{}
+	for key, specs := range o.Thresholds {
+		for _, s := range specs {
+			rules[key] = append(rules[key], s.Threshold)
+		}
+	}
+	return rules
 }

@@ -20,9 +20,27 @@ func foldedMetric(name string) bool {
 		strings.Contains(name, "op:")
 }
 
-// FoldThresholds returns data without the abort-rule submetrics' entries
-// and the folded lines that stand for them ("" when there were none).
-func FoldThresholds(data map[string]any) (map[string]any, string) {
+// Rules are the abort rules as thresholds, by metric key: the expressions
+// k6options.Build made. Only these fold; a script's own thresholds on the
+// same submetrics stay in k6's THRESHOLDS block with their values (issue
+// 47 item 2). nil folds every threshold of an abort-rule submetric.
+type Rules map[string][]string
+
+func (r Rules) built(name, expr string) bool {
+	if r == nil {
+		return true
+	}
+	for _, e := range r[name] {
+		if e == expr {
+			return true
+		}
+	}
+	return false
+}
+
+// FoldThresholds returns data without the abort rules' entries and the
+// folded lines that stand for them ("" when there were none).
+func FoldThresholds(data map[string]any, rules Rules) (map[string]any, string) {
 	metrics, _ := data["metrics"].(map[string]any)
 	if metrics == nil {
 		return data, ""
@@ -38,9 +56,29 @@ func FoldThresholds(data map[string]any) (map[string]any, string) {
 	kept := make(map[string]any, len(metrics))
 	for name, v := range metrics {
 		m, _ := v.(map[string]any)
-		th, _ := m["thresholds"].(map[string]any)
-		if !foldedMetric(name) || len(th) == 0 {
+		all, _ := m["thresholds"].(map[string]any)
+		if !foldedMetric(name) || len(all) == 0 {
 			kept[name] = v
+			continue
+		}
+		// The script's own thresholds on this submetric stay, with its values.
+		th, own := map[string]any{}, map[string]any{}
+		for expr, res := range all {
+			if rules.built(name, expr) {
+				th[expr] = res
+			} else {
+				own[expr] = res
+			}
+		}
+		if len(own) > 0 {
+			mine := make(map[string]any, len(m))
+			for k, x := range m {
+				mine[k] = x
+			}
+			mine["thresholds"] = own
+			kept[name] = mine
+		}
+		if len(th) == 0 {
 			continue
 		}
 		base, tags, _ := strings.Cut(strings.TrimSuffix(name, "}"), "{")
