@@ -44,7 +44,7 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	every, _ := l.reportInterval()
 	in := report.Input{RunID: l.base.RunID, File: l.base.File, Abort: l.base.Abort, Plan: l.plan,
 		Warmup: l.warmup(), GracefulStop: k6options.GracefulStop, ThresholdsFailed: failedThresholds,
-		Expected: l.expected.Reports(), Profile: profile, Windows: l.win.List(), WindowSecs: every.Seconds()}
+		Expected: l.expected.Reports(), Profile: profile, Windows: l.win.List(), WindowSecs: every.Seconds(), Rules: builtRules(l)}
 	if l.shard.Count > 1 {
 		in.Shard = fmt.Sprintf("%d/%d", l.shard.Index, l.shard.Count)
 	}

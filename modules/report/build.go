@@ -33,6 +33,8 @@ type Input struct {
 	// on Cores cores.
 	CPU   []CPUCell
 	Cores int
+	// Rules are the [abort] rules as thresholds (k6options.Build's).
+	Rules Rules
 	// Warnings are the run driver's own (relay limits, identities).
 	Warnings         []string
 	Expected         []ExpectedReport
@@ -70,6 +72,12 @@ func Build(in Input, t Totals) *Report {
 	r.Shutdown = buildShutdown(in, t, r.Abort)
 	if r.Abort != nil {
 		addCuts(r)
+		r.Abort.ByRule = abortRule(in, r, abortOff)
+	}
+	for _, th := range r.ThresholdsFailed {
+		if name, expr, ok := strings.Cut(th, ": "); ok && in.Rules != nil && in.Rules.built(name, expr) {
+			r.RuleThresholdsFailed = append(r.RuleThresholdsFailed, th)
+		}
 	}
 	r.Warnings = append(throttleWarnings(r.Steps, r.Shutdown), in.Warnings...)
 	r.Expected = in.Expected
@@ -284,3 +292,20 @@ func StepLabel(plan []scenario.StepPlan, i int) string {
 
 // ShutdownStep is the step tag of what settles after the last hold.
 const ShutdownStep = "shutdown"
+
+// ruleAbortLag bounds how long after a step's end its windowed thresholds
+// stop the run: they are judged at the stage's end and every 2 s.
+const ruleAbortLag = 3 * time.Second
+
+// abortRule names the step whose [abort] limits stopped the run ("" when
+// something else did): a step that broke them and ended at most
+// ruleAbortLag before the abort.
+func abortRule(in Input, r *Report, abortOff time.Duration) string {
+	for i, s := range r.Steps {
+		end := in.Plan[i].End
+		if s.AbortReason != "" && abortOff >= end && abortOff-end <= ruleAbortLag {
+			return StepLabel(in.Plan, i)
+		}
+	}
+	return ""
+}

@@ -82,15 +82,24 @@ func checksOf(r *Report) []Check {
 			add("shutdown abort rules", CheckPass, "what settled after the last hold: "+lim)
 		}
 	}
-	if len(r.ThresholdsFailed) > 0 {
-		for _, t := range r.ThresholdsFailed {
+	rule := map[string]bool{}
+	for _, t := range r.RuleThresholdsFailed {
+		rule[t] = true
+	}
+	for _, t := range r.ThresholdsFailed {
+		if !rule[t] { // the abort rules' own: the steps' checks say them once
 			add("threshold "+t, CheckFail, "crossed")
 		}
-	} else {
+	}
+	if len(r.ThresholdsFailed) == 0 {
 		add("thresholds", CheckPass, "every threshold held")
 	}
 	if len(r.Interrupted) > 0 {
-		add("run end", CheckFail, "interrupted before its end (a signal or test.abort())")
+		if r.Abort != nil && r.Abort.ByRule != "" {
+			add("run end", CheckSkip, "stopped by the [abort] rule of step "+r.Abort.ByRule)
+		} else {
+			add("run end", CheckFail, "interrupted before its end (a signal or test.abort())")
+		}
 	}
 	for _, e := range r.Expected {
 		name := "expected " + e.Rule

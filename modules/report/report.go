@@ -96,6 +96,11 @@ type AbortReport struct {
 	AtS  float64          `json:"at_s"`
 	Step string           `json:"step"` // the step it fell in, or "shutdown"
 	Cut  map[string]int64 `json:"cut"`  // operations cut, by op
+	// ByRule names the step whose [abort] limits stopped the run, when they
+	// did ("" for a signal, test.abort(), a script's own threshold): the
+	// abort lands a moment past that step's end, in the next (issue 47
+	// item 4: "abort at 20.001s (step 1)" beside "FAILED — step 0").
+	ByRule string `json:"by_rule,omitempty"`
 }
 
 // ExitReport counts clients that exited unexpectedly.
@@ -146,6 +151,9 @@ type Report struct {
 	Interrupted      map[string]int64 `json:"interrupted,omitempty"`
 	Abort            *AbortReport     `json:"abort,omitempty"`
 	ThresholdsFailed []string         `json:"thresholds_failed,omitempty"`
+	// RuleThresholdsFailed are those of ThresholdsFailed that are the
+	// [abort] rules as thresholds (the steps' checks say them once).
+	RuleThresholdsFailed []string `json:"rule_thresholds_failed,omitempty"`
 	// Expected are the [[expect]] rules (and buzz.load's) with what each
 	// matched: errors counted apart, not failures.
 	Expected []ExpectedReport `json:"expected,omitempty"`

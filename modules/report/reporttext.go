@@ -109,9 +109,9 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	if len(r.ThresholdsFailed) > 0 {
+	if own := ownThresholds(r); len(own) > 0 {
 		b.WriteString("\n  thresholds crossed:\n")
-		for _, t := range r.ThresholdsFailed {
+		for _, t := range own {
 			fmt.Fprintf(&b, "    ✗ %s\n", tc(t))
 		}
 	}
@@ -125,7 +125,11 @@ func (r *Report) Text() string {
 		b.WriteString("\n")
 	}
 	if r.Abort != nil {
-		fmt.Fprintf(&b, "  abort at %s (step %s): work in flight cut at once, not errors:", secs(r.Abort.AtS), tc(r.Abort.Step))
+		where := "step " + tc(r.Abort.Step)
+		if r.Abort.ByRule != "" {
+			where = "step " + tc(r.Abort.ByRule) + " broke its [abort] limits"
+		}
+		fmt.Fprintf(&b, "  abort at %s (%s): work in flight cut at once, not errors:", secs(r.Abort.AtS), where)
 		if len(r.Abort.Cut) == 0 {
 			b.WriteString(" nothing was in flight")
 		}
@@ -255,4 +259,20 @@ func pct(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// ownThresholds are the failed thresholds that are not the [abort] rules
+// (the steps' verdicts say those, once).
+func ownThresholds(r *Report) []string {
+	rule := map[string]bool{}
+	for _, t := range r.RuleThresholdsFailed {
+		rule[t] = true
+	}
+	var out []string
+	for _, t := range r.ThresholdsFailed {
+		if !rule[t] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
