@@ -297,7 +297,7 @@ func (in *instance) seed(l *loaded, so setupOptions) (*SetupResult, error) {
 	}
 	opt := seed.Options{}
 	if st := in.vu.State(); st != nil {
-		opt.Sink = &setupSink{l: l, met: in.met, push: in.vu.Metrics().Push, base: st.Tags.TagSet()}
+		opt.Sink = &setupSink{l: l, met: in.met, push: in.vu.Metrics().Push, base: st.Tags.TagSet(), seed: true}
 	}
 	if pool, err := in.m.httpPool(); err == nil {
 		opt.Transport = pool

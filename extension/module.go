@@ -237,6 +237,7 @@ type metricSet struct {
 	generator                                            *metrics.Metric // buzz_generator_saturated{step}: saturated steps
 	generatorCPU                                         *metrics.Metric // buzz_generator_cpu: the process's share of its cores, live
 	generatorLag                                         *metrics.Metric // buzz_generator_lag: due → started of each scheduled op
+	setupDuration, setupFailed                           *metrics.Metric // buzz_setup_*: the seed's operations
 	// dataSent and dataReceived are the host's built-in data_sent and
 	// data_received (nil when the host has none).
 	dataSent, dataReceived *metrics.Metric
@@ -256,6 +257,8 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 			{Dst: &ms.generator, Name: report.MetricGeneratorSaturated, Type: metrics.Counter, Contains: metrics.Default},
 			{Dst: &ms.generatorCPU, Name: report.MetricGeneratorCPU, Type: metrics.Gauge, Contains: metrics.Default},
 			{Dst: &ms.generatorLag, Name: report.MetricGeneratorLag, Type: metrics.Trend, Contains: metrics.Time},
+			{Dst: &ms.setupDuration, Name: report.MetricSetupDuration, Type: metrics.Trend, Contains: metrics.Time},
+			{Dst: &ms.setupFailed, Name: report.MetricSetupFailed, Type: metrics.Rate, Contains: metrics.Default},
 		}); err != nil {
 			m.metErr = fmt.Errorf("k6/x/buzz: %w", err)
 			return

@@ -296,6 +296,9 @@ type setupSink struct {
 	push func(...metrics.Sample)
 	base metrics.TagSet
 	step string // "" is "setup"
+	// seed: the seed's operations, on buzz_setup_duration and
+	// buzz_setup_failed (not load: kept out of buzz_op_*).
+	seed bool
 }
 
 func (s *setupSink) Record(r relayclient.Result) {
@@ -307,14 +310,18 @@ func (s *setupSink) Record(r relayclient.Result) {
 		step = "setup"
 	}
 	tags := s.base.With("op", r.Op).With("step", step)
+	duration, failed := s.met.duration, s.met.failed
+	if s.seed {
+		duration, failed = s.met.setupDuration, s.met.setupFailed
+	}
 	switch r.Outcome {
 	case relayclient.OutcomeOK:
 		s.push(
-			metrics.Sample{Metric: s.met.duration, Tags: tags, Time: end, Value: ms(r.Duration)},
-			metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 0},
+			metrics.Sample{Metric: duration, Tags: tags, Time: end, Value: ms(r.Duration)},
+			metrics.Sample{Metric: failed, Tags: tags, Time: end, Value: 0},
 		)
 	case relayclient.OutcomeError:
-		s.push(metrics.Sample{Metric: s.met.failed, Tags: tags, Time: end, Value: 1})
+		s.push(metrics.Sample{Metric: failed, Tags: tags, Time: end, Value: 1})
 	case relayclient.OutcomeThrottled:
 		s.push(metrics.Sample{Metric: s.met.throttled, Tags: tags, Time: end, Value: 1})
 	case report.OutcomeExpected:

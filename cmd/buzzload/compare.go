@@ -200,7 +200,9 @@ func opsFromSnapshot(s *metrics.Snapshot) (map[string]*opStats, error) {
 		return ops[op]
 	}
 	found := false
-	for _, name := range []string{opDurationMetric, opFailedMetric, opThrottledMetric} {
+	// The seed's operations are on their own metrics (setup, not load); a
+	// comparison lists them beside the load's, as the report does.
+	for _, name := range []string{opDurationMetric, opFailedMetric, opThrottledMetric, report.MetricSetupDuration, report.MetricSetupFailed} {
 		m := s.Metric(name)
 		if m == nil {
 			continue

@@ -149,7 +149,7 @@ func loadScenarioArgs(name, usageText string, fs *pflag.FlagSet, args []string, 
 	// The same identities as the run's: the same secret mixed in.
 	if _, err := sc.SetIdentitySecret(envLookup(env.Env)); err != nil {
 		fmt.Fprintf(env.Stderr, "%s: identity secret: %s\n", name, termtext.Lines(err.Error()))
-		return nil, 1, false
+		return nil, configerr.Exit, false // a malformed key: invalid configuration
 	}
 	if !sc.IdentitiesSecret() && sc.SharedTarget() {
 		fmt.Fprintf(env.Stderr, "%s: warning: %s\n", name, scenario.NoSecretWarning)

@@ -137,9 +137,10 @@ func TestSeedCommandUsageAndInputErrors(t *testing.T) {
 		{"no file", nil, []string{"seed"}, 2, "want exactly one scenario file"},
 		{"two files", nil, []string{"seed", path, path}, 2, "want exactly one scenario file"},
 		{"bad flag", nil, []string{"seed", "--frob", path}, 2, "unknown flag: --frob"},
-		{"missing file", nil, []string{"seed", filepath.Join(t.TempDir(), "nope.toml")}, 1, "nope.toml"},
-		{"no operator key", nil, []string{"seed", path}, 1, "TEST_OP_KEY"},
-		{"bad operator key", []string{"TEST_OP_KEY=zz"}, []string{"seed", path}, 1, "TEST_OP_KEY"},
+		// Invalid configuration is 104, as run says it (issue 47 item 3).
+		{"missing file", nil, []string{"seed", filepath.Join(t.TempDir(), "nope.toml")}, 104, "nope.toml"},
+		{"no operator key", nil, []string{"seed", path}, 104, "TEST_OP_KEY"},
+		{"bad operator key", []string{"TEST_OP_KEY=zz"}, []string{"seed", path}, 104, "TEST_OP_KEY"},
 		{"teardown no file", nil, []string{"teardown"}, 2, "want exactly one scenario file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

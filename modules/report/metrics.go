@@ -14,4 +14,9 @@ const (
 	MetricGeneratorSaturated = "buzz_generator_saturated"
 	MetricGeneratorCPU       = "buzz_generator_cpu"
 	MetricGeneratorLag       = "buzz_generator_lag"
+	// The seed's operations (setup, not load): their own metrics, so the
+	// load's latency and error rate, and an alert on them, never carry the
+	// seed's (issue 47 items 1 and 6).
+	MetricSetupDuration = "buzz_setup_duration"
+	MetricSetupFailed   = "buzz_setup_failed"
 )
