@@ -20,6 +20,7 @@ import (
 	"github.com/buzzload/buzzload/engine/result"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/report"
+	"github.com/buzzload/buzzload/modules/report/htmlreport"
 )
 
 // The buzz_op_* metrics compare reads (docs/architecture.md "Metrics").
@@ -41,6 +42,10 @@ type opStats struct {
 	P99Ms     float64 `json:"p99_ms"`
 	// ErrorRate is Errors / (OK + Errors), as buzz_op_failed.
 	ErrorRate float64 `json:"error_rate"`
+	// Absent names the statistics the source did not have (a
+	// --summary-export keeps only those k6 was asked for): shown as "–",
+	// never as 0 (issue 47 item 5).
+	Absent []string `json:"absent,omitempty"`
 }
 
 // runOps is one side of a comparison.
@@ -54,6 +59,10 @@ type runOps struct {
 	// Buzz is the run's Buzz report JSON (the file itself, or a result
 	// file's "buzz"), for the HTML report; nil when it has none.
 	Buzz json.RawMessage `json:"-"`
+	// Thresholds and ExitCode are a result file's own verdict (the page
+	// shows them for a run without a Buzz report).
+	Thresholds []htmlreport.Threshold `json:"-"`
+	ExitCode   *int                   `json:"-"`
 }
 
 // compareRow is one operation in both runs.
@@ -164,7 +173,13 @@ func loadRunOps(path string) (*runOps, error) {
 		if err != nil {
 			return nil, fmt.Errorf("result file %s: %w", path, err)
 		}
-		return &runOps{File: path, Format: "result", Script: f.Run.Script, Ops: ops, Buzz: f.Buzz, Note: note}, nil
+		r := &runOps{File: path, Format: "result", Script: f.Run.Script, Ops: ops, Buzz: f.Buzz, Note: note}
+		code := f.Run.ExitCode
+		r.ExitCode = &code
+		for _, th := range f.Thresholds {
+			r.Thresholds = append(r.Thresholds, htmlreport.Threshold{Metric: th.Key, Source: th.Source, OK: th.OK})
+		}
+		return r, nil
 	}
 	if isSummaryExport(head) {
 		return loadSummaryExport(path, b)

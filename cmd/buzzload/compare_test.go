@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -207,7 +208,8 @@ func TestPlainK6RunsInReportAndCompare(t *testing.T) {
 	script := `import { sleep } from "k6";
 import { Trend } from "k6/metrics";
 const think = new Trend("think_ms", true);
-export const options = { vus: 2, iterations: 20, summaryTrendStats: ["avg", "min", "med", "max", "p(95)", "p(99)"] };
+export const options = { vus: 2, iterations: 20, summaryTrendStats: ["avg", "min", "med", "max", "p(95)"],
+  thresholds: { think_ms: ["p(95)<60000"] } };
 export default function () { const t = Date.now(); sleep(0.01); think.add(Date.now() - t); }
 `
 	if err := os.WriteFile(filepath.Join(dir, "plain.js"), []byte(script), 0o644); err != nil {
@@ -242,6 +244,29 @@ export default function () { const t = Date.now(); sleep(0.01); think.add(Date.n
 	if code, _, errs := runBin(t, dir, nil, "report", "-o", "plain.html", "res.json"); code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, errs)
 	}
+	if code, _, errs := runBin(t, dir, nil, "report", "-o", "sum.html", "sum.json"); code != 0 {
+		t.Fatalf("report of the summary export: exit %d\n%s", code, errs)
+	}
 	chromiumPath(t)
-	checkPage(t, filepath.Join(dir, "plain.html"), []string{"ops-summary"}, nil)
+	// A plain run's page (issue 47 item 5): its k6 metrics under their own
+	// heading, not the seed's; its thresholds and verdict; no line drawn
+	// across unrelated metrics; statistics the source did not keep absent.
+	checkPage(t, filepath.Join(dir, "plain.html"), nil, nil)
+	dom := loadPage(t, filepath.Join(dir, "plain.html"), "", 1600, 14000).dom
+	for _, want := range []string{"<h2>k6 metrics (whole run)</h2>", "<h2>Thresholds</h2>", "<td>p(95)&lt;60000</td>", "✓ held", "  result: ok</span>"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the plain run's page lacks %q", want)
+		}
+	}
+	if strings.Contains(dom, "<h2>Setup (the seed") {
+		t.Error("the plain run's page calls its metrics the seed")
+	}
+	if strings.Contains(dom, `id="plot-ops-summary"`) {
+		t.Error("the plain run's page draws a line across unrelated metrics")
+	}
+	sum := loadPage(t, filepath.Join(dir, "sum.html"), "", 1600, 14000).dom
+	// The export kept no p(99) and no count for think_ms: "–", not 0.
+	if !regexp.MustCompile(`<td>think_ms</td><td>–</td><td>0</td><td>0</td><td>[0-9.]+</td><td>[0-9.]+</td><td>–</td>`).MatchString(sum) {
+		t.Errorf("the summary export's think_ms row shows absent statistics as numbers:\n%.3000s", sum[strings.Index(sum, "Overview"):])
+	}
 }

@@ -87,11 +87,18 @@ func loadSummaryExport(path string, b []byte) (*runOps, error) {
 			continue
 		}
 		st := &opStats{P50Ms: med}
-		st.P95Ms, _ = num(m, "p(95)")
-		st.P99Ms, _ = num(m, "p(99)")
+		var ok bool
+		if st.P95Ms, ok = num(m, "p(95)"); !ok {
+			st.Absent = append(st.Absent, "p95_ms")
+		}
+		if st.P99Ms, ok = num(m, "p(99)"); !ok {
+			st.Absent = append(st.Absent, "p99_ms")
+		}
+		st.Absent = append(st.Absent, "count", "ok") // unless a counter gives them
 		if c := counts[name]; c != "" {
 			if n, ok := num(f.Metrics[c], "count"); ok {
 				st.Count, st.OK = int64(n), int64(n)
+				st.Absent = st.Absent[:len(st.Absent)-2]
 			}
 		}
 		ops[name] = st

@@ -70,7 +70,7 @@ func htmlPage(title string, runs ...htmlreport.Run) htmlreport.Page {
 // htmlRun is one side of a page: the Buzz report for the plots, and a
 // result file's exact whole-run sinks for the totals.
 func htmlRun(label string, r *runOps) htmlreport.Run {
-	run := htmlreport.Run{Label: label, File: r.File, Report: r.Buzz, Note: r.Note}
+	run := htmlreport.Run{Label: label, File: r.File, Report: r.Buzz, Note: r.Note, Thresholds: r.Thresholds, ExitCode: r.ExitCode}
 	if r.Format == "result" || r.Format == "summary-export" {
 		run.Ops = r.Ops
 		run.Note = ""

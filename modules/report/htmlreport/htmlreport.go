@@ -45,9 +45,20 @@ type Run struct {
 	Ops any `json:"ops,omitempty"`
 	// Note says how exact the numbers are.
 	Note string `json:"note,omitempty"`
+	// Thresholds and ExitCode are a result file's own verdict, shown when
+	// the run has no Buzz report (a plain k6 script: issue 47 item 5).
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+	ExitCode   *int        `json:"exit_code,omitempty"`
 	// Metrics are every metric's numbers per period (the web dashboard's
 	// webdashboard.Window), for any script.
 	Metrics *Metrics `json:"metrics,omitempty"`
+}
+
+// Threshold is one threshold's final result.
+type Threshold struct {
+	Metric string `json:"metric"`
+	Source string `json:"source"`
+	OK     bool   `json:"ok"`
 }
 
 // Metrics are a run's periods.

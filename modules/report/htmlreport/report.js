@@ -33,6 +33,7 @@
   function set() { return Object.create(null); }
   function num(v, d) { return typeof v === "number" && isFinite(v) ? v : (d === undefined ? 0 : d); }
   function fmt(v) {
+    if (v === null) return "–"; // a statistic the source did not keep
     v = num(v);
     if (v === 0) return "0";
     var a = Math.abs(v);
@@ -207,6 +208,11 @@
     d.appendChild(el("span", { "class": "label" }, r.label));
     d.appendChild(el("span", {}, " " + (r.file || "") + (p ? "  run " + p.run_id + "  scenario " + p.scenario : "") + (p && p.desktop_mode ? "  desktop " + p.desktop_mode : "")));
     if (ok !== null) d.appendChild(el("span", { "class": ok ? "ok" : "bad" }, ok ? "  result: ok" : "  result: FAILED — " + (p.abort_reason || "")));
+    // A run without a Buzz report (a plain k6 script): its own verdict.
+    if (!p && typeof r.exit_code === "number") {
+      var good = r.exit_code === 0;
+      d.appendChild(el("span", { "class": good ? "ok" : "bad" }, good ? "  result: ok" : "  result: FAILED (exit " + r.exit_code + ")"));
+    }
     if (D.live) d.appendChild(el("span", { "class": "live", id: "live" }, "  live: " + liveState + ", " + periods(r).length + " periods of " + fmt(num(r.metrics && r.metrics.period_s)) + " s"));
     if (p && p.generator && p.generator.saturated) d.appendChild(el("div", { "class": "bad" }, "generator saturated: " + (p.generator.reason || "") + " — latencies of these steps measure the generator, not only the relay"));
     if (r.note) d.appendChild(el("div", { "class": "note" }, r.note));
@@ -228,6 +234,20 @@
         return [String(c.name), { cls: cls, text: String(c.level) }, String(c.detail || "")];
       }));
     });
+  }
+
+  // A plain run's thresholds, as k6 judged them (the Buzz report's are
+  // among its checks).
+  var withTh = runs.filter(function (r) { return !rep(r) && (r.thresholds || []).length; });
+  if (withTh.length) {
+    var ts = section("Thresholds");
+    var thRows = [];
+    withTh.forEach(function (r) {
+      r.thresholds.forEach(function (th) {
+        thRows.push([(multi ? r.label + ": " : "") + String(th.metric), String(th.source), { cls: th.ok ? "ok" : "bad", text: th.ok ? "✓ held" : "✗ crossed" }]);
+      });
+    });
+    table(ts, ["metric", "threshold", "result"], thRows);
   }
 
   overview();
@@ -302,9 +322,12 @@
     for (var k2 in (rep(r) || {}).setup || {}) ops[k2] = true;
   });
   var names = Object.keys(ops).sort();
+  // A run without a Buzz report has k6 metrics as its rows, not a seed.
+  var anyReport = runs.some(function (r) { return rep(r); });
+  var untimed = anyReport ? "Setup (the seed; outside the steps, no windows)" : "k6 metrics (whole run)";
   var groups = [["Operations", names.filter(function (n) { return timed[n] && n.indexOf("desktop_") !== 0; })],
     ["Desktop app", names.filter(function (n) { return timed[n] && n.indexOf("desktop_") === 0; })],
-    ["Setup (the seed; outside the steps, no windows)", names.filter(function (n) { return !timed[n]; })]];
+    [untimed, names.filter(function (n) { return !timed[n]; })]];
 
 
   groups.forEach(function (g) {
@@ -316,7 +339,7 @@
       table(card, ["run", "count", "ok", "p50 ms", "p95 ms", "p99 ms", "p99 from due ms", "lag p99 ms", "errors", "throttled"],
         runs.map(function (r) {
           var t = totals(r, op);
-          return [r.label, t.count, t.ok, fmt(t.p50_ms), fmt(t.p95_ms), fmt(t.p99_ms), t.due_p99_ms ? fmt(t.due_p99_ms) : "–",
+          return [r.label, t.count === null ? "–" : t.count, t.ok === null ? "–" : t.ok, fmt(t.p50_ms), fmt(t.p95_ms), fmt(t.p99_ms), t.due_p99_ms ? fmt(t.due_p99_ms) : "–",
             t.lag_p99_ms ? fmt(t.lag_p99_ms) : "–", t.errors, t.throttled];
         }));
       if (inWin[op]) {
@@ -345,7 +368,7 @@
     });
   });
 
-  if (!anyWindows && names.length) {
+  if (!anyWindows && names.length && anyReport) {
     // No report windows (a merged result file): the whole run per op.
     var ss = section("Latency per operation (whole run)");
     var ser2 = [];
@@ -408,7 +431,9 @@
     }
     // A result file's whole-run sinks are exact where the steps' worst is not.
     var x = own(r.ops, op);
-    if (x) ["count", "ok", "errors", "throttled", "p50_ms", "p95_ms", "p99_ms"].forEach(function (k) { t[k] = num(x[k]); });
+    if (x) ["count", "ok", "errors", "throttled", "p50_ms", "p95_ms", "p99_ms"].forEach(function (k) {
+      t[k] = (x.absent || []).indexOf(k) >= 0 ? null : num(x[k]);
+    });
     return t;
   }
 
@@ -427,7 +452,7 @@
     names.forEach(function (op) {
       runs.forEach(function (r) {
         var t = totals(r, op);
-        rows.push([op + (multi ? " (" + r.label + ")" : ""), t.count, t.errors, t.throttled, fmt(t.p50_ms), fmt(t.p95_ms), fmt(t.p99_ms)]);
+        rows.push([op + (multi ? " (" + r.label + ")" : ""), t.count === null ? "–" : t.count, t.errors, t.throttled, fmt(t.p50_ms), fmt(t.p95_ms), fmt(t.p99_ms)]);
       });
     });
     table(s, ["operation", "count", "errors", "throttled", "p50 ms", "p95 ms", "p99 ms"], rows);
