@@ -15,6 +15,7 @@ import (
 
 	"github.com/mstoykov/envconfig"
 
+	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/segment"
@@ -146,10 +147,18 @@ func runEndReason(code int, err error) string {
 		why = "the run was aborted by test.abort()"
 	case 110:
 		why = "the run was marked as failed (test.fail())"
+	case 104:
+		why = "invalid configuration"
 	default:
 		why = "the run failed"
 	}
 	if err != nil {
+		// A configuration problem thrown from the script: its own line,
+		// not the JS stack around it (issue 47 item 3).
+		var ce *configerr.Error
+		if errors.As(err, &ce) {
+			err = ce
+		}
 		why += ": " + err.Error()
 	}
 	return fmt.Sprintf("%s (exit %d)", why, code)
