@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/buzzload/buzzload/engine/outfile"
 	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/report"
 )
@@ -36,7 +36,9 @@ func StandardScript(path string) []byte {
 // report that cannot be written fails the run (FinishReports) instead of
 // being lost.
 func (m *Module) writeReport(path string, data []byte) error {
-	err := os.WriteFile(path, data, 0o644)
+	// A temporary file renamed into place: a failed write (a full disk)
+	// leaves the previous report whole (issue 43 L1).
+	err := outfile.Replace(path, data, 0o644)
 	m.failMu.Lock()
 	defer m.failMu.Unlock()
 	if err != nil {

@@ -3,6 +3,8 @@ package extension
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,5 +25,29 @@ func TestRunEndOfAConfigurationProblemIsOneLine(t *testing.T) {
 	}
 	if other := runEndReason(107, errors.New("GoError: boom\n\tat default (file:///x.js:1:1)")); !strings.Contains(other, "\tat default") {
 		t.Errorf("a script exception lost its stack: %q", other)
+	}
+}
+
+// The Buzz report's JSON (--report, sc.report's json) replaces the previous
+// file through a rename, never overwriting it in place (issue 43 L1).
+func TestReportJSONReplacesThePrevious(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "buzz-report.json")
+	if err := os.WriteFile(path, []byte(`{"previous":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "old.json")
+	if err := os.Link(path, old); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{})
+	if err := m.writeReport(path, []byte(`{"new":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(old); string(b) != `{"previous":true}` {
+		t.Errorf("the previous report was overwritten in place: %s", b)
+	}
+	if b, _ := os.ReadFile(path); string(b) != `{"new":true}` {
+		t.Errorf("report %s", b)
 	}
 }

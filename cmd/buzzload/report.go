@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 
+	"github.com/buzzload/buzzload/engine/outfile"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/report/htmlreport"
@@ -89,7 +89,7 @@ func writeHTML(path string, p htmlreport.Page) error {
 	if err := htmlreport.Write(&b, p); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := outfile.Replace(path, b.Bytes(), 0o644); err != nil { // the previous page whole if this write fails
 		return fmt.Errorf("HTML report: %w", err)
 	}
 	return nil

@@ -70,3 +70,15 @@ func TestAnAbortByTheRuleAgreesWithItself(t *testing.T) {
 		t.Errorf("verdict %q, want step 0's", r.AbortReason)
 	}
 }
+
+// A durability audit that could read nothing back warns: a run that could
+// not check its writes did not pass them (issue 43 L2: it was a skip).
+func TestAnAuditThatReadNothingWarns(t *testing.T) {
+	c := durabilityCheck(&DurabilityReport{Acknowledged: 12, Checked: 12, Unverified: 12, FirstError: "connection refused"})
+	if c.Level != CheckWarn || !strings.Contains(c.Detail, "connection refused") {
+		t.Errorf("%+v, want a warning with the error", c)
+	}
+	if c := durabilityCheck(&DurabilityReport{}); c.Level != CheckSkip {
+		t.Errorf("nothing acknowledged: %+v, want a skip", c)
+	}
+}
