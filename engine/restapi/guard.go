@@ -52,6 +52,18 @@ func Guard(h http.Handler, names ...string) http.Handler {
 	})
 }
 
+// HostAllowed is Guard's Host rule for another server of the run (the web
+// dashboard): an IP literal, localhost (or *.localhost) or one of names.
+func HostAllowed(hostport string, names ...string) bool {
+	allowed := map[string]bool{}
+	for _, n := range names {
+		if n = strings.TrimSuffix(strings.ToLower(n), "."); n != "" {
+			allowed[n] = true
+		}
+	}
+	return hostAllowed(hostport, allowed)
+}
+
 func hostAllowed(hostport string, names map[string]bool) bool {
 	if hostport == "" {
 		return true // HTTP/1.0 without Host: not a browser

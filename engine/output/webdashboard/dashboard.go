@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/outfile"
+	"github.com/buzzload/buzzload/engine/restapi"
 )
 
 // Dashboard is the output: Start serves the page, AddSamples aggregates,
@@ -122,7 +123,17 @@ func (d *Dashboard) Start() error {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /{$}", d.servePage)
 		mux.HandleFunc("GET /events", d.serveEvents)
-		d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// The REST API's Host rule (issue 43 L4): a DNS-rebinding page
+		// (its own name resolved to 127.0.0.1) could read the live metrics.
+		configured := d.cfg.Host
+		guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !restapi.HostAllowed(r.Host, configured) {
+				http.Error(w, "the web dashboard answers only requests addressed to an IP, localhost or its host", http.StatusForbidden)
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+		d.srv = &http.Server{Handler: guarded, ReadHeaderTimeout: 10 * time.Second}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()

@@ -267,3 +267,28 @@ func testRender(w io.Writer, page []byte) error {
 	_, err := fmt.Fprintf(w, "<html><script type=\"application/json\">%s</script></html>\n", page)
 	return err
 }
+
+// The dashboard answers only requests addressed to an IP, localhost or its
+// own host, as the REST API does: a DNS-rebinding page (its own name
+// resolved to 127.0.0.1) cannot read the live metrics (issue 43 L4).
+func TestDashboardRefusesAForeignHost(t *testing.T) {
+	d := New(Config{Host: "127.0.0.1", Port: 0, Period: time.Second}, "x.js", func(s string) { t.Log(s) }, View{Render: testRender, Ops: testOps})
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Finish(nil) }()
+	for host, want := range map[string]int{"": http.StatusOK, "localhost:5665": http.StatusOK, "evil.example:5665": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodGet, d.URL()+"/", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
