@@ -321,3 +321,23 @@ func TestUnknownKeySuggestsTheNearMiss(t *testing.T) {
 }
 
 var suggestion = regexp.MustCompile(` \(did you mean [^)]*\?\)`)
+
+// A file nesting inline tables deeper than MaxNesting, or larger than
+// MaxFileBytes, is refused before the decoder reads it, naming the bound
+// (issue 43 M1: 12 KB of nesting made 246 MB); brackets in strings and
+// comments do not count.
+func TestDeepOrHugeFilesAreRefusedBeforeDecoding(t *testing.T) {
+	deep := "run_id = \"x\"\n" + "a = " + strings.Repeat("{b = ", 20000) + "1" + strings.Repeat("}", 20000) + "\n"
+	_, err := Parse("deep.toml", []byte(deep))
+	if err == nil || !strings.Contains(err.Error(), "deep.toml:2: tables and arrays nest deeper than 32 levels") {
+		t.Errorf("deep: %v", err)
+	}
+	huge := "run_id = \"x\"\n# " + strings.Repeat("x", MaxFileBytes) + "\n"
+	if _, err := Parse("huge.toml", []byte(huge)); err == nil || !strings.Contains(err.Error(), "above the 1048576 a scenario may have") {
+		t.Errorf("huge: %v", err)
+	}
+	fine := "run_id = \"x\" # [[[[ not nesting\nname = \"{{{{{{\"\n[[ramp]]\nusers = 1\nhold_secs = 1\n"
+	if p := checkShape([]byte(fine)); p != nil {
+		t.Errorf("brackets in a string or a comment counted: %+v", p)
+	}
+}
