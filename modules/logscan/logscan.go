@@ -45,14 +45,17 @@ type Group struct {
 
 // Result is what one scan found.
 type Result struct {
-	Source  string   `json:"source"`
-	Lines   int      `json:"lines"`   // lines scanned
-	Counted int      `json:"counted"` // error lines not allowed
-	Allowed int      `json:"allowed,omitempty"`
-	Max     int      `json:"max"`
-	Groups  []Group  `json:"groups,omitempty"`
-	Notes   []string `json:"notes,omitempty"` // rotation, truncation, a best-effort source
-	Error   string   `json:"error,omitempty"` // the log could not be read
+	Source  string `json:"source"`
+	Lines   int    `json:"lines"`   // lines scanned
+	Counted int    `json:"counted"` // error lines not allowed
+	// LongLines are lines longer than 64 KiB: scanned whole in parts, their
+	// first 64 KiB kept as a sample.
+	LongLines int      `json:"long_lines,omitempty"`
+	Allowed   int      `json:"allowed,omitempty"`
+	Max       int      `json:"max"`
+	Groups    []Group  `json:"groups,omitempty"`
+	Notes     []string `json:"notes,omitempty"` // rotation, truncation, a best-effort source
+	Error     string   `json:"error,omitempty"` // the log could not be read
 }
 
 // Failed reports whether the counted lines exceed the maximum.
@@ -62,6 +65,9 @@ const (
 	maxGroups  = 50
 	maxSamples = 3
 	maxLine    = 64 << 10
+	// overlap is what a long line's next read is matched with of the one
+	// before: longer than any marker a pattern looks for.
+	overlap = 1 << 10
 )
 
 // Scanner counts error lines as they are fed.
@@ -81,15 +87,28 @@ func NewScanner(source string, rules Rules) *Scanner {
 
 // Line scans one line.
 func (s *Scanner) Line(line []byte) {
+	s.count(line, s.rules.Pattern.Match(line), matchAny(s.rules.Allow, line))
+}
+
+func matchAny(res []*regexp.Regexp, b []byte) bool {
+	for _, a := range res {
+		if a.Match(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// count takes one line, matched by the error pattern or not and by an
+// allow rule or not; line is its text (a long line's head).
+func (s *Scanner) count(line []byte, matched, allowed bool) {
 	s.res.Lines++
-	if !s.rules.Pattern.Match(line) {
+	if !matched {
 		return
 	}
-	for _, a := range s.rules.Allow {
-		if a.Match(line) {
-			s.res.Allowed++
-			return
-		}
+	if allowed {
+		s.res.Allowed++
+		return
 	}
 	s.res.Counted++
 	key := normalise(line)
@@ -118,11 +137,22 @@ func (s *Scanner) Feed(r io.Reader) error {
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: scan its start, skip the rest.
-			s.Line(line[:min(len(line), maxLine)])
+			// A line longer than the buffer is scanned whole, a buffer at a
+			// time with an overlap (a marker split between two reads still
+			// matches), in bounded memory; its head is the sample (issue 43
+			// L3: an ERROR past the first 64 KiB was missed).
+			head := append([]byte(nil), line[:min(len(line), maxLine)]...)
+			matched, allowed := s.rules.Pattern.Match(line), matchAny(s.rules.Allow, line)
+			tail := append([]byte(nil), line[len(line)-min(len(line), overlap):]...)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
+				line, err = br.ReadSlice('\n')
+				win := append(tail, line...)
+				matched = matched || s.rules.Pattern.Match(win)
+				allowed = allowed || matchAny(s.rules.Allow, win)
+				tail = append(tail[:0], win[len(win)-min(len(win), overlap):]...)
 			}
+			s.res.LongLines++
+			s.count(bytes.TrimRight(head, "\r\n"), matched, allowed)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return err
 			}

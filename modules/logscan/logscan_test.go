@@ -83,3 +83,23 @@ func TestScanFollowsRotationAndTruncation(t *testing.T) {
 		t.Errorf("a log that never existed: %+v", r)
 	}
 }
+
+// A line of any length is scanned whole, in bounded memory: an ERROR past
+// its first 64 KiB counts (issue 43 L3: it was missed), a marker split
+// across two reads too, and the line after it still counts.
+func TestLongLinesAreScannedWhole(t *testing.T) {
+	for _, n := range []int{64<<10 - 10, 64 << 10, 200 << 10} {
+		s := NewScanner("x", Rules{})
+		log := strings.Repeat("a", n) + " ERROR at the end\nfine\n2026 ERROR buzz: after\n"
+		if err := s.Feed(strings.NewReader(log)); err != nil {
+			t.Fatal(err)
+		}
+		r := s.Result()
+		if r.Lines != 3 || r.Counted != 2 || r.LongLines != 1 {
+			t.Errorf("n=%d: lines %d counted %d long %d, want 3, 2, 1", n, r.Lines, r.Counted, r.LongLines)
+		}
+		if len(r.Groups) == 0 || len(r.Groups[0].Samples[0]) > 64<<10 {
+			t.Errorf("n=%d: the long line's sample is not bounded", n)
+		}
+	}
+}
