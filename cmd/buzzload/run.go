@@ -207,25 +207,12 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 
 	finished := make(chan struct{})
 	defer close(finished)
+	ended := make(chan struct{}) // closed when the test has run: only files are left to write
 	if env.Signals != nil {
-		go func() {
-			select {
-			case <-env.Signals:
-				fmt.Fprintln(stderr, "buzzload run: stopping the test (teardown and the summary still run; a second signal exits at once)")
-				cancel(engine.ErrSignal)
-			case <-finished:
-				return
-			}
-			// A second signal ends the process at once (k6: exit 105).
-			select {
-			case <-env.Signals:
-				fmt.Fprintln(stderr, "buzzload run: second signal, exiting at once")
-				os.Exit(engine.ExitExternalAbort)
-			case <-finished:
-			}
-		}()
+		go stopOnSignals(env.Signals, cancel, ended, finished, stderr)
 	}
 	res := engine.Run(runCtx, cfg)
+	close(ended)
 	if dash != nil {
 		if err := finishDashboard(dash, buzz.LastReport(), stderr); err != nil && res.ExitCode == engine.ExitOK {
 			res.ExitCode = engine.ExitGeneric

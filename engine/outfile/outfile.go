@@ -6,6 +6,11 @@
 // `--result /dev/null` turned the system's /dev/null into a regular file
 // (issue 30 F3). So a rename happens only over a regular file or a new path;
 // anything else (a device, a FIFO, a symlink) is written through, in place.
+//
+// A FIFO is never opened to check it and never waited on without a bound:
+// opening one for writing blocks until a reader comes, and the check's
+// open-and-close used to hand the reader its EOF, so the final write waited
+// forever (issue 43 M2).
 package outfile
 
 import (
@@ -14,7 +19,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
+
+// FIFOWait bounds how long a write to a FIFO waits for a reader to open it
+// and then for the reader to take the data.
+const FIFOWait = 10 * time.Second
 
 // Replace writes data to path. Over a regular file or a new path it writes
 // a temporary file in the same directory and renames it into place (a
@@ -51,6 +61,9 @@ func Replace(path string, data []byte, perm os.FileMode) error {
 }
 
 func writeThrough(path string, data []byte) error {
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+		return writeFIFO(path, data, FIFOWait)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
@@ -70,6 +83,8 @@ func Check(path string) error {
 	switch {
 	case err == nil && fi.IsDir():
 		return fmt.Errorf("%s is a directory", path)
+	case err == nil && fi.Mode()&fs.ModeNamedPipe != 0:
+		return canWrite(path)
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
