@@ -92,6 +92,10 @@ type RunConfig struct {
 	// the first error) once the VUs are done and before handleSummary, so
 	// a module's report can follow the run's end (issue 30 F5).
 	OnEnd func(code int, err error)
+	// OnOutputs, when set, learns the outputs' delivery counts
+	// (output.Counter) once they stopped, before OnEnd and handleSummary, so
+	// a module's report can judge them (issue 43 L6).
+	OnOutputs func([]output.Counts)
 }
 
 var envKeyRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)

@@ -342,6 +342,12 @@ func (r *runner) run(ctx context.Context) Result {
 	stopColl()
 	<-collDone
 	r.stopOutputs()
+	if r.cfg.OnOutputs != nil {
+		r.mu.Lock()
+		outs := append([]output.Counts(nil), r.outCounts...)
+		r.mu.Unlock()
+		r.cfg.OnOutputs(outs)
+	}
 	if r.cfg.OnEnd != nil {
 		end := r.result()
 		r.cfg.OnEnd(end.ExitCode, end.Err)

@@ -118,6 +118,16 @@ type Module struct {
 	// runEnd is why the run ended before its plan or failed ("": it has
 	// not ended, or ended ok), from the engine (NoteRunEnd).
 	runEnd string
+	// outputs are the metric outputs' delivery counts (NoteOutputs).
+	outputs []report.OutputDelivery
+}
+
+// NoteOutputs learns what the metric outputs delivered, for the report's
+// outputs checks.
+func (m *Module) NoteOutputs(ds []report.OutputDelivery) {
+	m.failMu.Lock()
+	m.outputs = ds
+	m.failMu.Unlock()
 }
 
 // NoteRunEnd learns how the run ended, before handleSummary: a run cut
@@ -168,6 +178,12 @@ func (m *Module) runEndReason() string {
 	m.failMu.Lock()
 	defer m.failMu.Unlock()
 	return m.runEnd
+}
+
+func (m *Module) outputDeliveries() []report.OutputDelivery {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	return m.outputs
 }
 
 // PreflightError is the preflight failure that stopped the run, if any.

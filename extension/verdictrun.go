@@ -81,6 +81,7 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	if l.m != nil {
 		in.RunEnd = l.m.runEndReason()
 		in.RelayLogs = l.m.relayLogs
+		in.Outputs = l.m.outputDeliveries()
 	}
 	in.Durability, in.Unacked, in.Sweep = l.durability, l.unackedRep, l.swept
 	return report.Build(in, l.agg.Totals())

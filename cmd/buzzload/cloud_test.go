@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -194,4 +195,40 @@ func TestCloudOutputNamesAScenarioRunAfterItsFile(t *testing.T) {
 	if err := json.Unmarshal(reqs[0].Body, &create); err != nil || create.Name != "ops-tiny.toml" {
 		t.Fatalf("test run name %q (%v), want ops-tiny.toml", create.Name, err)
 	}
+}
+
+// A cloud that takes no metrics leaves the run's exit alone but is a
+// warning check in the Buzz report, with the totals (issue 43 L6). Fails
+// without the fix: the report has no "output cloud" check.
+func TestCloudThatGetsNoMetricsIsAWarningCheck(t *testing.T) {
+	srv := capture.StartT(t)
+	srv.RefusePushes(http.StatusInternalServerError, `{"error":{"code":9,"message":"no"}}`)
+	dir := copyTestdata(t, "ops-tiny.toml")
+	code, _, errs := runBin(t, dir, []string{"K6_CLOUD_HOST=" + srv.URL, "K6_CLOUD_TOKEN=x"},
+		"run", "-q", "-d", "2s", "--out", "cloud", "--report", "rep.json", "ops-tiny.toml")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (the cloud's copy is not the run)\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "no metrics reached the cloud") {
+		t.Fatalf("stderr does not say it:\n%s", errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "rep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Checks []struct{ Name, Level, Detail string } `json:"checks"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "output cloud" {
+			if c.Level != "warn" || !strings.Contains(c.Detail, "no metrics reached it") || !strings.Contains(c.Detail, "failed pushes") {
+				t.Fatalf("check %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no output cloud check in %+v", rep.Checks)
 }

@@ -23,10 +23,12 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
+	"github.com/buzzload/buzzload/engine/output"
 	"github.com/buzzload/buzzload/engine/output/webdashboard"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/js"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // runEnv is the K6_* environment of `buzzload run` (docs/k6-compat.md §8.1). Only
@@ -204,6 +206,13 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	cfg.StdoutTTY, cfg.StderrTTY = isTerminal(stdout), isTerminal(stderr)
 	cfg.Console = console
 	cfg.OnEnd = buzz.NoteRunEnd
+	cfg.OnOutputs = func(cs []output.Counts) {
+		ds := make([]report.OutputDelivery, len(cs))
+		for i, c := range cs {
+			ds[i] = report.OutputDelivery{Output: c.Output, Counts: c.Counts}
+		}
+		buzz.NoteOutputs(ds)
+	}
 
 	finished := make(chan struct{})
 	defer close(finished)

@@ -46,6 +46,7 @@ type Input struct {
 	Sweep      *SweepReport
 	Profile    *ProfileVerdict
 	RelayLogs  []*logscan.Result
+	Outputs    []OutputDelivery
 	WindowSecs float64
 	Windows    []WindowReport
 }
@@ -88,6 +89,7 @@ func Build(in Input, t Totals) *Report {
 	}
 	r.ClientExits, r.ExitSamples, r.Interrupted = clientExits(t)
 	r.Durability, r.Unacked, r.Sweep, r.Profile, r.RelayLogs = in.Durability, in.Unacked, in.Sweep, in.Profile, in.RelayLogs
+	r.Outputs = in.Outputs
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)

@@ -131,6 +131,9 @@ func checksOf(r *Report) []Check {
 	if r.Unacked != nil {
 		out = append(out, unackedCheck(r.Unacked))
 	}
+	for _, o := range r.Outputs {
+		out = append(out, o.check())
+	}
 	// A failure the checks above do not name (a run cut short as a whole,
 	// a test.fail()): the verdict's own reason.
 	if !r.OK && !hasLevel(out, CheckFail) {

@@ -76,6 +76,9 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string) (*R
 		out.Warnings = append(out.Warnings, prefixed(names[i], r.Warnings)...)
 		out.RelayLogs = append(out.RelayLogs, r.RelayLogs...)
 		out.Expected = append(out.Expected, r.Expected...)
+		for _, o := range r.Outputs { // each runner pushes on its own
+			out.Outputs = append(out.Outputs, OutputDelivery{Output: o.Output + " (" + names[i] + ")", Counts: o.Counts})
+		}
 	}
 	out.Windows, out.WindowSecs = mergeWindowLists(reps)
 	if len(out.Windows) == 0 && len(first.Windows) > 0 {

@@ -170,6 +170,9 @@ type Report struct {
 	// RelayLogs are the relay's own logs, scanned for error lines
 	// (--relay-log, and the embedded relay's).
 	RelayLogs []*logscan.Result `json:"relay_logs,omitempty"`
+	// Outputs are the metric outputs' delivery counts (--out cloud,
+	// experimental-prometheus-rw), each judged by an outputs check.
+	Outputs []OutputDelivery `json:"outputs,omitempty"`
 	// Profile is a gateway profile's verdict (sc.report's profile option).
 	Profile *ProfileVerdict `json:"profile,omitempty"`
 	// Sweep is the post-run sweep: is the relay still serving (sweep.go)?

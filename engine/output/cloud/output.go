@@ -445,10 +445,14 @@ func (o *Output) finish() {
 
 func (o *Output) report() {
 	st := o.Stats()
-	if st.FailedPushes == 0 && st.PointsLost == 0 && st.SamplesDropped == 0 {
+	nothing := st.PointsSent == 0 // said even when nothing was lost: a check must see it (issue 43 L6)
+	if !nothing && st.FailedPushes == 0 && st.PointsLost == 0 && st.SamplesDropped == 0 {
 		return
 	}
 	msg := fmt.Sprintf("cloud: %d of %d pushes failed; %d series values not sent", st.FailedPushes, st.Pushes, st.PointsLost)
+	if nothing {
+		msg = "cloud: no metrics reached the cloud: " + msg[len("cloud: "):]
+	}
 	if st.SamplesDropped > 0 {
 		msg += fmt.Sprintf(", %d samples dropped", st.SamplesDropped)
 	}
@@ -456,6 +460,15 @@ func (o *Output) report() {
 		msg += "; last error: " + st.LastError
 	}
 	o.warn(msg)
+}
+
+// Counts are the delivery counts for the result file and the Buzz report's
+// outputs check (output.Counter): a cloud that received nothing must be
+// visible to a check, not only as a line on stderr (issue 43 L6).
+func (o *Output) Counts() map[string]int64 {
+	s := o.Stats()
+	return map[string]int64{"pushes": s.Pushes, "failed_pushes": s.FailedPushes, "points_sent": s.PointsSent,
+		"points_lost": s.PointsLost, "samples_dropped": s.SamplesDropped}
 }
 
 // Stats returns the delivery counts so far.
