@@ -7,6 +7,7 @@ package genmeter
 import (
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,9 @@ func (m *Meter) Cell(step int) (report.CPUCell, int) {
 	if step < 0 || step >= len(m.cells) {
 		return report.CPUCell{}, m.cores
 	}
-	return m.cells[step], m.cores
+	c := m.cells[step]
+	c.Sched.Counts = append([]uint64(nil), c.Sched.Counts...) // Watch goes on adding to its own
+	return c, m.cores
 }
 
 // Hooks are what Watch tells its caller: stepOf places a moment's offset
@@ -62,12 +65,15 @@ func (m *Meter) Watch(start time.Time, stop <-chan struct{}, h Hooks) {
 	defer t.Stop()
 	last, lastCPU := time.Now(), processCPU()
 	lastBusy, lastTotal := machineCPU()
+	sched := newSchedReader()
+	lastSched := sched.read()
 	gaugeAt, gaugeCPU := last, lastCPU
 	step := h.StepOf(last.Sub(start))
 	steps := len(m.cells) - 1
 	sample := func() {
 		now, cpu := time.Now(), processCPU()
 		busy, total := machineCPU()
+		schedNow := sched.read()
 		m.mu.Lock()
 		if step < len(m.cells) {
 			c := &m.cells[step]
@@ -75,10 +81,11 @@ func (m *Meter) Watch(start time.Time, stop <-chan struct{}, h Hooks) {
 			c.Wall += now.Sub(last)
 			c.MBusy += busy - lastBusy
 			c.MTotal += total - lastTotal
+			addSched(&c.Sched, sched.buckets, lastSched, schedNow)
 		}
 		cores := m.cores
 		m.mu.Unlock()
-		last, lastCPU, lastBusy, lastTotal = now, cpu, busy, total
+		last, lastCPU, lastBusy, lastTotal, lastSched = now, cpu, busy, total, schedNow
 		if now.Sub(gaugeAt) >= GaugeEvery {
 			h.Gauge(now, report.CPUShare(cpu-gaugeCPU, now.Sub(gaugeAt), cores))
 			gaugeAt, gaugeCPU = now, cpu
@@ -104,6 +111,48 @@ func (m *Meter) Watch(start time.Time, stop <-chan struct{}, h Hooks) {
 		case <-t.C:
 			sample()
 		}
+	}
+}
+
+// schedMetric is the Go runtime's histogram of how long runnable goroutines
+// waited to run: it rises when this process or the machine is short of CPU,
+// not when goroutines are blocked on the network (issue 43 L8).
+const schedMetric = "/sched/latencies:seconds"
+
+// schedReader reads schedMetric's cumulative counts.
+type schedReader struct {
+	sample  []metrics.Sample
+	buckets []float64 // nil: the runtime does not have the metric
+}
+
+func newSchedReader() *schedReader {
+	r := &schedReader{sample: []metrics.Sample{{Name: schedMetric}}}
+	metrics.Read(r.sample)
+	if r.sample[0].Value.Kind() == metrics.KindFloat64Histogram {
+		r.buckets = append([]float64(nil), r.sample[0].Value.Float64Histogram().Buckets...)
+	}
+	return r
+}
+
+// read is a copy of the counts so far (the runtime reuses its slices).
+func (r *schedReader) read() []uint64 {
+	if r.buckets == nil {
+		return nil
+	}
+	metrics.Read(r.sample)
+	return append([]uint64(nil), r.sample[0].Value.Float64Histogram().Counts...)
+}
+
+// addSched adds the counts between two reads to h.
+func addSched(h *report.SchedHist, buckets []float64, before, after []uint64) {
+	if buckets == nil || len(before) != len(after) || len(after)+1 != len(buckets) {
+		return
+	}
+	if h.Counts == nil {
+		h.Buckets, h.Counts = buckets, make([]uint64, len(after))
+	}
+	for i := range after {
+		h.Counts[i] += after[i] - before[i]
 	}
 }
 

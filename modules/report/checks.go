@@ -67,6 +67,8 @@ func checksOf(r *Report) []Check {
 				add(gname, CheckWarn, "saturated: "+g.Reason+" (its latencies measure the generator too)")
 			case g.Elsewhere != "":
 				add(gname, CheckWarn, "not saturated, but "+g.Elsewhere)
+			case g.WaitingOnTarget != "":
+				add(gname, CheckWarn, "not saturated, but "+g.WaitingOnTarget)
 			default:
 				add(gname, CheckPass, "not saturated")
 			}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -80,6 +81,16 @@ type GeneratorReport struct {
 	// Elsewhere says the scheduling lag came from other processes (the
 	// machine busy, this process not): a warning, not a saturation.
 	Elsewhere string `json:"elsewhere,omitempty"`
+	// SchedP99Ms is the p99 of how long this process's runnable goroutines
+	// waited for a CPU over the step (the Go runtime's
+	// /sched/latencies:seconds; 0 with SchedSamples 0: not measured).
+	SchedP99Ms   float64 `json:"sched_p99_ms,omitempty"`
+	SchedSamples uint64  `json:"sched_samples,omitempty"`
+	// WaitingOnTarget says the scheduling lag was the clients waiting on
+	// the target (a write the relay did not take, an answer that did not
+	// come), not the generator: its goroutines ran as soon as they could
+	// (issue 43 L8: a paused relay was blamed on "other processes").
+	WaitingOnTarget string `json:"waiting_on_target,omitempty"`
 }
 
 // GeneratorSummary says whether any step was saturated.
@@ -97,14 +108,23 @@ type GeneratorSummary struct {
 // took the CPU, and it is said apart (Elsewhere) rather than marked. A
 // process that used more and still lagged is a cause itself (a generator
 // with GOMAXPROCS=1 at 48 % of its core on a busy machine is saturated).
+//
+// The lag of a client's schedule is also the client waiting on the target
+// (its write blocked on a relay that stopped reading): when the runtime
+// says runnable goroutines got a CPU within half the limit (SchedP99Ms),
+// neither this process nor the machine held them, and the lag is said to
+// be the target's (WaitingOnTarget).
 func judgeGenerator(g *GeneratorReport, maxLagMs float64) {
 	var why string
-	g.Elsewhere = ""
+	g.Elsewhere, g.WaitingOnTarget = "", ""
 	if g.LagSamples >= minLagSamples && g.LagP99Ms > maxLagMs {
 		lag := fmt.Sprintf("scheduling lag p99 %.1f ms above generator_max_lag_ms %g", g.LagP99Ms, maxLagMs)
-		if g.MachinePct >= busyMachinePct && g.CPUPct < idleProcessPct {
+		switch {
+		case g.SchedSamples >= minLagSamples && g.SchedP99Ms <= maxLagMs/2:
+			g.WaitingOnTarget = fmt.Sprintf("%s while this process ran its runnable goroutines within %.1f ms (p99): the clients were waiting on the target, not on the generator", lag, g.SchedP99Ms)
+		case g.MachinePct >= busyMachinePct && g.CPUPct < idleProcessPct:
 			g.Elsewhere = fmt.Sprintf("%s while the machine's CPU was %.0f %% busy and this process used %.0f %% of its cores: other processes slowed the generator", lag, g.MachinePct, g.CPUPct)
-		} else {
+		default:
 			why = lag
 		}
 	}
@@ -121,9 +141,50 @@ const (
 	idleProcessPct = 25
 )
 
-// CPUCell is the CPU and wall time sampled in one step, and the machine's
-// busy and total CPU time over it.
-type CPUCell struct{ CPU, Wall, MBusy, MTotal time.Duration }
+// CPUCell is the CPU and wall time sampled in one step, the machine's busy
+// and total CPU time over it, and the runtime's scheduling latencies.
+type CPUCell struct {
+	CPU, Wall, MBusy, MTotal time.Duration
+	Sched                    SchedHist
+}
+
+// SchedHist is a histogram of goroutine scheduling latencies in seconds:
+// Counts[i] fell in [Buckets[i], Buckets[i+1]) (runtime/metrics layout).
+type SchedHist struct {
+	Buckets []float64
+	Counts  []uint64
+}
+
+// Total is the number of latencies counted.
+func (h SchedHist) Total() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// QuantileMs is the q-quantile (0..1) in ms, as its bucket's upper bound
+// (its lower bound for the last, unbounded bucket); 0 when empty.
+func (h SchedHist) QuantileMs(q float64) float64 {
+	n := h.Total()
+	if n == 0 || len(h.Buckets) != len(h.Counts)+1 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(n)))
+	var seen uint64
+	for i, c := range h.Counts {
+		seen += c
+		if seen >= rank {
+			hi := h.Buckets[i+1]
+			if math.IsInf(hi, 1) {
+				hi = h.Buckets[i]
+			}
+			return 1000 * hi
+		}
+	}
+	return 1000 * h.Buckets[len(h.Buckets)-1]
+}
 
 // CPUShare is CPU time over wall time on cores cores, 0..1 (0 for no wall).
 func CPUShare(cpu, wall time.Duration, cores int) float64 {
@@ -151,6 +212,9 @@ func StepGenerator(c CPUCell, cores int, ops map[string]*OpAgg, maxLagMs float64
 	}
 	if c.MTotal > 0 {
 		g.MachinePct = round3(100 * c.MBusy.Seconds() / c.MTotal.Seconds())
+	}
+	if n := c.Sched.Total(); n > 0 {
+		g.SchedSamples, g.SchedP99Ms = n, round3(c.Sched.QuantileMs(0.99))
 	}
 	if ts, ok := lag.lag.(*metrics.TrendSink); ok && ts.Count() > 0 {
 		g.LagP99Ms = round3(ts.Percentile(99))

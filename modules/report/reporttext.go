@@ -85,6 +85,9 @@ func (r *Report) Text() string {
 			if g.Elsewhere != "" {
 				fmt.Fprintf(&b, "    ! %s — these latencies measure the machine too\n", tc(g.Elsewhere))
 			}
+			if g.WaitingOnTarget != "" {
+				fmt.Fprintf(&b, "    ! %s\n", tc(g.WaitingOnTarget))
+			}
 		}
 		if s.AbortReason != "" {
 			fmt.Fprintf(&b, "    ✗ %s\n", tc(s.AbortReason))
