@@ -89,5 +89,7 @@ func (c *Conn) errText() string {
 	if err := c.Err(); err != nil {
 		return err.Error()
 	}
-	return "connection closed"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closedErrLocked().Error()
 }

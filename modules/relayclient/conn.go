@@ -303,6 +303,20 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// closedErrLocked is ErrClosed naming the side that closed the connection
+// and its close code or error, so an operation lost to a closed connection
+// says why (issue 43: three publishes failed with a bare "connection
+// closed"). c.mu is held.
+func (c *Conn) closedErrLocked() error {
+	switch {
+	case c.lostErr != nil:
+		return fmt.Errorf("%w (%v)", ErrClosed, c.lostErr)
+	case c.byUs:
+		return fmt.Errorf("%w (closed by this client)", ErrClosed)
+	}
+	return ErrClosed
+}
+
 // abort ends the connection because of err (a write failed, the relay went away).
 func (c *Conn) abort(err error) {
 	c.mu.Lock()
@@ -334,10 +348,10 @@ func (c *Conn) write(b []byte, deadline time.Time) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.mu.Lock()
-	closed := c.closed
+	closed, why := c.closed, c.closedErrLocked()
 	c.mu.Unlock()
 	if closed {
-		return ErrClosed
+		return why
 	}
 	_ = c.ws.SetWriteDeadline(deadline)
 	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {

@@ -58,7 +58,7 @@ func (c *Conn) register(m *map[string]*pending, p *pending, timeout time.Duratio
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return ErrClosed
+		return c.closedErrLocked()
 	}
 	if *m == nil {
 		*m = make(map[string]*pending)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -475,6 +476,36 @@ func untilClientGoes(ws *websocket.Conn) {
 	for {
 		if _, _, err := ws.ReadMessage(); err != nil {
 			return
+		}
+	}
+}
+
+// An operation started on a connection that already ended says which side
+// closed it and with what code or error, on both read paths (issue 43: a
+// bare "connection closed" named neither). Fails without the fix: the
+// error was "relay: connection closed" alone.
+func TestOperationsAfterTheEndNameWhoClosed(t *testing.T) {
+	for _, p := range readPaths {
+		url := scriptRelay(t, func(ws *websocket.Conn) {
+			_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, "restarting"), time.Now().Add(time.Second))
+			_, _, _ = ws.ReadMessage()
+		})
+		c := dialPath(t, url, p.noPoller, nil)
+		<-c.Done()
+		r := c.Publish(context.Background(), signed(t, testKeys(t, 1), "late"), PublishOptions{})
+		if want := `relay: connection closed (closed by relay: code 1012 "restarting")`; r.Outcome != OutcomeError || r.Error != want {
+			t.Errorf("%s: after the relay's close: %s %q, want error %q", p.name, r.Outcome, r.Error, want)
+		}
+		if _, err := c.Subscribe([]Filter{{Kinds: []int{1}}}, SubOptions{ID: "s"}); err == nil || !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "code 1012") {
+			t.Errorf("%s: subscribe after the relay's close: %v", p.name, err)
+		}
+
+		ours := dialPath(t, scriptRelay(t, func(ws *websocket.Conn) { _, _, _ = ws.ReadMessage() }), p.noPoller, nil)
+		ours.Close()
+		<-ours.Done()
+		r = ours.Publish(context.Background(), signed(t, testKeys(t, 1), "late"), PublishOptions{})
+		if want := "relay: connection closed (closed by this client)"; r.Error != want {
+			t.Errorf("%s: after our Close: %q, want %q", p.name, r.Error, want)
 		}
 	}
 }

@@ -103,7 +103,7 @@ func (c *Conn) Subscribe(filters []Filter, opt SubOptions) (*Sub, error) {
 	c.mu.Lock()
 	switch {
 	case c.closed:
-		err = ErrClosed
+		err = c.closedErrLocked()
 	case c.subs[opt.ID] != nil:
 		err = fmt.Errorf("relay: subscription %q is already open on this connection", opt.ID)
 	}
