@@ -50,6 +50,10 @@ type Options struct {
 
 	// The options of `buzzload run` (cmd/buzzload/buzz.go).
 	//
+	// MemoryAvailable, when set, is the memory the run may use: a scenario
+	// whose shape needs more is refused at buzz.load (run sets it; inspect
+	// and archive, which load no data, do not).
+	MemoryAvailable func() uint64
 	// Shard is the default shard of every buzz.load without one (--shard).
 	Shard scenario.Shard
 	// ReportPath, when set, is where the Buzz report's JSON goes (--report),
@@ -379,6 +383,11 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	sc, err := scenario.Parse(path, data)
 	if err != nil {
 		return nil, err
+	}
+	if m.opts.MemoryAvailable != nil {
+		if err := sc.CheckMemory(m.opts.MemoryAvailable()); err != nil {
+			return nil, err
+		}
 	}
 	if lo.desktopMode != "" {
 		sc.Desktop.Mode = lo.desktopMode // after parsing: the file's other keys still validate

@@ -14,6 +14,7 @@ import (
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
+	"github.com/buzzload/buzzload/internal/sysmem"
 	"github.com/buzzload/buzzload/modules/logscan"
 )
 
@@ -82,7 +83,7 @@ exit codes:
 
 // moduleOptions turns the Buzz flags into the module's options.
 func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort func(error)) (extension.Options, error) {
-	o := extension.Options{ReportPath: b.report, Console: stdout, Abort: abort}
+	o := extension.Options{ReportPath: b.report, Console: stdout, Abort: abort, MemoryAvailable: sysmem.Available}
 	if b.shard != "" {
 		sh, err := extension.ParseShard(b.shard)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/segment"
 	"github.com/buzzload/buzzload/engine/termtext"
+	"github.com/buzzload/buzzload/internal/sysmem"
 	"github.com/buzzload/buzzload/modules/plan"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -84,6 +85,9 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 		ramp = d
 	}
 	sc, err := scenario.Load(fs.Arg(0))
+	if err == nil {
+		err = sc.CheckMemory(sysmem.Available())
+	}
 	if err != nil {
 		// Invalid configuration: 104 whichever command met it (issue 47 item 3).
 		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))

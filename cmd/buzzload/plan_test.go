@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/buzzload/buzzload/internal/sysmem"
 	"github.com/buzzload/buzzload/modules/plan"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -150,4 +152,31 @@ func TestLocalDesktopCurrentReplacesAtTheBackstop(t *testing.T) {
 		t.Errorf("desktop_live_eose %v with the scenario's backstop, %v without: current makes no backstop replacement", w, wo)
 	}
 	t.Logf("current: %v backstop replacements in the minute", w-wo)
+}
+
+// A shape the machine cannot hold is refused before anything starts, by
+// plan, seed and run alike, exit 104 naming the key and the memory it
+// would need (issue 43). Fails without the fix: plan and run began
+// allocating per channel until the machine ran out of memory.
+func TestAShapeTooBigForTheMachineIsRefused(t *testing.T) {
+	dir := copyTestdata(t, "ops-tiny.toml")
+	b, err := os.ReadFile(filepath.Join(dir, "ops-tiny.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The validation's own bound (10^8 channels) is about 28 GiB here.
+	if sysmem.Available() > 28<<30 {
+		t.Skip("this machine holds the largest valid shape")
+	}
+	huge := strings.Replace(string(b), "channels_per_community = 2", "channels_per_community = 100000000", 1)
+	if err := os.WriteFile(filepath.Join(dir, "huge.toml"), []byte(huge), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"plan", "huge.toml"}, {"run", "-q", "huge.toml"}, {"seed", "huge.toml"}} {
+		code, _, errs := runBin(t, dir, nil, args...)
+		if code != 104 || !strings.Contains(errs, "shape.channels_per_community: 1 communities × 100000000 channels need about") ||
+			!strings.Contains(errs, "available") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, errs)
+		}
+	}
 }

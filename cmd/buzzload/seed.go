@@ -14,6 +14,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/termtext"
+	"github.com/buzzload/buzzload/internal/sysmem"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/preflight"
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -137,6 +138,9 @@ func loadScenarioArgs(name, usageText string, fs *pflag.FlagSet, args []string, 
 		return nil, 2, false
 	}
 	sc, err = scenario.Load(fs.Arg(0))
+	if err == nil {
+		err = sc.CheckMemory(sysmem.Available())
+	}
 	if err != nil {
 		// Invalid configuration: 104 whichever command met it (issue 47 item 3).
 		fmt.Fprintf(env.Stderr, "%s: %s\n", name, termtext.Lines(err.Error()))
