@@ -85,11 +85,13 @@ func (c *Conn) Authenticated() bool {
 	return c.authed
 }
 
+// errText is why the connection ended: the relay's side when it ended it,
+// else the closed-connection error naming who closed it.
 func (c *Conn) errText() string {
-	if err := c.Err(); err != nil {
-		return err.Error()
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.lostErr != nil {
+		return c.lostErr.Error()
+	}
 	return c.closedErrLocked().Error()
 }

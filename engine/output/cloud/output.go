@@ -449,10 +449,11 @@ func (o *Output) report() {
 	if !nothing && st.FailedPushes == 0 && st.PointsLost == 0 && st.SamplesDropped == 0 {
 		return
 	}
-	msg := fmt.Sprintf("cloud: %d of %d pushes failed; %d series values not sent", st.FailedPushes, st.Pushes, st.PointsLost)
+	msg := "cloud: "
 	if nothing {
-		msg = "cloud: no metrics reached the cloud: " + msg[len("cloud: "):]
+		msg += "no metrics reached the cloud: "
 	}
+	msg += fmt.Sprintf("%d of %d pushes failed; %d series values not sent", st.FailedPushes, st.Pushes, st.PointsLost)
 	if st.SamplesDropped > 0 {
 		msg += fmt.Sprintf(", %d samples dropped", st.SamplesDropped)
 	}
