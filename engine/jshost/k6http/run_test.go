@@ -4,18 +4,14 @@
 package k6http_test
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/enginetest"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
@@ -23,22 +19,14 @@ import (
 // the console lines (the msg of each).
 func runScript(t *testing.T, src string, env map[string]string) (res engine.Result, lines []string, logged string) {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "http.js")
-	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res = engine.Run(ctx, engine.RunConfig{Script: script, Quiet: true, SummaryMode: "disabled", Stdout: &out, Stderr: &errb, ScriptEnv: env})
-	for _, l := range strings.Split(errb.String(), "\n") {
+	res, logged = enginetest.Run(t, src, env)
+	for _, l := range strings.Split(logged, "\n") {
 		if i := strings.Index(l, `msg="`); i >= 0 && strings.HasSuffix(l, " source=console") {
 			lines = append(lines, strings.TrimSuffix(l[i+5:], `" source=console`))
 		}
 	}
-	logged = errb.String()
 	if res.ExitCode != 0 {
-		t.Fatalf("exit %d: %v\n%s", res.ExitCode, res.Err, errb.String())
+		t.Fatalf("exit %d: %v\n%s", res.ExitCode, res.Err, logged)
 	}
 	return res, lines, logged
 }

@@ -5,19 +5,15 @@
 package k6websockets_test
 
 import (
-	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/engine/enginetest"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
@@ -47,15 +43,7 @@ func echo(t *testing.T) string {
 
 func run(t *testing.T, src string, env map[string]string) (engine.Result, string) {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "ws.js")
-	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res := engine.Run(ctx, engine.RunConfig{Script: script, Quiet: true, SummaryMode: "disabled", Stdout: &out, Stderr: &errb, ScriptEnv: env})
-	return res, errb.String()
+	return enginetest.Run(t, src, env)
 }
 
 // counter is a Counter metric's sum in the run's summary.
