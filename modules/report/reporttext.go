@@ -165,7 +165,7 @@ func (r *Report) Text() string {
 		}
 	}
 	if d := r.Durability; d != nil {
-		fmt.Fprintf(&b, "\n  durability: %d events acknowledged, %d read back in %s: %d found as their author, %d as a member, %d missing",
+		fmt.Fprintf(&b, "\n  durability: %d acknowledged channel events of regular kinds (typing, presence and deletions are not audited), %d read back in %s: %d found as their author, %d as a member, %d missing",
 			d.Acknowledged, d.Checked, secs(d.Secs), d.FoundAuthor, d.FoundMember, d.Missing)
 		if d.Unverified > 0 {
 			fmt.Fprintf(&b, ", %d unverified (%s)", d.Unverified, tc(d.FirstError))

@@ -70,3 +70,13 @@ func TestChecksLineNamesTheSkipped(t *testing.T) {
 		t.Errorf("checks line %q, want %q", got, want)
 	}
 }
+
+// The durability line says which events it counts: beside a publish count
+// several times larger (typing, presence), a bare "38 events acknowledged"
+// read as events lost (review of issue 43's work).
+func TestDurabilityLineSaysWhatItAudits(t *testing.T) {
+	r := &Report{OK: true, Durability: &DurabilityReport{Acknowledged: 38, Checked: 38, FoundAuthor: 38, FoundMember: 38}}
+	if got := r.Text(); !strings.Contains(got, "durability: 38 acknowledged channel events of regular kinds (typing, presence and deletions are not audited), 38 read back") {
+		t.Fatalf("durability line:\n%s", got)
+	}
+}
