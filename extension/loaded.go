@@ -53,6 +53,8 @@ type loaded struct {
 	durability *report.DurabilityReport
 	unackedRep *report.UnackedReport
 	swept      *report.SweepReport // the post-run sweep, once run
+	// ledger is the delivery ledger (nil: [verify] ledger_sample = 0).
+	ledger *ledgerRun
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
 	win             *report.Windows // the report intervals
@@ -154,6 +156,7 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l.agg = report.NewAggregator(sc, l.plan)
 	l.win, l.winStop = report.NewWindows(l.agg), make(chan struct{})
 	l.gen = genmeter.New(len(l.plan))
+	l.ledger = l.newLedgerRun()
 	l.acks = audit.NewAckLog(sc.Verify.Sample)
 	if l.acks != nil {
 		l.unacked = audit.NewUnackedLog()

@@ -261,12 +261,13 @@ func (m *Module) EmbeddedRelay() *relay.Relay {
 
 // metricSet is the module's metrics (docs/architecture.md).
 type metricSet struct {
-	duration, failed, throttled, pending, clients, exits *metrics.Metric
-	expected                                             *metrics.Metric // buzz_op_expected: errors an [[expect]] rule matched
-	generator                                            *metrics.Metric // buzz_generator_saturated{step}: saturated steps
-	generatorCPU                                         *metrics.Metric // buzz_generator_cpu: the process's share of its cores, live
-	generatorLag                                         *metrics.Metric // buzz_generator_lag: due → started of each scheduled op
-	setupDuration, setupFailed                           *metrics.Metric // buzz_setup_*: the seed's operations
+	duration, failed, throttled, pending, clients, exits     *metrics.Metric
+	expected                                                 *metrics.Metric // buzz_op_expected: errors an [[expect]] rule matched
+	generator                                                *metrics.Metric // buzz_generator_saturated{step}: saturated steps
+	generatorCPU                                             *metrics.Metric // buzz_generator_cpu: the process's share of its cores, live
+	generatorLag                                             *metrics.Metric // buzz_generator_lag: due → started of each scheduled op
+	setupDuration, setupFailed                               *metrics.Metric // buzz_setup_*: the seed's operations
+	ledgerExpected, ledgerReceived, ledgerMissed, ledgerLost *metrics.Metric // buzz_ledger_*: the delivery ledger's counts
 	// dataSent and dataReceived are the host's built-in data_sent and
 	// data_received (nil when the host has none).
 	dataSent, dataReceived *metrics.Metric
@@ -288,6 +289,10 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 			{Dst: &ms.generatorLag, Name: report.MetricGeneratorLag, Type: metrics.Trend, Contains: metrics.Time},
 			{Dst: &ms.setupDuration, Name: report.MetricSetupDuration, Type: metrics.Trend, Contains: metrics.Time},
 			{Dst: &ms.setupFailed, Name: report.MetricSetupFailed, Type: metrics.Rate, Contains: metrics.Default},
+			{Dst: &ms.ledgerExpected, Name: report.MetricLedgerExpected, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.ledgerReceived, Name: report.MetricLedgerReceived, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.ledgerMissed, Name: report.MetricLedgerMissed, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.ledgerLost, Name: report.MetricLedgerLost, Type: metrics.Counter, Contains: metrics.Default},
 		}); err != nil {
 			m.metErr = fmt.Errorf("k6/x/buzz: %w", err)
 			return

@@ -84,6 +84,9 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 		in.Outputs = l.m.outputDeliveries()
 	}
 	in.Durability, in.Unacked, in.Sweep = l.durability, l.unackedRep, l.swept
+	if l.ledger != nil && l.win.Started() {
+		in.Ledger = l.ledger.l.Report()
+	}
 	return report.Build(in, l.agg.Totals())
 }
 
@@ -111,6 +114,7 @@ func (l *loaded) startWindows(start time.Time) {
 	l.genDone = done
 	l.winMu.Unlock()
 	go func() { defer close(done); l.watchGenerator(start, l.winStop) }()
+	go l.runLedger(start, l.winStop)
 	go func() {
 		next := from.Add(every)
 		for time.Until(next) < 0 {

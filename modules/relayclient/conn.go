@@ -85,6 +85,11 @@ type Conn struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed when the reader has exited and everything is settled
 
+	// ledger is the run's delivery ledger (nil: none), told of this
+	// connection's publishes, subscriptions and deliveries as self.
+	ledger Ledger
+	self   string
+
 	// rf is the frame being dispatched (reader goroutine only): a field,
 	// not a local, so that handing its event view to a callback allocates
 	// nothing.
@@ -207,6 +212,10 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		born:     start,
 		chal:     make(chan struct{}),
 		done:     make(chan struct{}),
+		ledger:   LedgerOf(cfg.Sink),
+	}
+	if cfg.Keys != nil {
+		c.self = cfg.Keys.PubKey()
 	}
 	if polled && c.startPoller(hs) {
 		return c, nil

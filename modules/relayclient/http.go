@@ -397,7 +397,22 @@ func (h *HTTP) Query(ctx context.Context, filters []Filter, opt CallOptions) ([]
 			evs, err = ParseEvents(b)
 			return err
 		}})
+	h.Saw(evs)
 	return evs, r
+}
+
+// Saw tells the delivery ledger that this client's identity read evs
+// (a /query answer): a recovery of any it had missed live. Callers that
+// read /query through Do call it themselves.
+func (h *HTTP) Saw(evs []nostr.Event) {
+	lg := LedgerOf(h.cfg.Sink)
+	if lg == nil || h.cfg.Keys == nil || len(evs) == 0 {
+		return
+	}
+	me, now := h.cfg.Keys.PubKey(), time.Now()
+	for i := range evs {
+		lg.SeenID(me, evs[i].ID, now)
+	}
 }
 
 // QueryObject POSTs filters to /query when the reply is an object, not an
@@ -447,6 +462,10 @@ func (h *HTTP) PublishHTTP(ctx context.Context, ev *nostr.Event, opt CallOptions
 		opt.Op = OpHTTPEvents
 	}
 	var rep EventReply
+	lg := LedgerOf(h.cfg.Sink)
+	if lg != nil {
+		lg.Sent(ev, h.cfg.Target.Host, "http", time.Now())
+	}
 	_, r := h.Do(ctx, Request{Op: opt.Op, Method: http.MethodPost, Path: "/events", Body: ev.AppendJSON(nil), Timeout: opt.Timeout, Due: opt.Due, Event: ev,
 		Check: func(b []byte) error {
 			if err := strictObject(b, &rep); err != nil {
@@ -458,6 +477,9 @@ func (h *HTTP) PublishHTTP(ctx context.Context, ev *nostr.Event, opt CallOptions
 			}
 			return nil
 		}})
+	if lg != nil {
+		lg.Settled(ev.ID, r.Outcome == OutcomeOK, time.Now())
+	}
 	return rep, r
 }
 

@@ -46,6 +46,9 @@ func (c *Conn) complete(p *pending, r Result, count int64) {
 		p.timer.Stop()
 	}
 	c.cfg.Sink.Record(r)
+	if c.ledger != nil && p.kind == kindPublish {
+		c.ledger.Settled(p.key, r.Outcome == OutcomeOK, r.Start.Add(r.Duration))
+	}
 	if p.done != nil {
 		p.done(r, count)
 	}

@@ -52,6 +52,9 @@ func (c *Conn) publish(ev *nostr.Event, opt PublishOptions, done func(Result, in
 	defer putFrameBuf(bp)
 	*bp = appendEventEnvelope((*bp)[:0], wire.VerbEvent, ev)
 	p.sent = int64(len(*bp))
+	if c.ledger != nil {
+		c.ledger.Sent(ev, c.cfg.Target.Host, "ws", start)
+	}
 	// The deadline counts from the start of the send; the timer may fire
 	// while the write is still blocked, and whichever settles first wins.
 	if err := c.register(&c.pubs, p, opt.Timeout); err != nil {

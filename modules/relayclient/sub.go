@@ -59,6 +59,9 @@ type Sub struct {
 	closing     bool
 	timer       *time.Timer
 
+	// led is the subscription in the delivery ledger (nil: none).
+	led SubLedger
+
 	// reader goroutine only
 	eosed bool
 	recv  int64
@@ -115,6 +118,9 @@ func (c *Conn) Subscribe(filters []Filter, opt SubOptions) (*Sub, error) {
 		c.subs = make(map[string]*Sub)
 	}
 	c.subs[opt.ID] = s
+	if c.ledger != nil && c.self != "" {
+		s.led = c.ledger.Open(c.self, c.cfg.Target.Host, opt.ID, filters)
+	}
 	if opt.EOSETimeout > 0 {
 		s.timer = time.AfterFunc(opt.EOSETimeout-time.Since(start), s.expire)
 	}
@@ -215,6 +221,9 @@ func (s *Sub) end() bool {
 	s.closing = true
 	first := s.trySettleLocked()
 	c.mu.Unlock()
+	if s.led != nil {
+		s.led.Ended(time.Now(), true)
+	}
 	if first {
 		s.settle(Result{Op: s.op, Start: s.start, Duration: time.Since(s.start), Outcome: OutcomePending,
 			Error: ClosedBeforeEOSE, BytesSent: s.sent}, true)
@@ -278,6 +287,9 @@ func (s *Sub) connEnded(now time.Time, o Outcome, why string, byUs bool) {
 	first := s.trySettleLocked()
 	closing := s.closing
 	c.mu.Unlock()
+	if s.led != nil {
+		s.led.Ended(now, byUs)
+	}
 	if first {
 		s.settle(Result{Op: s.op, Start: s.start, Duration: now.Sub(s.start), Outcome: o, Error: why,
 			BytesSent: s.sent, BytesReceived: s.recv}, true)
@@ -321,6 +333,11 @@ func (c *Conn) onEvent(f *inFrame, at time.Time, n int64, b []byte) {
 	if !s.eosed {
 		s.recv += n
 		s.replayed.Add(1)
+		if c.ledger != nil {
+			c.ledger.Seen(c.self, &f.view, at)
+		}
+	} else if s.led != nil {
+		s.led.Delivered(&f.view, at)
 	}
 	if s.opt.OnEventView != nil {
 		s.opt.OnEventView(&f.view, at, s.eosed)
@@ -346,6 +363,9 @@ func (c *Conn) onEOSE(f *Frame, at time.Time, n int64, b []byte) {
 		return
 	}
 	s.eosed = true
+	if s.led != nil {
+		s.led.Live(at)
+	}
 	c.mu.Lock()
 	first := s.trySettleLocked()
 	c.mu.Unlock()
@@ -390,6 +410,9 @@ func (c *Conn) onClosed(f *Frame, at time.Time, n int64, b []byte) {
 	c.mu.Unlock()
 	if closing && f.Message == "" {
 		return // the answer to our CLOSE
+	}
+	if s.led != nil {
+		s.led.Ended(at, false)
 	}
 	o, retry := Classify(f.Message)
 	reason := f.Message

@@ -43,6 +43,7 @@ type Input struct {
 	RunEnd     string
 	Durability *DurabilityReport
 	Unacked    *UnackedReport
+	Ledger     *LedgerReport
 	Sweep      *SweepReport
 	Profile    *ProfileVerdict
 	RelayLogs  []*logscan.Result
@@ -89,7 +90,7 @@ func Build(in Input, t Totals) *Report {
 	}
 	r.ClientExits, r.ExitSamples, r.Interrupted = clientExits(t)
 	r.Durability, r.Unacked, r.Sweep, r.Profile, r.RelayLogs = in.Durability, in.Unacked, in.Sweep, in.Profile, in.RelayLogs
-	r.Outputs = in.Outputs
+	r.Outputs, r.Ledger = in.Outputs, in.Ledger
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)
@@ -253,6 +254,9 @@ func verdict(r *Report, runEnd string) string {
 	}
 	if s := r.Sweep; s != nil && !s.OK {
 		return "post-run sweep: " + s.Error
+	}
+	if why := ledgerFailure(r.Ledger); why != "" {
+		return why
 	}
 	if d := r.Durability; d != nil && d.Missing > 0 {
 		return fmt.Sprintf("durability: %d acknowledged events missing when read back (%v)", d.Missing, d.MissingIDs)

@@ -127,6 +127,9 @@ func checksOf(r *Report) []Check {
 	if r.Sweep != nil {
 		out = append(out, sweepCheck(r.Sweep))
 	}
+	if r.Ledger != nil {
+		out = append(out, ledgerCheck(r.Ledger))
+	}
 	if r.Durability != nil {
 		out = append(out, durabilityCheck(r.Durability))
 	}

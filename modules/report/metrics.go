@@ -12,8 +12,15 @@ const (
 	MetricClients            = "buzz_clients"
 	MetricClientExits        = "buzz_client_exits"
 	MetricGeneratorSaturated = "buzz_generator_saturated"
-	MetricGeneratorCPU       = "buzz_generator_cpu"
-	MetricGeneratorLag       = "buzz_generator_lag"
+	// The delivery ledger's running counts of (event, subscription) pairs
+	// (issue 40): expected and received as events are judged, missed live
+	// as they are declared, lost at the end.
+	MetricLedgerExpected = "buzz_ledger_expected"
+	MetricLedgerReceived = "buzz_ledger_received"
+	MetricLedgerMissed   = "buzz_ledger_missed"
+	MetricLedgerLost     = "buzz_ledger_lost"
+	MetricGeneratorCPU   = "buzz_generator_cpu"
+	MetricGeneratorLag   = "buzz_generator_lag"
 	// The seed's operations (setup, not load): their own metrics, so the
 	// load's latency and error rate, and an alert on them, never carry the
 	// seed's (issue 47 items 1 and 6).

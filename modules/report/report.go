@@ -162,6 +162,9 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Checks are every judgement of the run with its level (checks.go);
 	// CheckCounts tallies them.
+	// Ledger is the delivery ledger: every expected delivery of the
+	// events the run published, judged (ledger.go, modules/ledger).
+	Ledger *LedgerReport `json:"ledger,omitempty"`
 	// Durability is the audit of what the relay acknowledged (durability.go).
 	Durability *DurabilityReport `json:"durability,omitempty"`
 	// Unacked is what became of the events the relay never acknowledged

@@ -164,6 +164,9 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "    ! not read: %s\n", tc(lg.Error))
 		}
 	}
+	if lg := r.Ledger; lg != nil {
+		b.WriteString(ledgerText(lg, tc))
+	}
 	if d := r.Durability; d != nil {
 		fmt.Fprintf(&b, "\n  durability: %d acknowledged channel events of regular kinds (typing, presence and deletions are not audited), %d read back in %s: %d found as their author, %d as a member, %d missing",
 			d.Acknowledged, d.Checked, secs(d.Secs), d.FoundAuthor, d.FoundMember, d.Missing)

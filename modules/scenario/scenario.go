@@ -51,6 +51,13 @@ type Verify struct {
 	// Sweep checks after the run that the relay still serves: NIP-11, a
 	// fresh AUTH, a channel read.
 	Sweep bool `toml:"sweep"`
+	// LedgerSample is the share of published events the delivery ledger
+	// judges (modules/ledger, issue 40), chosen by event id so that every
+	// runner picks the same ones; 0 turns the ledger off.
+	LedgerSample float64 `toml:"ledger_sample"`
+	// MaxLost is how many lost deliveries the run tolerates (default 0:
+	// one fails it).
+	MaxLost int `toml:"max_lost"`
 }
 
 // Verify bounds.
@@ -284,7 +291,7 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
-		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true},
+		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

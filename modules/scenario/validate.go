@@ -138,6 +138,8 @@ func (s *Scenario) validate() []Problem {
 	c.positive("abort.generator_max_lag_ms", s.Abort.GeneratorMaxLagMs, false)
 	c.intRange("verify.sample", s.Verify.Sample, 0, MaxVerifySample, strconv.Itoa(MaxVerifySample))
 	c.positive("verify.timeout_secs", s.Verify.TimeoutSecs, true)
+	c.fraction("verify.ledger_sample", s.Verify.LedgerSample)
+	c.intRange("verify.max_lost", s.Verify.MaxLost, 0, math.MaxInt32, "2147483647")
 	for _, p := range expect.Check("expect", s.Expect) {
 		c.add(p.Key, "%s", p.Msg)
 	}

@@ -140,6 +140,9 @@ func (s *stopSink) Record(r relayclient.Result) {
 	s.inner.Record(r)
 }
 
+// Ledger passes the delivery ledger through (relayclient.LedgerSource).
+func (s *stopSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
+
 // Conn is the current authenticated connection, or nil between sessions.
 func (c *Client) Conn() *relayclient.Conn {
 	c.mu.Lock()
@@ -444,12 +447,13 @@ func (c *Client) query(ctx context.Context, op string, fs []relayclient.Filter, 
 
 // eventsCheck parses a /query reply and hands the events to fn, whose
 // error makes the request an error.
-func eventsCheck(fn func([]nostr.Event) error) func([]byte) error {
+func (c *Client) eventsCheck(fn func([]nostr.Event) error) func([]byte) error {
 	return func(body []byte) error {
 		evs, err := relayclient.ParseEvents(body)
 		if err != nil {
 			return err
 		}
+		c.http.Saw(evs) // a recovery of what the app missed live (issue 40)
 		if fn == nil {
 			return nil
 		}
@@ -470,13 +474,13 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 	case ReadRoster:
 		p := &RosterPager{Viewer: ident.Viewer}
 		for !p.Done() && ok {
-			ok = c.query(ctx, OpRoster, []relayclient.Filter{p.Filter()}, eventsCheck(func(evs []nostr.Event) error { p.Advance(evs); return nil }))
+			ok = c.query(ctx, OpRoster, []relayclient.Filter{p.Filter()}, c.eventsCheck(func(evs []nostr.Event) error { p.Advance(evs); return nil }))
 		}
 		return ok, true
 	case ReadWindow:
 		p := &WindowPager{Channel: ident.Channels[WindowChannel(r.Key.Index)], Relay: ident.Relay}
 		for !p.Done() && ok {
-			ok = c.query(ctx, OpWindow, []relayclient.Filter{p.Filter()}, eventsCheck(func(evs []nostr.Event) error { _, err := p.Advance(evs); return err }))
+			ok = c.query(ctx, OpWindow, []relayclient.Filter{p.Filter()}, c.eventsCheck(func(evs []nostr.Event) error { _, err := p.Advance(evs); return err }))
 		}
 		return ok, true
 	case ReadThread:
@@ -489,13 +493,13 @@ func (c *Client) runRead(ctx context.Context, r Read) (ok, snapOK bool) {
 		if req.Op == OpReadState {
 			if snapCommunity == "" {
 				// No descriptor in NIP-11: the app's plain bounded read.
-				snapOK = c.query(ctx, req.Op, []relayclient.Filter{PlainReadStateFilter(ident.Viewer)}, eventsCheck(nil))
+				snapOK = c.query(ctx, req.Op, []relayclient.Filter{PlainReadStateFilter(ident.Viewer)}, c.eventsCheck(nil))
 			} else {
 				snapOK = c.query(ctx, req.Op, req.Filters, CheckReadStateSnapshot(ident.Viewer, snapCommunity))
 			}
 			continue
 		}
-		if !c.query(ctx, req.Op, req.Filters, eventsCheck(nil)) {
+		if !c.query(ctx, req.Op, req.Filters, c.eventsCheck(nil)) {
 			ok = false
 			break
 		}
@@ -521,7 +525,7 @@ func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
 		if c.cfg.RootMarker != "" {
 			f = MarkedRootSearchFilter(chID, c.cfg.RootMarker)
 		}
-		ok := c.query(ctx, relayclient.OpHTTPQuery, []relayclient.Filter{f}, eventsCheck(func(evs []nostr.Event) error {
+		ok := c.query(ctx, relayclient.OpHTTPQuery, []relayclient.Filter{f}, c.eventsCheck(func(evs []nostr.Event) error {
 			if c.cfg.RootMarker != "" {
 				found = scenario.MarkedRoots(evs, c.cfg.RootMarker)
 			} else if r := PickRoot(evs); r != "" {
@@ -541,8 +545,8 @@ func (c *Client) readThread(ctx context.Context, t int, ident *Identity) bool {
 		return true
 	}
 	root := roots[(t/n)%len(roots)]
-	if !c.query(ctx, OpThreadRoot, []relayclient.Filter{RootLookupFilter(chID, root)}, eventsCheck(nil)) {
+	if !c.query(ctx, OpThreadRoot, []relayclient.Filter{RootLookupFilter(chID, root)}, c.eventsCheck(nil)) {
 		return false
 	}
-	return c.query(ctx, OpThreadWindow, []relayclient.Filter{ThreadPageFilter(chID, root)}, eventsCheck(nil))
+	return c.query(ctx, OpThreadWindow, []relayclient.Filter{ThreadPageFilter(chID, root)}, c.eventsCheck(nil))
 }

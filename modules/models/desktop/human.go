@@ -272,3 +272,6 @@ func (s *graceSink) Record(r relayclient.Result) {
 	}
 	s.inner.Record(models.CutShort(r, s.aborted.Load(), s.ended.Load()))
 }
+
+// Ledger passes the delivery ledger through (relayclient.LedgerSource).
+func (s *graceSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }

@@ -1,0 +1,185 @@
+package ledger
+
+import (
+	"time"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
+
+// Sub is one REQ in the ledger (relayclient.SubLedger).
+type Sub struct {
+	l         *Ledger
+	id        string
+	recipient string
+	community string
+	filters   []filt
+	channels  []string // nil: a global subscription
+	needP     bool     // a filter names #p
+
+	// guarded by l.mu
+	serial uint64 // given at EOSE; the lists and an event's pairs are in its order
+	listed bool
+	ended  bool
+
+	// closed is when it ended (unix ns, 0 while open), byClient whether
+	// the client ended it; seq numbers its expected deliveries. Written
+	// under l.mu (closed, byClient) or a shard's lock (seq), read at
+	// judgement under both.
+	closed   int64
+	byClient bool
+	seq      uint32
+}
+
+// match: an event of the subscription's community and scope that one of
+// its filters matches.
+func (s *Sub) match(f *facts) bool {
+	if (f.channel != "") != (s.channels != nil) {
+		return false
+	}
+	for i := range s.filters {
+		if s.filters[i].match(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// breaks names the rule a delivery of an event with facts f to s breaks,
+// "" for none.
+func (s *Sub) breaks(f *facts, known bool) string {
+	if known && f.community != s.community {
+		return "an event of community " + quote(f.community) + " delivered in community " + quote(s.community)
+	}
+	if !s.match(f) {
+		return "the subscription's filters do not match it"
+	}
+	return ""
+}
+
+func quote(c string) string {
+	if c == "" {
+		return `""`
+	}
+	return c
+}
+
+// Live implements relayclient.SubLedger: from now on the subscription is
+// an expected recipient of what it matches.
+func (s *Sub) Live(at time.Time) {
+	l := s.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.ended || s.listed || l.finished {
+		return
+	}
+	l.serial++
+	s.serial, s.listed = l.serial, true
+	if s.channels == nil {
+		l.global[s.community] = append(l.global[s.community], s)
+		return
+	}
+	for _, ch := range s.channels {
+		k := chanKey{s.community, ch}
+		l.byChannel[k] = append(l.byChannel[k], s)
+	}
+}
+
+// Ended implements relayclient.SubLedger.
+func (s *Sub) Ended(at time.Time, byClient bool) {
+	l := s.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended, s.closed, s.byClient = true, at.UnixNano(), byClient
+	if !s.listed {
+		return
+	}
+	if s.channels == nil {
+		l.global[s.community] = without(l.global[s.community], s)
+		if len(l.global[s.community]) == 0 {
+			delete(l.global, s.community)
+		}
+		return
+	}
+	for _, ch := range s.channels {
+		k := chanKey{s.community, ch}
+		if rest := without(l.byChannel[k], s); len(rest) > 0 {
+			l.byChannel[k] = rest
+		} else {
+			delete(l.byChannel, k)
+		}
+	}
+}
+
+// without removes s from list, keeping the order (the list is in serial
+// order, which an event's pairs rely on); a fresh slice, so an event's
+// pairs copied from the old one are not disturbed.
+func without(list []*Sub, s *Sub) []*Sub {
+	for i, x := range list {
+		if x == s {
+			out := make([]*Sub, 0, len(list)-1)
+			out = append(out, list[:i]...)
+			return append(out, list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// Delivered implements relayclient.SubLedger.
+func (s *Sub) Delivered(v *nostr.EventView, at time.Time) {
+	l := s.l
+	var id [32]byte
+	if !decodeID(v.IDString(), &id) {
+		return
+	}
+	sh := l.shard(&id)
+	sh.mu.Lock()
+	if e := sh.m[id]; e != nil {
+		if i, ok := e.find(s); ok {
+			p := &e.pairs[i]
+			if p.seq != 0 {
+				e.dups++
+			} else {
+				s.seq++
+				p.seq = s.seq
+				e.got++
+				e.last = max(e.last, at.UnixNano())
+			}
+			sh.mu.Unlock()
+			return
+		}
+		f := e.f
+		sh.mu.Unlock()
+		if rule := s.breaks(&f, true); rule != "" {
+			l.leak(v.IDString(), f.channel, s, rule, at)
+		}
+		return
+	}
+	sh.mu.Unlock()
+	if l.nMissed.Load() > 0 && l.Sampled(id) && l.late(id, s, at) {
+		return
+	}
+	f, ok := viewFacts(v, s.needP)
+	if !ok {
+		return
+	}
+	if rule := s.breaks(&f, false); rule != "" {
+		l.leak(v.IDString(), f.channel, s, rule, at)
+	}
+}
+
+// find is s's pair in e (the pairs are in serial order).
+func (e *entry) find(s *Sub) (int, bool) {
+	lo, hi := 0, len(e.pairs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if e.pairs[m].s.serial < s.serial {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(e.pairs) && e.pairs[lo].s == s
+}
