@@ -32,7 +32,11 @@ func (l *loaded) newLedgerRun() *ledgerRun {
 		return nil
 	}
 	lr := &ledgerRun{}
-	lr.l = ledger.New(ledger.Config{Sample: v.LedgerSample, MaxLost: int64(v.MaxLost),
+	// A pair whose subscription the client closed without it is judged
+	// (missed) only when the close came the latency limit after the OK:
+	// before that the delivery may have been on its way.
+	due := time.Duration(l.base.Abort.MaxP99Ms * float64(time.Millisecond))
+	lr.l = ledger.New(ledger.Config{Sample: v.LedgerSample, MaxLost: int64(v.MaxLost), Due: max(due, time.Second),
 		StepAt: func(t time.Time) string {
 			start := lr.start.Load()
 			if start == 0 {

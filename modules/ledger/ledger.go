@@ -55,7 +55,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultPatience = 30 * time.Second
-	DefaultDue      = 10 * time.Second
+	DefaultDue      = 5 * time.Second
 	DefaultMaxPairs = 4_000_000
 )
 

@@ -161,6 +161,12 @@ func (s *Sub) Delivered(v *nostr.EventView, at time.Time) {
 	if l.nMissed.Load() > 0 && l.Sampled(id) && l.late(id, s, at) {
 		return
 	}
+	if !tracked(v.Kind) {
+		// Its scope is the relay's to decide (a reaction goes to its
+		// target's channel, block/buzz handlers/ingest.rs
+		// derive_reaction_channel): nothing to check it against.
+		return
+	}
 	f, ok := viewFacts(v, s.needP)
 	if !ok {
 		return

@@ -27,6 +27,7 @@ type Faults struct {
 	refuse      map[int]int       // kind -> stored events of that kind to pass before refusing one
 	anyRefusal  atomic.Bool       // refuse is not empty
 	refusedIDs  []string          // ids stored, delivered and refused
+	deliv       deliveryFaults    // faults_delivery.go
 }
 
 // RefuseStored makes the relay store and deliver the n-th (1-based) event

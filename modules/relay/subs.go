@@ -155,6 +155,9 @@ func (x *subIndex) remove(s *subscription) {
 // the index read lock (which never blocks other fan-outs) and re-checks
 // private-channel membership on each delivery (docs/buzz-protocol.md §1.6).
 func (c *community) fanout(e *entry) {
+	if c.relay.faults.leakArmed(e.Event.Kind) {
+		defer c.relay.leakAcross(c, e) // test fault: another community's subscriber gets it
+	}
 	c.subs.mu.RLock()
 	defer c.subs.mu.RUnlock()
 	if e.Channel != "" {
@@ -206,6 +209,9 @@ func (c *community) deliverTo(ents []subEntry, e *entry) {
 			if !ok {
 				continue
 			}
+		}
+		if c.relay.faults.takeDrop(e.Event.Kind, e.Event.ID, s.reader, s.id) {
+			continue // test fault: a lost live delivery
 		}
 		if s.conn.deliver(s, e) {
 			delivered++

@@ -128,7 +128,7 @@ func checksOf(r *Report) []Check {
 		out = append(out, sweepCheck(r.Sweep))
 	}
 	if r.Ledger != nil {
-		out = append(out, ledgerCheck(r.Ledger))
+		out = append(out, LedgerCheck(r.Ledger))
 	}
 	if r.Durability != nil {
 		out = append(out, durabilityCheck(r.Durability))

@@ -102,9 +102,9 @@ type LedgerLeak struct {
 	At           int64  `json:"at"` // unix ms
 }
 
-// ledgerCheck is the ledger as a check: a leak or more lost pairs than
+// LedgerCheck is the ledger as a check: a leak or more lost pairs than
 // max_lost fail; recovered, late and inverted deliveries warn.
-func ledgerCheck(l *LedgerReport) Check {
+func LedgerCheck(l *LedgerReport) Check {
 	name := "delivery ledger"
 	c := &l.LedgerCounts
 	switch {
@@ -162,7 +162,7 @@ func ledgerFailure(l *LedgerReport) string {
 	if l == nil {
 		return ""
 	}
-	if ch := ledgerCheck(l); ch.Level == CheckFail {
+	if ch := LedgerCheck(l); ch.Level == CheckFail {
 		return "delivery ledger: " + ch.Detail
 	}
 	return ""

@@ -1,0 +1,111 @@
+package extension_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/report"
+)
+
+// ledgerSmoke is tinySmoke without history reads on connect (a dropped
+// delivery stays lost, not recovered) and without seeded posts.
+func ledgerSmoke() string {
+	toml := strings.Replace(tinySmoke, "history_messages_per_channel = 3", "history_messages_per_channel = 0", 1)
+	toml = strings.Replace(toml, "thread_roots_per_channel = 1", "thread_roots_per_channel = 0", 1)
+	return strings.Replace(toml, "history_limit = 5", "history_limit = 0", 1)
+}
+
+// The delivery ledger (issue 40): a relay that skips chosen live
+// deliveries (a test fault) fails the run, and the ledger's missed pairs
+// are exactly the skipped ones, with their event ids and recipients: none
+// it did not skip, and every skipped one unless the ledger counted it
+// unjudged. Fails without modules/ledger: the run passes, 0 errors.
+func TestTheLedgerNamesEveryDroppedDelivery(t *testing.T) {
+	var dropped func() []relay.Delivery
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", ledgerSmoke(), nil, func(rl *relay.Relay) {
+		rl.Faults().DropDeliveries(nostr.KindStreamMessage, 3, 4)
+		dropped = rl.Faults().Dropped
+	}, nil)
+	lg := r.report.Ledger
+	if lg == nil {
+		r.dump(t)
+		t.Fatal("no ledger in the report")
+	}
+	drops := dropped()
+	if len(drops) != 4 {
+		t.Fatalf("the fault dropped %d deliveries", len(drops))
+	}
+	want := map[[2]string]bool{}
+	for _, d := range drops {
+		want[[2]string{d.Event, d.Recipient}] = true
+	}
+	got := map[[2]string]bool{}
+	for _, m := range lg.Missed {
+		k := [2]string{m.Event, m.Recipient}
+		if !want[k] {
+			t.Errorf("missed %s → %s, which the relay delivered", m.Event, m.Recipient)
+		}
+		got[k] = true
+		if m.RecoveredMs != nil || m.ReceivedLateMs != nil {
+			t.Errorf("a dropped delivery recovered or late: %+v", m)
+		}
+	}
+	if int64(len(got))+lg.Unjudged < int64(len(want)) {
+		t.Errorf("missed %d of %d dropped deliveries with %d unjudged: %+v", len(got), len(want), lg.Unjudged, lg.Missed)
+	}
+	if lg.Lost != int64(len(lg.Missed)) || lg.Lost == 0 || lg.Leaks != 0 {
+		t.Fatalf("ledger %+v", lg.LedgerCounts)
+	}
+	if r.report.OK || !strings.Contains(r.report.AbortReason, "delivery ledger") {
+		t.Errorf("a lost delivery passed: %q", r.report.AbortReason)
+	}
+	first := lg.Missed[0]
+	if !strings.Contains(r.stdout, "lost "+first.Event+" → "+first.Recipient) {
+		t.Errorf("the console does not name the lost pair:\n%s", r.stdout)
+	}
+}
+
+// A sound relay: reach 1, nothing lost, the ledger's check passes; and a
+// relay that hands one event to another community's subscriber fails the
+// run naming the leak. Fails without the leak rule (sub.go breaks).
+func TestTheLedgerPassesASoundRelayAndNamesALeak(t *testing.T) {
+	ok := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", ledgerSmoke(), nil, nil, nil)
+	lg := ok.report.Ledger
+	if lg == nil || lg.Expected == 0 || lg.Lost != 0 || lg.Leaks != 0 || lg.Reach == nil || *lg.Reach != 1 || !ok.report.OK {
+		ok.dump(t)
+		t.Fatalf("sound relay: ledger %+v", lg)
+	}
+	if lg.Unjudged*20 > lg.Expected {
+		t.Errorf("unjudged %d of %d expected: more than 5 %%", lg.Unjudged, lg.Expected)
+	}
+	if !strings.Contains(ok.stdout, "ledger: reach 1.000") {
+		t.Errorf("no ledger line:\n%s", ok.stdout)
+	}
+	passed := false
+	for _, c := range ok.report.Checks {
+		passed = passed || c.Name == "delivery ledger" && c.Level == report.CheckPass
+	}
+	if !passed {
+		t.Errorf("checks %+v", ok.report.Checks)
+	}
+
+	var leaked func() []relay.Delivery
+	bad := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", ledgerSmoke(), nil, func(rl *relay.Relay) {
+		rl.Faults().LeakNext(nostr.KindStreamMessage)
+		leaked = rl.Faults().Leaked
+	}, nil)
+	ls := leaked()
+	if len(ls) != 1 {
+		t.Fatalf("the fault leaked %d deliveries", len(ls))
+	}
+	lg = bad.report.Ledger
+	if lg == nil || lg.Leaks != 1 || len(lg.Leaked) != 1 || lg.Leaked[0].Event != ls[0].Event || lg.Leaked[0].Recipient != ls[0].Recipient {
+		bad.dump(t)
+		t.Fatalf("leaked %+v, ledger %+v", ls, lg)
+	}
+	if bad.report.OK || !strings.Contains(bad.report.AbortReason, ls[0].Event) {
+		t.Errorf("a leak passed or is not named: %q", bad.report.AbortReason)
+	}
+}
