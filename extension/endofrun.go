@@ -46,6 +46,7 @@ func (m *Module) endOfRun() {
 			l.finishLedger()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
+			l.visRep = l.vis.Finish(ctx)
 			c := l.auditConfig()
 			if l.base.Verify.Sweep {
 				l.swept = audit.Sweep(ctx, c)

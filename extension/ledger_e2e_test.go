@@ -3,6 +3,7 @@ package extension_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
@@ -107,5 +108,31 @@ func TestTheLedgerPassesASoundRelayAndNamesALeak(t *testing.T) {
 	}
 	if bad.report.OK || !strings.Contains(bad.report.AbortReason, ls[0].Event) {
 		t.Errorf("a leak passed or is not named: %q", bad.report.AbortReason)
+	}
+}
+
+// The ledger's visibility: every acknowledged channel message (1 in 1) is
+// read by a member over /query from its OK on; a relay whose HTTP answers
+// are held 300 ms (a test fault) shows it in the measure. Fails without
+// modules/audit visibility.go (no visibility in the report).
+func TestTheLedgerMeasuresVisibility(t *testing.T) {
+	toml := ledgerSmoke() + "\n[verify]\nvisibility_every = 1\n"
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, func(rl *relay.Relay) {
+		rl.Faults().SetHTTPLatency(300 * time.Millisecond)
+	}, nil)
+	lg := r.report.Ledger
+	if lg == nil || lg.Visibility == nil {
+		r.dump(t)
+		t.Fatal("no visibility in the report")
+	}
+	v := lg.Visibility
+	if v.Probed == 0 || v.Visible != v.Probed || v.TimedOut != 0 || v.Errors != 0 {
+		t.Fatalf("visibility %+v", v)
+	}
+	if v.P50Ms < 300 || v.AtOK != v.Visible {
+		t.Errorf("visibility %+v: want every message readable on the first read, held 300 ms", v)
+	}
+	if !strings.Contains(r.stdout, "visibility: ") {
+		t.Errorf("no visibility line:\n%s", r.stdout)
 	}
 }

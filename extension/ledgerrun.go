@@ -1,6 +1,10 @@
 package extension
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +24,10 @@ const ledgerTick = time.Second
 
 // ledgerRun is a loaded scenario's ledger and what it has written.
 type ledgerRun struct {
-	l     *ledger.Ledger
+	l       *ledger.Ledger
+	journal *os.File // nil: none; closed by finishLedger
+	jerr    error
+	done    bool // finishLedger ran
 	start atomic.Int64 // the timeline's start (unix ns), for the step of a moment
 	sent  [4]int64     // the counts already written as samples (the tick's goroutine, then the end)
 }
@@ -32,11 +39,20 @@ func (l *loaded) newLedgerRun() *ledgerRun {
 		return nil
 	}
 	lr := &ledgerRun{}
+	var journal io.Writer
+	if dir := l.m.opts.LedgerJournalDir; dir != "" {
+		f, err := os.CreateTemp(dir, ".buzzload-ledger-*")
+		if err != nil {
+			lr.jerr = fmt.Errorf("the ledger's journal: %w", err)
+		} else {
+			lr.journal, journal = f, f
+		}
+	}
 	// A pair whose subscription the client closed without it is judged
 	// (missed) only when the close came the latency limit after the OK:
 	// before that the delivery may have been on its way.
 	due := time.Duration(l.base.Abort.MaxP99Ms * float64(time.Millisecond))
-	lr.l = ledger.New(ledger.Config{Sample: v.LedgerSample, MaxLost: int64(v.MaxLost), Due: max(due, time.Second),
+	lr.l = ledger.New(ledger.Config{Sample: v.LedgerSample, MaxLost: int64(v.MaxLost), Due: max(due, time.Second), Journal: journal,
 		StepAt: func(t time.Time) string {
 			start := lr.start.Load()
 			if start == 0 {
@@ -63,6 +79,7 @@ func (l *loaded) runLedger(start time.Time, stop <-chan struct{}) {
 		return
 	}
 	lr.start.Store(start.UnixNano())
+	lr.l.MarkStart(start)
 	t := time.NewTicker(ledgerTick)
 	defer t.Stop()
 	for {
@@ -83,8 +100,37 @@ func (l *loaded) finishLedger() {
 		return
 	}
 	now := time.Now()
-	l.ledger.l.Finish(now)
+	lr := l.ledger
+	lr.l.Finish(now)
 	l.pushLedger(now)
+	if lr.journal != nil {
+		lr.jerr = errors.Join(lr.l.JournalError(), lr.journal.Close())
+	}
+	lr.done = true
+}
+
+// TakeLedgerJournal is the path of the first loaded scenario's ledger
+// journal (Options.LedgerJournalDir), once the run has ended; the caller
+// moves or removes it. "" when there is none; err when it is incomplete.
+func (m *Module) TakeLedgerJournal() (path string, err error) {
+	for _, l := range m.loadedScenarios() {
+		lr := l.ledger
+		if lr == nil || lr.journal == nil {
+			continue
+		}
+		path, err = lr.journal.Name(), lr.jerr
+		if !lr.done { // no client ran: nothing to join
+			_ = lr.journal.Close()
+			err = nil
+		}
+		lr.journal = nil
+		if err != nil || !lr.done {
+			_ = os.Remove(path)
+			return "", err
+		}
+		return path, nil
+	}
+	return "", nil
 }
 
 // pushLedger writes the growth of the ledger's counts as buzz_ledger_*

@@ -53,8 +53,11 @@ type loaded struct {
 	durability *report.DurabilityReport
 	unackedRep *report.UnackedReport
 	swept      *report.SweepReport // the post-run sweep, once run
-	// ledger is the delivery ledger (nil: [verify] ledger_sample = 0).
+	// ledger is the delivery ledger (nil: [verify] ledger_sample = 0),
+	// vis its visibility probe, visRep what it measured.
 	ledger *ledgerRun
+	vis    *audit.Visibility
+	visRep *report.VisibilityReport
 	// identityWarning says the identities carry no secret on a shared relay.
 	identityWarning string
 	win             *report.Windows // the report intervals
@@ -157,6 +160,9 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l.win, l.winStop = report.NewWindows(l.agg), make(chan struct{})
 	l.gen = genmeter.New(len(l.plan))
 	l.ledger = l.newLedgerRun()
+	if l.ledger != nil {
+		l.vis = audit.NewVisibility(sc.Verify.VisibilityEvery, l.auditConfig)
+	}
 	l.acks = audit.NewAckLog(sc.Verify.Sample)
 	if l.acks != nil {
 		l.unacked = audit.NewUnackedLog()

@@ -59,6 +59,10 @@ type Options struct {
 	// ReportPath, when set, is where the Buzz report's JSON goes (--report),
 	// whatever sc.report's json option says.
 	ReportPath string
+	// LedgerJournalDir, when set, makes the delivery ledger write its
+	// journal (modules/ledger) into a file there, which the caller takes
+	// with TakeLedgerJournal (--result: beside the result file, for merge).
+	LedgerJournalDir string
 	// ReportInterval is how often a window block is printed while the run
 	// goes (--report-interval); 0 picks 10 s for runs under 10 minutes and
 	// 60 s above, negative prints none (the windows still go into the report).

@@ -206,6 +206,7 @@ func (s *opSink) Record(r relayclient.Result) {
 	if r.Event != nil {
 		if r.Outcome == relayclient.OutcomeOK {
 			s.l.acks.Add(r.Event)
+			s.l.vis.Acked(r.Event, r.Start.Add(r.Duration))
 		}
 		s.l.unacked.Record(&r)
 	}

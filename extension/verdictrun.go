@@ -86,6 +86,7 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	in.Durability, in.Unacked, in.Sweep = l.durability, l.unackedRep, l.swept
 	if l.ledger != nil && l.win.Started() {
 		in.Ledger = l.ledger.l.Report()
+		in.Ledger.Visibility = l.visRep
 	}
 	return report.Build(in, l.agg.Totals())
 }

@@ -245,7 +245,8 @@ func mergeBuzz(ins []result.Input, thresholdsFailed []string) (*report.Report, e
 		}
 		names, reps = append(names, in.Name), append(reps, &r)
 	}
-	return report.MergeReports(names, reps, thresholdsFailed)
+	joined, why := joinLedgers(ins, reps)
+	return report.MergeReports(names, reps, thresholdsFailed, report.JoinedLedger{Ledger: joined, Why: why})
 }
 
 // reportStageVerdicts names the stages a windowed threshold failed on the

@@ -176,6 +176,11 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitCode(err)
 	}
+	if f.result != "" {
+		// The delivery ledger's journal goes beside the result file, for
+		// merge to join the runners' ledgers (modules/ledger journal.go).
+		bopts.LedgerJournalDir = journalDir(f.result)
+	}
 	reg, buzz, closeModules, err := newModuleRegistry(env.Env, env.Lookup, bopts)
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
@@ -240,7 +245,11 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	if f.result != "" {
 		// Written also when thresholds failed: merge judges them again.
-		if err := writeRunResult(f.result, cfg, res, buzz.LastReport()); err != nil {
+		journal, jerr := buzz.TakeLedgerJournal()
+		if jerr != nil {
+			fmt.Fprintf(stderr, "buzzload run: %s (merge will not join this runner's ledger)\n", termtext.Lines(jerr.Error()))
+		}
+		if err := writeRunResult(f.result, cfg, res, buzz.LastReport(), journal); err != nil {
 			fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 			if res.ExitCode == engine.ExitOK {
 				return finishBuzz(buzz, engine.ExitGeneric, stderr)

@@ -61,6 +61,17 @@ func (l *Ledger) Finish(now time.Time) {
 		sh.mu.Unlock()
 	}
 	l.byChannel, l.global, l.lastAcked = nil, nil, nil
+	if l.j != nil {
+		l.j.record(recFinish, now, func(b []byte) []byte { return b })
+		l.jerr = l.j.flush()
+	}
+}
+
+// JournalError is the journal's first write error (after Finish).
+func (l *Ledger) JournalError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.jerr
 }
 
 // retire judges one acknowledged event's pairs (l.mu held).
@@ -193,6 +204,7 @@ func (l *Ledger) Report() *report.LedgerReport {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := &report.LedgerReport{Sample: l.cfg.Sample, Events: l.events, Skipped: l.skipped, MaxLost: l.cfg.MaxLost,
+		PatienceMs: float64(l.cfg.Patience) / 1e6, DueMs: float64(l.cfg.Due) / 1e6,
 		Missed: slices.Clone(l.missList), Leaked: slices.Clone(l.leakList)}
 	if out.Missed == nil {
 		out.Missed = []report.LedgerMiss{}

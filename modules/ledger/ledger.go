@@ -19,6 +19,7 @@ package ledger
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ type Config struct {
 	MaxLost int64
 	// StepAt names the ramp step of a moment ("" without steps).
 	StepAt func(time.Time) string
+	// Journal, when set, receives every call the ledger gets (journal.go),
+	// for a distributed run's merge (Replay). Flushed by Finish.
+	Journal io.Writer
 }
 
 // Defaults.
@@ -89,6 +93,9 @@ type Ledger struct {
 	finished  bool
 
 	nMissed atomic.Int64 // len of missed's lists, read without mu on the delivery path
+
+	j    *journal // nil: no journal
+	jerr error    // its first error, once finished
 }
 
 type shard struct {
@@ -164,10 +171,21 @@ func New(cfg Config) *Ledger {
 	for i := range l.shards {
 		l.shards[i].m = map[[32]byte]*entry{}
 	}
+	if cfg.Journal != nil {
+		l.j = newJournal(cfg.Journal)
+	}
 	return l
 }
 
 var _ relayclient.Ledger = (*Ledger)(nil)
+
+// MarkStart records the timeline's start in the journal: a merge names
+// the steps of the replayed events from it.
+func (l *Ledger) MarkStart(t time.Time) {
+	if l.j != nil {
+		l.j.record(recStart, t, func(b []byte) []byte { return b })
+	}
+}
 
 // Sampled reports whether the event with this id is judged: the same
 // answer on every runner.
@@ -191,6 +209,15 @@ func (l *Ledger) Sent(ev *nostr.Event, community, via string, at time.Time) {
 		return
 	}
 	f := factsOf(ev, community, via)
+	if l.j != nil {
+		l.j.sent(at, id, &f)
+	}
+	l.sent(id, f, at)
+}
+
+// sent fixes the expected recipients of event id (facts f) sent at.
+func (l *Ledger) sent(id [32]byte, f facts, at time.Time) {
+	community := f.community
 	e := &entry{id: id, f: f, sent: at.UnixNano()}
 	l.mu.Lock()
 	if l.finished {
@@ -235,9 +262,16 @@ func (l *Ledger) Sent(ev *nostr.Event, community, via string, at time.Time) {
 // Settled implements relayclient.Ledger.
 func (l *Ledger) Settled(idHex string, accepted bool, at time.Time) {
 	var id [32]byte
-	if !decodeID(idHex, &id) {
+	if !decodeID(idHex, &id) || !l.Sampled(id) {
 		return
 	}
+	if l.j != nil {
+		l.j.settled(at, id, accepted)
+	}
+	l.settled(id, accepted, at)
+}
+
+func (l *Ledger) settled(id [32]byte, accepted bool, at time.Time) {
 	sh := l.shard(&id)
 	sh.mu.Lock()
 	e := sh.m[id]
@@ -277,17 +311,13 @@ func (l *Ledger) Open(recipient, community, sub string, filters []relayclient.Fi
 		return nil
 	}
 	s := &Sub{l: l, id: sub, recipient: recipient, community: community, filters: fs, channels: channels}
-	for _, f := range fs {
-		if f.p != nil {
-			s.needP = true
-		}
-	}
+	s.setNeedP()
 	return s
 }
 
 // Seen implements relayclient.Ledger.
 func (l *Ledger) Seen(recipient string, ev *nostr.EventView, at time.Time) {
-	if l.nMissed.Load() == 0 {
+	if l.nMissed.Load() == 0 && l.j == nil {
 		return
 	}
 	l.SeenID(recipient, ev.IDString(), at)
@@ -296,11 +326,21 @@ func (l *Ledger) Seen(recipient string, ev *nostr.EventView, at time.Time) {
 // SeenID implements relayclient.Ledger: a read of a missed pair's event by
 // its recipient recovers it.
 func (l *Ledger) SeenID(recipient, idHex string, at time.Time) {
-	if l.nMissed.Load() == 0 {
+	if l.nMissed.Load() == 0 && l.j == nil {
 		return
 	}
 	var id [32]byte
-	if !decodeID(idHex, &id) {
+	if !decodeID(idHex, &id) || !l.Sampled(id) {
+		return
+	}
+	if l.j != nil {
+		l.j.seen(recipient, id, at)
+	}
+	l.seen(recipient, id, at)
+}
+
+func (l *Ledger) seen(recipient string, id [32]byte, at time.Time) {
+	if l.nMissed.Load() == 0 {
 		return
 	}
 	l.mu.Lock()

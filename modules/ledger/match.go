@@ -94,7 +94,6 @@ func compile(fs []relayclient.Filter) (out []filt, channels []string, ok bool) {
 	if len(fs) == 0 {
 		return nil, nil, false
 	}
-	scoped := true
 	for i := range fs {
 		f := &fs[i]
 		if f.IDs != nil || f.Until != 0 || len(f.Extra) > 0 {
@@ -112,21 +111,26 @@ func compile(fs []relayclient.Filter) (out []filt, channels []string, ok bool) {
 				return nil, nil, false
 			}
 		}
-		if len(c.h) == 0 {
-			scoped = false
-		}
 		out = append(out, c)
 	}
-	if scoped {
-		for _, c := range out {
-			for _, h := range c.h {
-				if !slices.Contains(channels, h) {
-					channels = append(channels, h)
-				}
+	return out, scope(out), true
+}
+
+// scope is the channels of a channel-scoped REQ (every filter names #h),
+// nil for a global one.
+func scope(fs []filt) []string {
+	var channels []string
+	for _, c := range fs {
+		if len(c.h) == 0 {
+			return nil
+		}
+		for _, h := range c.h {
+			if !slices.Contains(channels, h) {
+				channels = append(channels, h)
 			}
 		}
 	}
-	return out, channels, true
+	return channels
 }
 
 // match reports whether one filter matches the facts.

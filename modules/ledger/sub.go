@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/hex"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -15,6 +16,7 @@ type Sub struct {
 	filters   []filt
 	channels  []string // nil: a global subscription
 	needP     bool     // a filter names #p
+	jid       uint64   // its number in the journal
 
 	// guarded by l.mu
 	serial uint64 // given at EOSE; the lists and an event's pairs are in its order
@@ -28,6 +30,14 @@ type Sub struct {
 	closed   int64
 	byClient bool
 	seq      uint32
+}
+
+func (s *Sub) setNeedP() {
+	for _, f := range s.filters {
+		if f.p != nil {
+			s.needP = true
+		}
+	}
 }
 
 // match: an event of the subscription's community and scope that one of
@@ -67,6 +77,12 @@ func quote(c string) string {
 // an expected recipient of what it matches.
 func (s *Sub) Live(at time.Time) {
 	l := s.l
+	if l.j != nil {
+		// Written when it matters, at its EOSE: a REQ that never went
+		// live takes no part.
+		l.j.open(s, at)
+		l.j.live(s, at)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s.ended || s.listed || l.finished {
@@ -87,6 +103,9 @@ func (s *Sub) Live(at time.Time) {
 // Ended implements relayclient.SubLedger.
 func (s *Sub) Ended(at time.Time, byClient bool) {
 	l := s.l
+	if l.j != nil && s.jid != 0 {
+		l.j.ended(s, at, byClient)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s.ended {
@@ -129,11 +148,21 @@ func without(list []*Sub, s *Sub) []*Sub {
 
 // Delivered implements relayclient.SubLedger.
 func (s *Sub) Delivered(v *nostr.EventView, at time.Time) {
-	l := s.l
 	var id [32]byte
 	if !decodeID(v.IDString(), &id) {
 		return
 	}
+	if j := s.l.j; j != nil {
+		f, ok := viewFacts(v, s.needP)
+		j.delivered(s, id, at, &f, ok)
+	}
+	s.deliver(id, at, v.Kind, func() (facts, bool) { return viewFacts(v, s.needP) })
+}
+
+// deliver is a live delivery of event id (of kind) on s; the facts are
+// read only for an event the ledger does not hold.
+func (s *Sub) deliver(id [32]byte, at time.Time, kind int, factsOf func() (facts, bool)) {
+	l := s.l
 	sh := l.shard(&id)
 	sh.mu.Lock()
 	if e := sh.m[id]; e != nil {
@@ -153,7 +182,7 @@ func (s *Sub) Delivered(v *nostr.EventView, at time.Time) {
 		f := e.f
 		sh.mu.Unlock()
 		if rule := s.breaks(&f, true); rule != "" {
-			l.leak(v.IDString(), f.channel, s, rule, at)
+			l.leak(hex.EncodeToString(id[:]), f.channel, s, rule, at)
 		}
 		return
 	}
@@ -161,18 +190,18 @@ func (s *Sub) Delivered(v *nostr.EventView, at time.Time) {
 	if l.nMissed.Load() > 0 && l.Sampled(id) && l.late(id, s, at) {
 		return
 	}
-	if !tracked(v.Kind) {
+	if !tracked(kind) {
 		// Its scope is the relay's to decide (a reaction goes to its
 		// target's channel, block/buzz handlers/ingest.rs
 		// derive_reaction_channel): nothing to check it against.
 		return
 	}
-	f, ok := viewFacts(v, s.needP)
+	f, ok := factsOf()
 	if !ok {
 		return
 	}
 	if rule := s.breaks(&f, false); rule != "" {
-		l.leak(v.IDString(), f.channel, s, rule, at)
+		l.leak(hex.EncodeToString(id[:]), f.channel, s, rule, at)
 	}
 }
 

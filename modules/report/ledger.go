@@ -19,6 +19,18 @@ type LedgerReport struct {
 	LedgerCounts
 	// MaxLost is [verify] max_lost: more lost pairs fail the run.
 	MaxLost int64 `json:"max_lost"`
+	// PatienceMs and DueMs are the ledger's timings (modules/ledger
+	// Config), which a merge replays the runners' journals with.
+	PatienceMs float64 `json:"patience_ms"`
+	DueMs      float64 `json:"due_ms"`
+	// Journal names this runner's journal of the ledger's calls (beside
+	// its result file), which `buzzload merge` joins with the other
+	// runners' into the ledger of the whole run; Joined says the report's
+	// ledger is that join.
+	Journal string `json:"journal,omitempty"`
+	Joined  int    `json:"joined_runners,omitempty"`
+	// Visibility is how soon a member could read what was acknowledged.
+	Visibility *VisibilityReport `json:"visibility,omitempty"`
 	// Rows are the counts per step, event class and width class.
 	Rows []LedgerRow `json:"rows"`
 	// Missed lists the first missed pairs (ids and pubkeys as 64-character
@@ -132,6 +144,9 @@ func LedgerCheck(l *LedgerReport) Check {
 	if c.Duplicates > 0 {
 		warn = append(warn, fmt.Sprintf("%d duplicates", c.Duplicates))
 	}
+	if v := l.Visibility; v != nil && v.TimedOut > 0 {
+		warn = append(warn, fmt.Sprintf("%d of %d probed messages not readable by a member within %s of their OK", v.TimedOut, v.Probed, msText(v.TimeoutMs)))
+	}
 	if len(warn) > 0 {
 		return Check{Name: name, Level: CheckWarn, Detail: strings.Join(warn, ", ")}
 	}
@@ -189,6 +204,14 @@ func ledgerText(l *LedgerReport, tc func(string) string) string {
 		fmt.Fprintf(&b, " (%d events skipped: memory budget)", l.Skipped)
 	}
 	b.WriteString("\n")
+	if v := l.Visibility; v != nil && v.Probed+v.Errors > 0 {
+		fmt.Fprintf(&b, "    visibility: %d of 1 in %d messages probed by a member over /query: readable p50 %s p99 %s after the OK, %d already at the OK, %d not within %s",
+			v.Probed, v.Every, msText(v.P50Ms), msText(v.P99Ms), v.AtOK, v.TimedOut, msText(v.TimeoutMs))
+		if v.Errors > 0 {
+			fmt.Fprintf(&b, ", %d reads failed (%s)", v.Errors, tc(v.FirstError))
+		}
+		b.WriteString("\n")
+	}
 	for _, s := range stepTotals(l.Rows) {
 		fmt.Fprintf(&b, "    step %-8s reach %s  expected %d  lost %d  recovered %d  unjudged %d  completion p99 %s\n",
 			tc(s.Step), reachText(s.Reach), s.Expected, s.Lost, s.Recovered, s.Unjudged, msText(s.CompletionP99Ms))
@@ -228,6 +251,9 @@ func msText(ms float64) string {
 	if ms < 10 {
 		return fmt.Sprintf("%.1fms", ms)
 	}
+	if ms >= 10000 {
+		return fmt.Sprintf("%.1fs", ms/1000)
+	}
 	return fmt.Sprintf("%.0fms", ms)
 }
 
@@ -265,4 +291,60 @@ func (o *LedgerCounts) Add(c *LedgerCounts) {
 	o.Inversions += c.Inversions
 	o.Leaks += c.Leaks
 	o.Completed += c.Completed
+}
+
+// JoinedLedger is a distributed run's ledger for MergeReports: the join of
+// its runners' journals, or nil and why there is none.
+type JoinedLedger struct {
+	Ledger *LedgerReport
+	Why    string
+}
+
+// addLedgers sums the runners' own ledgers (nil when none has one).
+func addLedgers(reps []*Report) *LedgerReport {
+	var out *LedgerReport
+	for _, r := range reps {
+		lg := r.Ledger
+		if lg == nil {
+			continue
+		}
+		if out == nil {
+			out = &LedgerReport{Sample: lg.Sample, MaxLost: lg.MaxLost, PatienceMs: lg.PatienceMs, DueMs: lg.DueMs,
+				Missed: []LedgerMiss{}, Leaked: []LedgerLeak{}, Rows: []LedgerRow{}}
+		}
+		out.Events += lg.Events
+		out.Skipped += lg.Skipped
+		out.LedgerCounts.Add(&lg.LedgerCounts)
+		out.CompletionP50Ms = max(out.CompletionP50Ms, lg.CompletionP50Ms)
+		out.CompletionP99Ms = max(out.CompletionP99Ms, lg.CompletionP99Ms)
+		out.Rows = append(out.Rows, lg.Rows...)
+		out.Missed = append(out.Missed, lg.Missed...)
+		out.Leaked = append(out.Leaked, lg.Leaked...)
+	}
+	if out != nil {
+		out.Missed = out.Missed[:min(len(out.Missed), MaxLedgerList)]
+		out.Leaked = out.Leaked[:min(len(out.Leaked), MaxLedgerList)]
+		out.SetReach()
+	}
+	return out
+}
+
+// VisibilityReport is how soon acknowledged channel messages could be read
+// by a member (modules/audit Visibility): a sample polled over HTTP /query
+// by id from the OK on.
+type VisibilityReport struct {
+	Every      int     `json:"every"` // one message in this many (by id)
+	Probed     int64   `json:"probed"`
+	Visible    int64   `json:"visible"`
+	AtOK       int64   `json:"visible_at_ok"` // the first read, right after the OK, returned it
+	TimedOut   int64   `json:"timed_out"`     // not readable within TimeoutMs
+	TimeoutMs  float64 `json:"timeout_ms"`
+	Skipped    int64   `json:"skipped,omitempty"` // not probed: too many probes under way
+	Errors     int64   `json:"errors,omitempty"`
+	FirstError string  `json:"first_error,omitempty"`
+	P50Ms      float64 `json:"p50_ms"` // OK → readable
+	P99Ms      float64 `json:"p99_ms"`
+	// Strong is the same read with "consistency": "strong" (Buzz reads the
+	// writer): not measured yet (it waits for the read-your-writes work).
+	Strong *VisibilityReport `json:"strong"`
 }

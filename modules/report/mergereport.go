@@ -18,7 +18,11 @@ import (
 // the same times (runs started together, --start-at). The verdict: the
 // merged thresholds (judged exactly on the merged metrics by the caller:
 // thresholdsFailed), and every instance's own verdict, named.
-func MergeReports(names []string, reps []*Report, thresholdsFailed []string) (*Report, error) {
+//
+// The delivery ledger is joined's (the runners' journals replayed as one,
+// modules/ledger) or, without it, the runners' own added up: those judge
+// only the pairs within each runner, said in a warning with joined.Why.
+func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joined JoinedLedger) (*Report, error) {
 	if len(reps) == 0 || len(reps) != len(names) {
 		return nil, fmt.Errorf("merge: %d reports for %d instances", len(reps), len(names))
 	}
@@ -84,6 +88,13 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string) (*R
 	if len(out.Windows) == 0 && len(first.Windows) > 0 {
 		out.Warnings = append(out.Warnings, "the instances' report windows are not at the same times (start them together with --start-at): no windows merged")
 	}
+	out.Ledger = joined.Ledger
+	if out.Ledger == nil {
+		out.Ledger = addLedgers(reps)
+		if out.Ledger != nil {
+			out.Warnings = append(out.Warnings, "delivery ledger not joined ("+joined.Why+"): the runners' own ledgers added up, each judging only the deliveries between its own clients")
+		}
+	}
 	out.Durability = mergeDurability(reps)
 	out.Unacked = mergeUnacked(reps)
 	out.Sweep = first.Sweep
@@ -96,6 +107,9 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string) (*R
 	// The verdict.
 	if len(thresholdsFailed) > 0 {
 		out.AbortReason = "thresholds crossed on the merged data: " + strings.Join(thresholdsFailed, ", ")
+	}
+	if out.AbortReason == "" {
+		out.AbortReason = ledgerFailure(out.Ledger)
 	}
 	for i, r := range reps {
 		if out.AbortReason == "" && !r.OK {

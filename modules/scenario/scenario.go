@@ -58,6 +58,9 @@ type Verify struct {
 	// MaxLost is how many lost deliveries the run tolerates (default 0:
 	// one fails it).
 	MaxLost int `toml:"max_lost"`
+	// VisibilityEvery: one acknowledged channel message in this many (by
+	// id) is polled for by a member until readable; 0 turns it off.
+	VisibilityEvery int `toml:"visibility_every"`
 }
 
 // Verify bounds.
@@ -291,7 +294,7 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
-		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1},
+		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 20},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

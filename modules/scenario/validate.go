@@ -140,6 +140,7 @@ func (s *Scenario) validate() []Problem {
 	c.positive("verify.timeout_secs", s.Verify.TimeoutSecs, true)
 	c.fraction("verify.ledger_sample", s.Verify.LedgerSample)
 	c.intRange("verify.max_lost", s.Verify.MaxLost, 0, math.MaxInt32, "2147483647")
+	c.intRange("verify.visibility_every", s.Verify.VisibilityEvery, 0, math.MaxInt32, "2147483647")
 	for _, p := range expect.Check("expect", s.Expect) {
 		c.add(p.Key, "%s", p.Msg)
 	}
