@@ -27,9 +27,9 @@ type ledgerRun struct {
 	l       *ledger.Ledger
 	journal *os.File // nil: none; closed by finishLedger
 	jerr    error
-	done    bool // finishLedger ran
-	start atomic.Int64 // the timeline's start (unix ns), for the step of a moment
-	sent  [4]int64     // the counts already written as samples (the tick's goroutine, then the end)
+	done    bool         // finishLedger ran
+	start   atomic.Int64 // the timeline's start (unix ns), for the step of a moment
+	sent    [4]int64     // the counts already written as samples (the tick's goroutine, then the end)
 }
 
 // newLedgerRun is the scenario's ledger, nil when [verify] ledger_sample = 0.

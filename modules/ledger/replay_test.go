@@ -64,7 +64,6 @@ func (f *fixture) open(client int, community, ch string, t time.Time) string {
 	return key
 }
 
-
 func TestReplayOfThreeRunnersEqualsOneProcess(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	f := newFixture(t, Config{Patience: 2 * time.Second, Due: 500 * time.Millisecond})
