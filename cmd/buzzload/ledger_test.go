@@ -127,4 +127,14 @@ max_p99_ms = 1000
 	if m.OK || code != ExitRelayEvidence || !strings.Contains(out, "ledger: reach") {
 		t.Errorf("merge passed a run with lost deliveries: exit %d ok %v\n%s", code, m.OK, out)
 	}
+	// The page: the ledger per step and the lost pairs by id.
+	page := filepath.Join(dir, "merged.html")
+	if code, _, stderr := runWith(t, nil, "report", "-o", page, filepath.Join(dir, "merged.json")); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	ps := loadPage(t, page, "", 1600, 6000)
+	if !strings.Contains(ps.dom, "<h2>Delivery ledger</h2>") || !strings.Contains(ps.dom, "3 runners joined") ||
+		(len(lg.Missed) > 0 && !strings.Contains(ps.dom, lg.Missed[0].Event)) {
+		t.Errorf("the page lacks the ledger, the join or the lost pair")
+	}
 }

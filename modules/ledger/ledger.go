@@ -45,7 +45,8 @@ type Config struct {
 	// been on its way).
 	Due time.Duration
 	// MaxPairs bounds the pairs held (waiting or missed): an event that
-	// would pass it is skipped and counted (DefaultMaxPairs, ~16 B each).
+	// would pass it is skipped and counted (DefaultMaxPairs: ~17 B each,
+	// BenchmarkLedgerMemory, so about 50 MB).
 	MaxPairs int64
 	// MaxLost is [verify] max_lost, carried into the report.
 	MaxLost int64
@@ -60,7 +61,7 @@ type Config struct {
 const (
 	DefaultPatience = 30 * time.Second
 	DefaultDue      = 5 * time.Second
-	DefaultMaxPairs = 4_000_000
+	DefaultMaxPairs = 3_000_000
 )
 
 const nShards = 32

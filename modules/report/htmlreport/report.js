@@ -270,6 +270,40 @@
       }));
   });
 
+  // The delivery ledger: reach and fan-out completion per step, the lost
+  // deliveries and the leaks (issue 40).
+  var withLedger = runs.filter(function (r) { return rep(r) && rep(r).ledger; });
+  if (withLedger.length) {
+    var ls = section("Delivery ledger");
+    withLedger.forEach(function (r) {
+      var lg = rep(r).ledger, bySteps = [], at = {};
+      (lg.rows || []).forEach(function (row) {
+        var k = String(row.step);
+        if (!(k in at)) { at[k] = bySteps.length; bySteps.push({ step: k, expected: 0, received: 0, lost: 0, recovered: 0, received_late: 0, unjudged: 0, duplicates: 0, inversions: 0, p50: 0, p99: 0 }); }
+        var o = bySteps[at[k]];
+        ["expected", "received", "lost", "recovered", "received_late", "unjudged", "duplicates", "inversions"].forEach(function (f) { o[f] += num(row[f]); });
+        o.p50 = Math.max(o.p50, num(row.completion_p50_ms));
+        o.p99 = Math.max(o.p99, num(row.completion_p99_ms));
+      });
+      var reach = function (o) { var j = o.expected - o.unjudged; return j > 0 ? (o.received / j).toFixed(3) : "–"; };
+      var line = function (name, o, p50, p99) {
+        return [name, { cls: o.lost > 0 ? "bad" : "ok", text: reach(o) }, o.expected, o.received, o.lost, o.recovered, o.received_late, o.unjudged, o.duplicates, o.inversions, fmt(p50) + " / " + fmt(p99) + " ms"];
+      };
+      var rows = bySteps.map(function (o) { return line("step " + o.step, o, o.p50, o.p99); });
+      rows.push(line("run" + (lg.joined_runners ? " (" + lg.joined_runners + " runners joined)" : ""), lg, num(lg.completion_p50_ms), num(lg.completion_p99_ms)));
+      if (multi) ls.appendChild(el("h3", {}, r.label));
+      table(ls, ["", "reach", "expected", "received", "lost", "recovered", "late", "unjudged", "duplicates", "inversions", "fan-out completion p50 / p99"], rows);
+      var v = lg.visibility;
+      if (v && v.probed) {
+        ls.appendChild(el("div", { "class": "run" }, "visibility: " + v.probed + " messages read by a member over /query: p50 " + fmt(v.p50_ms) + " ms, p99 " + fmt(v.p99_ms) + " ms after the OK; " + v.visible_at_ok + " readable at the OK, " + v.timed_out + " not within " + fmt(v.timeout_ms) + " ms"));
+      }
+      var bad = [];
+      (lg.missed || []).forEach(function (m) { if (m.recovered_ms === null && m.received_late_ms === undefined && bad.length < 20) bad.push(["lost", String(m.event), String(m.recipient), String(m.channel), ""]); });
+      (lg.leaked || []).slice(0, 20).forEach(function (k) { bad.push(["leak", String(k.event), String(k.recipient), String(k.channel), String(k.rule)]); });
+      if (bad.length) table(ls, ["", "event", "recipient", "channel", "rule"], bad);
+    });
+  }
+
   var anyWindows = runs.some(function (r) { return windows(r).length > 0; });
 
   // Clients by kind over the windows.
