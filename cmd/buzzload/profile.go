@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -48,19 +50,34 @@ func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem, memAt string) 
 // function that ends it and writes the heap profile.
 func startProfiles(cpu, mem, memAt string) (stop func() error, err error) {
 	if memAt != "" {
-		at, err := time.ParseDuration(memAt)
-		if err != nil || at <= 0 {
-			return nil, fmt.Errorf("%s=%q: want a positive duration such as 30s", envMemProfileAt, memAt)
+		// One moment ("5m": the profile is FILE) or several ("5m,25m": FILE.1,
+		// FILE.2, …), so a soak can compare its heap early and late.
+		var ats []time.Duration
+		for _, s := range strings.Split(memAt, ",") {
+			at, err := time.ParseDuration(strings.TrimSpace(s))
+			if err != nil || at <= 0 {
+				return nil, fmt.Errorf("%s=%q: want positive durations such as 30s or 5m,25m", envMemProfileAt, memAt)
+			}
+			ats = append(ats, at)
 		}
 		if mem == "" {
 			return nil, fmt.Errorf("%s needs --memprofile (or %s)", envMemProfileAt, envMemProfile)
 		}
 		path := mem
-		mem = "" // written by the timer, not at the end
-		timer := time.AfterFunc(at, func() { _ = writeHeapProfile(path) })
+		mem = "" // written by the timers, not at the end
+		var timers []*time.Timer
+		for i, at := range ats {
+			p := path
+			if len(ats) > 1 {
+				p = path + "." + strconv.Itoa(i+1)
+			}
+			timers = append(timers, time.AfterFunc(at, func() { _ = writeHeapProfile(p) }))
+		}
 		defer func() {
 			if err != nil {
-				timer.Stop()
+				for _, t := range timers {
+					t.Stop()
+				}
 			}
 		}()
 	}

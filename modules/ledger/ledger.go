@@ -321,7 +321,14 @@ func (l *Ledger) Seen(recipient string, ev *nostr.EventView, at time.Time) {
 	if l.nMissed.Load() == 0 && l.j == nil {
 		return
 	}
-	l.SeenID(recipient, ev.IDString(), at)
+	var id [32]byte
+	if _, err := hex.Decode(id[:], ev.ID[:]); err != nil || !l.Sampled(id) {
+		return
+	}
+	if l.j != nil {
+		l.j.seen(recipient, id, at)
+	}
+	l.seen(recipient, id, at)
 }
 
 // SeenID implements relayclient.Ledger: a read of a missed pair's event by

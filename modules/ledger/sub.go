@@ -149,7 +149,7 @@ func without(list []*Sub, s *Sub) []*Sub {
 // Delivered implements relayclient.SubLedger.
 func (s *Sub) Delivered(v *nostr.EventView, at time.Time) {
 	var id [32]byte
-	if !decodeID(v.IDString(), &id) {
+	if _, err := hex.Decode(id[:], v.ID[:]); err != nil { // in place: no string per delivery
 		return
 	}
 	if j := s.l.j; j != nil {
