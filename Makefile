@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test node-deps bench bench-scale bench-clients lint fuzz run clean image k8s-e2e
+.PHONY: all build test node-deps bench bench-scale bench-clients bench-soak lint fuzz run clean image k8s-e2e
 
 all: build
 
@@ -67,6 +67,14 @@ bench: build
 # messages/s (scripts/scale-humans.sh), and the RSS of an idle VU between
 # 1,000 and 4,000 VUs (scripts/idle-vu.sh); not timed since the scale runs were added (each extra command has its own 20-minute cap).
 # Raw output in out/bench-scale.txt, medians in out/bench-scale-report.md.
+# The soak (issue 43, docs/benchmarks.md "Long runs"): local-wide with the
+# delivery ledger against `buzzload relay` in its own process, held for
+# SOAK (30m by default; SOAK=2h30m is the recorded run, SOAK=12h the long
+# one); fails when the runner's RSS grows more than 10 % after the warm-up.
+SOAK ?= 30m
+bench-soak: build
+	scripts/soak.sh $(SOAK) out/soak
+
 bench-scale: build
 	ulimit -n $$(ulimit -Hn) && BUZZLOAD_BENCH_SCALE=1 GO='$(GO)' BENCH='^BenchmarkScale' \
 		BENCH_PKGS='./modules/relay/' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME=1x \

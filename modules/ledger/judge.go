@@ -140,9 +140,9 @@ func (l *Ledger) inversions(e, n *entry) int64 {
 	for i < len(e.pairs) && j < len(n.pairs) {
 		a, b := &e.pairs[i], &n.pairs[j]
 		switch {
-		case a.s.serial < b.s.serial:
+		case a.serial < b.serial:
 			i++
-		case a.s.serial > b.s.serial:
+		case a.serial > b.serial:
 			j++
 		default:
 			if a.seq != 0 && b.seq != 0 && b.seq < a.seq {

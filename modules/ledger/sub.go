@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/hex"
+	"slices"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -19,7 +20,7 @@ type Sub struct {
 	jid       uint64   // its number in the journal
 
 	// guarded by l.mu
-	serial uint64 // given at EOSE; the lists and an event's pairs are in its order
+	serial uint32 // given at EOSE; the lists and an event's pairs are in its order
 	listed bool
 	ended  bool
 
@@ -91,13 +92,42 @@ func (s *Sub) Live(at time.Time) {
 	l.serial++
 	s.serial, s.listed = l.serial, true
 	if s.channels == nil {
-		l.global[s.community] = append(l.global[s.community], s)
+		l.global[s.community] = append(l.global[s.community], s.entry(""))
 		return
 	}
 	for _, ch := range s.channels {
 		k := chanKey{s.community, ch}
-		l.byChannel[k] = append(l.byChannel[k], s)
+		l.byChannel[k] = append(l.byChannel[k], s.entry(ch))
 	}
+}
+
+// entry is s as listed for channel ch ("" for the global list): the kinds
+// of its filters that take ch inline when they need nothing else.
+func (s *Sub) entry(ch string) listed {
+	c := listed{s: s, serial: s.serial}
+	for i := range s.filters {
+		f := &s.filters[i]
+		if ch != "" && !slices.Contains(f.h, ch) {
+			continue
+		}
+		if f.p != nil || f.authors != nil {
+			c.cond = true
+			break
+		}
+		if f.kinds == nil {
+			c.any = true
+			continue
+		}
+		for _, k := range f.kinds {
+			if int(c.nk) == len(c.kinds) {
+				c.cond = true
+				break
+			}
+			c.kinds[c.nk] = int32(k)
+			c.nk++
+		}
+	}
+	return c
 }
 
 // Ended implements relayclient.SubLedger.
@@ -132,15 +162,14 @@ func (s *Sub) Ended(at time.Time, byClient bool) {
 	}
 }
 
-// without removes s from list, keeping the order (the list is in serial
-// order, which an event's pairs rely on); a fresh slice, so an event's
-// pairs copied from the old one are not disturbed.
-func without(list []*Sub, s *Sub) []*Sub {
-	for i, x := range list {
-		if x == s {
-			out := make([]*Sub, 0, len(list)-1)
-			out = append(out, list[:i]...)
-			return append(out, list[i+1:]...)
+// without removes s from list in place, keeping the order (the list is in
+// serial order, which an event's pairs rely on; every reader holds l.mu).
+func without(list []listed, s *Sub) []listed {
+	for i := range list {
+		if list[i].s == s {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = listed{}
+			return list[:len(list)-1]
 		}
 	}
 	return list
@@ -210,7 +239,7 @@ func (e *entry) find(s *Sub) (int, bool) {
 	lo, hi := 0, len(e.pairs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if e.pairs[m].s.serial < s.serial {
+		if e.pairs[m].serial < s.serial {
 			lo = m + 1
 		} else {
 			hi = m
