@@ -43,6 +43,7 @@ func (m *Module) endOfRun() {
 			if !l.win.Started() {
 				return // no client started (a failed setup, a script that never used the scenario)
 			}
+			l.stopDrills()
 			l.finishLedger()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

@@ -56,6 +56,7 @@ type loaded struct {
 	// ledger is the delivery ledger (nil: [verify] ledger_sample = 0),
 	// vis its visibility probe, visRep what it measured.
 	ledger *ledgerRun
+	drills *drillRun
 	vis    *audit.Visibility
 	visRep *report.VisibilityReport
 	// identityWarning says the identities carry no secret on a shared relay.
@@ -160,6 +161,7 @@ func newLoaded(m *Module, sc *scenario.Scenario, shard scenario.Shard) *loaded {
 	l.win, l.winStop = report.NewWindows(l.agg), make(chan struct{})
 	l.gen = genmeter.New(len(l.plan))
 	l.ledger = l.newLedgerRun()
+	l.drills = newDrillRun()
 	if l.ledger != nil {
 		l.vis = audit.NewVisibility(sc.Verify.VisibilityEvery, l.auditConfig)
 	}
@@ -204,6 +206,7 @@ func (l *loaded) target() (*scenario.Scenario, error) {
 		cp.Target.WSURL, cp.Target.HTTPURL = u.WS, u.HTTP
 		cp.Target.ConnectAddr = r.Addr()
 		cp.Target.CommunityHostTemplate = EmbeddedHostTemplate(cp.RunID)
+		cp.AimedAtEmbedded()
 		if err := cp.Validate(); err != nil {
 			l.targetErr = fmt.Errorf("aiming %s at the embedded relay: %w", l.base.File, err)
 			return

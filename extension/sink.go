@@ -215,6 +215,10 @@ func (s *opSink) Record(r relayclient.Result) {
 		end = time.Now()
 		r.Start = end
 	}
+	s.l.drills.watchResult(&r, end)
+	if r.Outcome == relayclient.OutcomeError && s.l.drills.during(r.Op, end) {
+		r.Outcome = report.OutcomeExpected // a declared drill's doing: counted there
+	}
 	if s.warmup > 0 && end.Sub(s.start) < s.warmup {
 		// Warm-up: reported apart (the report's warmup, the windows) and
 		// not judged, so no buzz_op_* sample for the thresholds.

@@ -88,6 +88,10 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 		in.Ledger = l.ledger.l.Report()
 		in.Ledger.Visibility = l.visRep
 	}
+	in.Drills = l.drillReports()
+	if st := l.ledger; st != nil {
+		in.StartUnixMs = st.start.Load() / int64(time.Millisecond)
+	}
 	return report.Build(in, l.agg.Totals())
 }
 
@@ -116,6 +120,7 @@ func (l *loaded) startWindows(start time.Time) {
 	l.winMu.Unlock()
 	go func() { defer close(done); l.watchGenerator(start, l.winStop) }()
 	go l.runLedger(start, l.winStop)
+	l.startDrills(start)
 	go func() {
 		next := from.Add(every)
 		for time.Until(next) < 0 {

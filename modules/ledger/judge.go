@@ -60,7 +60,7 @@ func (l *Ledger) Finish(now time.Time) {
 		clear(sh.m)
 		sh.mu.Unlock()
 	}
-	l.byChannel, l.global, l.lastAcked = nil, nil, nil
+	l.byChannel, l.global, l.byAuthor, l.lastAcked = nil, nil, nil, nil
 	if l.j != nil {
 		l.j.record(recFinish, now, func(b []byte) []byte { return b })
 		l.jerr = l.j.flush()

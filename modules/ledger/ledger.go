@@ -17,10 +17,12 @@
 package ledger
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,8 +79,10 @@ type Ledger struct {
 	mu        sync.Mutex
 	serial    uint32
 	byChannel map[chanKey][]listed // live channel-scoped subscriptions, in serial order
-	global    map[string][]listed  // live global subscriptions by community
-	fifo      []*entry           // acknowledged events in the order of their OKs
+	global    map[string][]listed  // live global subscriptions by community (but byAuthor's)
+	byAuthor  map[chanKey][]listed // global ones whose every filter names authors, by community and author
+	scratch   []pair
+	fifo      []*entry // acknowledged events in the order of their OKs
 	head      int
 	lastAcked map[string]*entry // author and channel → the newest acknowledged event
 	held      int64             // pairs held (waiting and missed)
@@ -139,14 +143,28 @@ type listed struct {
 	s      *Sub
 	serial uint32
 	cond   bool // match through s (authors, #p, or more kinds than fit)
+	pOnly  bool // every filter of s for this list names #p: no p tag, no match
 	any    bool // any kind
 	nk     uint8
 	kinds  [6]int32
 }
 
+// appendMatches appends the pairs of the listed subscriptions that match f.
+func appendMatches(dst []pair, list []listed, f *facts) []pair {
+	for i := range list {
+		if c := &list[i]; c.matches(f) {
+			dst = append(dst, pair{s: c.s, serial: c.serial})
+		}
+	}
+	return dst
+}
+
 // matches reports whether the listed subscription matches the facts.
 func (c *listed) matches(f *facts) bool {
 	if c.cond {
+		if c.pOnly && len(f.p) == 0 {
+			return false // a mention subscription, an event that mentions no one
+		}
 		return c.s.match(f)
 	}
 	if c.any {
@@ -196,7 +214,7 @@ func New(cfg Config) *Ledger {
 	if cfg.StepAt == nil {
 		cfg.StepAt = func(time.Time) string { return "" }
 	}
-	l := &Ledger{cfg: cfg, byChannel: map[chanKey][]listed{}, global: map[string][]listed{},
+	l := &Ledger{cfg: cfg, byChannel: map[chanKey][]listed{}, global: map[string][]listed{}, byAuthor: map[chanKey][]listed{},
 		lastAcked: map[string]*entry{}, rows: map[rowKey]*row{}, steps: map[string]int{}, missed: map[missKey][]*miss{}}
 	l.threshold = math.MaxUint64
 	if cfg.Sample < 1 {
@@ -258,17 +276,24 @@ func (l *Ledger) sent(id [32]byte, f facts, at time.Time) {
 		l.mu.Unlock()
 		return
 	}
-	var cands []listed
+	buf := l.scratch[:0]
 	if f.channel != "" {
-		cands = l.byChannel[chanKey{community, f.channel}]
+		buf = appendMatches(buf, l.byChannel[chanKey{community, f.channel}], &f)
 	} else {
-		cands = l.global[community]
-	}
-	for i := range cands {
-		if c := &cands[i]; c.matches(&f) {
-			e.pairs = append(e.pairs, pair{s: c.s, serial: c.serial})
+		// The global subscriptions that name authors are listed by author
+		// (the presence REQs: a few co-members each), the rest together:
+		// the two runs of pairs are merged into serial order.
+		buf = appendMatches(buf, l.global[community], &f)
+		n := len(buf)
+		buf = appendMatches(buf, l.byAuthor[chanKey{community, f.author}], &f)
+		if n > 0 && n < len(buf) {
+			slices.SortFunc(buf, func(a, b pair) int { return cmp.Compare(a.serial, b.serial) })
 		}
 	}
+	if len(buf) > 0 {
+		e.pairs = append(make([]pair, 0, len(buf)), buf...)
+	}
+	l.scratch = buf[:0]
 	if l.held+int64(len(e.pairs)) > l.cfg.MaxPairs {
 		l.skipped++
 		l.mu.Unlock()

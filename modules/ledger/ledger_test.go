@@ -262,3 +262,55 @@ func TestAReactionInItsTargetsChannelIsNoLeak(t *testing.T) {
 		t.Fatalf("leaks %+v", rep.Leaked)
 	}
 }
+
+// A mention subscription (#h and #p) expects the channel's events that
+// name its recipient, and no other (the listed entry's shortcut for
+// events without p tags must not drop a mention).
+func TestAMentionSubscriptionExpectsItsMentions(t *testing.T) {
+	l := New(Config{})
+	s := l.Open(pk(1), "", "m", []relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage}, Tags: map[string][]string{"h": {"A", "B"}, "p": {pk(1)}}}}).(*Sub)
+	s.Live(at(0))
+	plain, mention := msg(t, 2, "A", 1), msg(t, 2, "B", 2, []string{"p", pk(1)})
+	for _, e := range []*nostr.Event{plain, mention} {
+		l.Sent(e, "", "ws", at(1))
+		l.Settled(e.ID, true, at(2))
+	}
+	s.Delivered(view(t, mention), at(3))
+	l.Finish(at(4))
+	if r := l.Report(); r.Expected != 1 || r.Received != 1 || r.Leaks != 0 {
+		t.Fatalf("counts %+v", r.LedgerCounts)
+	}
+}
+
+// A presence REQ (a global filter naming co-members) expects its authors'
+// presence and no one else's, alongside a global subscription without
+// authors (the two lists merge in serial order for the look-up).
+func TestPresenceIsExpectedFromTheNamedAuthors(t *testing.T) {
+	l := New(Config{})
+	all := l.Open(pk(5), "", "g", []relayclient.Filter{{Kinds: []int{nostr.KindPresence}}}).(*Sub)
+	all.Live(at(0))
+	peers := l.Open(pk(1), "", "p", []relayclient.Filter{{Kinds: []int{nostr.KindPresence}, Authors: []string{pk(2), pk(3)}}}).(*Sub)
+	peers.Live(at(0))
+	pres := func(n, seq int) *nostr.Event {
+		k := nostr.DeriveKeys("ledger-test", nostr.RoleHuman, n)
+		e := &nostr.Event{Kind: nostr.KindPresence, CreatedAt: t0.Unix(), Content: "online " + strconv.Itoa(seq)}
+		if err := k.Sign(e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	from2, from4 := pres(2, 1), pres(4, 2)
+	for _, e := range []*nostr.Event{from2, from4} {
+		l.Sent(e, "", "ws", at(1))
+		l.Settled(e.ID, true, at(2))
+	}
+	peers.Delivered(view(t, from2), at(3))
+	all.Delivered(view(t, from2), at(3))
+	all.Delivered(view(t, from4), at(3))
+	peers.Delivered(view(t, from4), at(3)) // not one of its authors: a leak
+	l.Finish(at(4))
+	r := l.Report()
+	if r.Expected != 3 || r.Received != 3 || r.Leaks != 1 || r.Leaked[0].Recipient != pk(1) {
+		t.Fatalf("counts %+v leaks %+v", r.LedgerCounts, r.Leaked)
+	}
+}

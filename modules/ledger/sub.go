@@ -41,6 +41,23 @@ func (s *Sub) setNeedP() {
 	}
 }
 
+// authors is the union of the authors of a subscription whose every
+// filter names some, nil otherwise.
+func (s *Sub) authors() []string {
+	var out []string
+	for _, f := range s.filters {
+		if len(f.authors) == 0 {
+			return nil
+		}
+		for _, a := range f.authors {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
 // match: an event of the subscription's community and scope that one of
 // its filters matches.
 func (s *Sub) match(f *facts) bool {
@@ -92,6 +109,13 @@ func (s *Sub) Live(at time.Time) {
 	l.serial++
 	s.serial, s.listed = l.serial, true
 	if s.channels == nil {
+		if as := s.authors(); as != nil {
+			for _, a := range as {
+				k := chanKey{s.community, a}
+				l.byAuthor[k] = append(l.byAuthor[k], s.entry(""))
+			}
+			return
+		}
 		l.global[s.community] = append(l.global[s.community], s.entry(""))
 		return
 	}
@@ -104,15 +128,18 @@ func (s *Sub) Live(at time.Time) {
 // entry is s as listed for channel ch ("" for the global list): the kinds
 // of its filters that take ch inline when they need nothing else.
 func (s *Sub) entry(ch string) listed {
-	c := listed{s: s, serial: s.serial}
+	c := listed{s: s, serial: s.serial, pOnly: true}
 	for i := range s.filters {
 		f := &s.filters[i]
 		if ch != "" && !slices.Contains(f.h, ch) {
 			continue
 		}
+		if f.p == nil {
+			c.pOnly = false
+		}
 		if f.p != nil || f.authors != nil {
 			c.cond = true
-			break
+			continue
 		}
 		if f.kinds == nil {
 			c.any = true
@@ -146,6 +173,17 @@ func (s *Sub) Ended(at time.Time, byClient bool) {
 		return
 	}
 	if s.channels == nil {
+		if as := s.authors(); as != nil {
+			for _, a := range as {
+				k := chanKey{s.community, a}
+				if rest := without(l.byAuthor[k], s); len(rest) > 0 {
+					l.byAuthor[k] = rest
+				} else {
+					delete(l.byAuthor, k)
+				}
+			}
+			return
+		}
 		l.global[s.community] = without(l.global[s.community], s)
 		if len(l.global[s.community]) == 0 {
 			delete(l.global, s.community)

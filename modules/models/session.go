@@ -524,6 +524,9 @@ func (s *stopSink) Record(r relayclient.Result) {
 // Ledger passes the delivery ledger through (relayclient.LedgerSource).
 func (s *stopSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
 
+// Watcher passes the connection watcher through (relayclient.WatcherSource).
+func (s *stopSink) Watcher() relayclient.Watcher { return relayclient.WatcherOf(s.inner) }
+
 // CutShort is how a Result reads after its session's grace: an operation
 // cut short (pending, or failed by the cancellation) is pending "cut by
 // the abort" when the run was aborted, else, once the grace ran out

@@ -95,7 +95,10 @@ func (r *Relay) newStore() *store.Store {
 	return store.New(store.Config{MaxEvents: r.cfg.MaxEventsPerCommunity, MaxLimit: r.cfg.MaxHistoricalLimit})
 }
 
-func (c *community) store() *store.Store { return c.st.Load() }
+func (c *community) store() *store.Store {
+	c.relay.slowStore()
+	return c.st.Load()
+}
 
 // createCommunity maps host (already normalised), or returns the existing one.
 func (r *Relay) createCommunity(host, owner string, deployment bool) (*community, error) {

@@ -104,6 +104,9 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	// The messages quota is charged on the socket only: an HTTP publish is
 	// charged to the API quota at admission (Buzz's submit_event_authed has
 	// no messages check; rejection.rs charges non-ephemeral WS EVENTs).
+	if r.limiterDown() { // the LimiterOutage drill: Buzz's limiter fails closed
+		return ingestResult{message: AdmissionUnavailable, throttled: true, status: http.StatusServiceUnavailable}
+	}
 	if auth.ws && !isEphemeral(k) {
 		if reason := c.limits.message(auth.pubkey, auth.agentOwner != "", now); reason != "" {
 			return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}

@@ -43,16 +43,19 @@ type Relay struct {
 	srv      *http.Server
 	started  atomic.Bool
 	draining atomic.Bool
-	drainMu  sync.Mutex // orders connWG.Add against Close's Wait
-	closed   chan struct{}
-	closeMu  sync.Once
-	conns    atomic.Int64
-	connWG   sync.WaitGroup
-	opReplay *replayCache
-	stats    counters
-	wsURL    string
-	httpURL  string
-	opOrigin string
+	// The drills' ends (unix ns; 0: none) and the slow store's delay
+	// (drills.go).
+	downUntil, stallUntil, limiterUntil, slowUntil, slowDelay atomic.Int64
+	drainMu                                                   sync.Mutex // orders connWG.Add against Close's Wait
+	closed                                                    chan struct{}
+	closeMu                                                   sync.Once
+	conns                                                     atomic.Int64
+	connWG                                                    sync.WaitGroup
+	opReplay                                                  *replayCache
+	stats                                                     counters
+	wsURL                                                     string
+	httpURL                                                   string
+	opOrigin                                                  string
 }
 
 // URLs are where a started relay listens.
@@ -326,6 +329,10 @@ const unmappedBody = "relay: no community is configured for this host"
 // ServeHTTP routes by path and Host (docs/buzz-protocol.md §3.1, §3.8).
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	path := req.URL.Path
+	if r.down() && !strings.HasPrefix(path, "/operator/drill") {
+		serveDown(w)
+		return
+	}
 	if strings.HasPrefix(path, "/operator/") {
 		r.serveOperator(w, req)
 		return

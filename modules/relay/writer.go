@@ -156,6 +156,13 @@ func (k *conn) writeLoop() {
 		case <-k.done:
 			return
 		case <-k.queue.ready:
+			if d := k.r.stallLeft(); d > 0 { // the Stall drill: write nothing until it ends
+				select {
+				case <-time.After(d):
+				case <-k.done:
+					return
+				}
+			}
 			batch = k.queue.take(batch[:0])
 			w.reset(len(batch))
 			for i, f := range batch {

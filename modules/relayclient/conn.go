@@ -89,6 +89,10 @@ type Conn struct {
 	// connection's publishes, subscriptions and deliveries as self.
 	ledger Ledger
 	self   string
+	// watch sees the connection's life (nil: none); liveSubs counts its
+	// subscriptions past EOSE and open (reader goroutine and c.mu).
+	watch    Watcher
+	liveSubs int
 
 	// rf is the frame being dispatched (reader goroutine only): a field,
 	// not a local, so that handing its event view to a callback allocates
@@ -126,6 +130,9 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		c.Close()
 		<-c.done
 		return nil, err
+	}
+	if c.watch != nil {
+		c.watch.ConnUp(c.self, c.cfg.Target.Host, time.Now())
 	}
 	return c, nil
 }
@@ -213,6 +220,7 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		chal:     make(chan struct{}),
 		done:     make(chan struct{}),
 		ledger:   LedgerOf(cfg.Sink),
+		watch:    WatcherOf(cfg.Sink),
 	}
 	if cfg.Keys != nil {
 		c.self = cfg.Keys.PubKey()
@@ -454,6 +462,7 @@ func (c *Conn) finish(readErr error) {
 		}
 	}
 	lost := c.lostErr
+	live := c.liveSubs
 	pubs, counts, subs := c.pubs, c.counts, c.subs
 	c.pubs, c.counts, c.subs, c.lastSub = nil, nil, nil, nil
 	c.mu.Unlock()
@@ -472,6 +481,20 @@ func (c *Conn) finish(readErr error) {
 	}
 	for _, s := range subs {
 		s.connEnded(now, o, why, byUs)
+	}
+	if c.watch != nil {
+		e := ConnEnd{Self: c.self, Host: c.cfg.Target.Host, At: now, ByUs: byUs, LiveSubs: live, Code: websocket.CloseAbnormalClosure}
+		var ce *websocket.CloseError
+		switch {
+		case errors.As(readErr, &ce):
+			e.Code, e.Reason = ce.Code, trimReason(ce.Text)
+		case lost != nil:
+			e.Reason = lost.Error()
+		}
+		if byUs {
+			e.Code, e.Reason = websocket.CloseNormalClosure, ""
+		}
+		c.watch.ConnEnded(e)
 	}
 	if c.cfg.OnDisconnect != nil {
 		c.cfg.OnDisconnect(lost)

@@ -57,6 +57,7 @@ type Sub struct {
 	// guarded by c.mu
 	settledFlag bool
 	closing     bool
+	counted     bool // in c.liveSubs (past EOSE, open)
 	timer       *time.Timer
 
 	// led is the subscription in the delivery ledger (nil: none).
@@ -219,6 +220,10 @@ func (s *Sub) end() bool {
 		return false
 	}
 	s.closing = true
+	if s.counted {
+		s.counted = false
+		c.liveSubs--
+	}
 	first := s.trySettleLocked()
 	c.mu.Unlock()
 	if s.led != nil {
@@ -367,6 +372,14 @@ func (c *Conn) onEOSE(f *Frame, at time.Time, n int64, b []byte) {
 		s.led.Live(at)
 	}
 	c.mu.Lock()
+	if !s.closing && !s.counted {
+		s.counted = true
+		c.liveSubs++
+		if c.watch != nil {
+			n := c.liveSubs
+			defer c.watch.SubsLive(c.self, c.cfg.Target.Host, n, at)
+		}
+	}
 	first := s.trySettleLocked()
 	c.mu.Unlock()
 	if first && s.opt.EOSEGrace > 0 && s.opt.EOSETimeout > 0 && at.Sub(s.start) > s.opt.EOSETimeout {
@@ -406,6 +419,10 @@ func (c *Conn) onClosed(f *Frame, at time.Time, n int64, b []byte) {
 	}
 	c.dropSubLocked(f.SubID)
 	closing := s.closing
+	if s.counted {
+		s.counted = false
+		c.liveSubs--
+	}
 	first := s.trySettleLocked()
 	c.mu.Unlock()
 	if closing && f.Message == "" {

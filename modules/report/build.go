@@ -44,12 +44,16 @@ type Input struct {
 	Durability *DurabilityReport
 	Unacked    *UnackedReport
 	Ledger     *LedgerReport
-	Sweep      *SweepReport
-	Profile    *ProfileVerdict
-	RelayLogs  []*logscan.Result
-	Outputs    []OutputDelivery
-	WindowSecs float64
-	Windows    []WindowReport
+	// Drills are the run's drills and disruptions (modules/drill);
+	// StartUnixMs the timeline's start, which their moments count from.
+	Drills      []DrillReport
+	StartUnixMs int64
+	Sweep       *SweepReport
+	Profile     *ProfileVerdict
+	RelayLogs   []*logscan.Result
+	Outputs     []OutputDelivery
+	WindowSecs  float64
+	Windows     []WindowReport
 }
 
 // Build is the report of a run: a pure function of its input and the
@@ -91,6 +95,8 @@ func Build(in Input, t Totals) *Report {
 	r.ClientExits, r.ExitSamples, r.Interrupted = clientExits(t)
 	r.Durability, r.Unacked, r.Sweep, r.Profile, r.RelayLogs = in.Durability, in.Unacked, in.Sweep, in.Profile, in.RelayLogs
 	r.Outputs, r.Ledger = in.Outputs, in.Ledger
+	r.Drills = append([]DrillReport{}, in.Drills...)
+	fillDrillLedger(r.Drills, r.Ledger, in.StartUnixMs)
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)
@@ -257,6 +263,11 @@ func verdict(r *Report, runEnd string) string {
 	}
 	if why := ledgerFailure(r.Ledger); why != "" {
 		return why
+	}
+	for i := range r.Drills {
+		if ch := drillCheck(&r.Drills[i]); ch.Level == CheckFail {
+			return ch.Name + ": " + ch.Detail
+		}
 	}
 	if d := r.Durability; d != nil && d.Missing > 0 {
 		return fmt.Sprintf("durability: %d acknowledged events missing when read back (%v)", d.Missing, d.MissingIDs)

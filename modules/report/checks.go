@@ -130,6 +130,9 @@ func checksOf(r *Report) []Check {
 	if r.Ledger != nil {
 		out = append(out, LedgerCheck(r.Ledger))
 	}
+	for i := range r.Drills {
+		out = append(out, drillCheck(&r.Drills[i]))
+	}
 	if r.Durability != nil {
 		out = append(out, durabilityCheck(r.Durability))
 	}

@@ -95,6 +95,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 			out.Warnings = append(out.Warnings, "delivery ledger not joined ("+joined.Why+"): the runners' own ledgers added up, each judging only the deliveries between its own clients")
 		}
 	}
+	out.Drills = mergeDrills(reps)
 	out.Durability = mergeDurability(reps)
 	out.Unacked = mergeUnacked(reps)
 	out.Sweep = first.Sweep
@@ -110,6 +111,11 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 	}
 	if out.AbortReason == "" {
 		out.AbortReason = ledgerFailure(out.Ledger)
+	}
+	for i := range out.Drills {
+		if ch := drillCheck(&out.Drills[i]); ch.Level == CheckFail && out.AbortReason == "" {
+			out.AbortReason = ch.Name + ": " + ch.Detail
+		}
 	}
 	for i, r := range reps {
 		if out.AbortReason == "" && !r.OK {

@@ -162,6 +162,9 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Checks are every judgement of the run with its level (checks.go);
 	// CheckCounts tallies them.
+	// Drills are the run's disruptions, declared ([[drill]]) or seen by
+	// the clients (drill.go).
+	Drills []DrillReport `json:"drills"`
 	// Ledger is the delivery ledger: every expected delivery of the
 	// events the run published, judged (ledger.go, modules/ledger).
 	Ledger *LedgerReport `json:"ledger,omitempty"`

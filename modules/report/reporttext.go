@@ -164,6 +164,9 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "    ! not read: %s\n", tc(lg.Error))
 		}
 	}
+	for i := range r.Drills {
+		b.WriteString(drillText(&r.Drills[i], tc))
+	}
 	if lg := r.Ledger; lg != nil {
 		b.WriteString(ledgerText(lg, tc))
 	}

@@ -23,6 +23,7 @@ type Scenario struct {
 	// identitySecret is mixed into every derived key (SetIdentitySecret);
 	// never in the file, never printed.
 	identitySecret []byte
+	aimed          bool // a copy aimed at the embedded relay (drill.go)
 
 	RunID      string     `toml:"run_id"`
 	Target     Target     `toml:"target"`
@@ -38,6 +39,8 @@ type Scenario struct {
 	// counted apart, not as failures (modules/expect).
 	Expect []expect.Rule `toml:"expect"`
 	Verify Verify        `toml:"verify"`
+	// Drills are the disruptions the run performs ([[drill]], drill.go).
+	Drills []Drill `toml:"drill"`
 }
 
 // Verify is the durability audit after the run: the events the relay
@@ -61,6 +64,9 @@ type Verify struct {
 	// VisibilityEvery: one acknowledged channel message in this many (by
 	// id) is polled for by a member until readable; 0 turns it off.
 	VisibilityEvery int `toml:"visibility_every"`
+	// DrillRecoverWithinSecs: after a drill or a disruption, every affected
+	// client must be back, with all its subscriptions, within this long.
+	DrillRecoverWithinSecs float64 `toml:"drill_recover_within_secs"`
 }
 
 // Verify bounds.
@@ -294,7 +300,7 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
-		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 20},
+		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 20, DrillRecoverWithinSecs: 30},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

@@ -24,7 +24,7 @@ func tomlKeys(t reflect.Type, section string, out map[string][]string) {
 				sub = section + "." + name
 			}
 			tomlKeys(ft, sub, out)
-		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && (name == "ramp" || name == "expect"):
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && (name == "ramp" || name == "expect" || name == "drill"):
 			tomlKeys(ft.Elem(), "["+name+"]", out)
 		default:
 			out[section] = append(out[section], name)

@@ -141,6 +141,8 @@ func (s *Scenario) validate() []Problem {
 	c.fraction("verify.ledger_sample", s.Verify.LedgerSample)
 	c.intRange("verify.max_lost", s.Verify.MaxLost, 0, math.MaxInt32, "2147483647")
 	c.intRange("verify.visibility_every", s.Verify.VisibilityEvery, 0, math.MaxInt32, "2147483647")
+	c.positive("verify.drill_recover_within_secs", s.Verify.DrillRecoverWithinSecs, true)
+	s.validateDrills(c)
 	for _, p := range expect.Check("expect", s.Expect) {
 		c.add(p.Key, "%s", p.Msg)
 	}

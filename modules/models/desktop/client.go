@@ -143,6 +143,9 @@ func (s *stopSink) Record(r relayclient.Result) {
 // Ledger passes the delivery ledger through (relayclient.LedgerSource).
 func (s *stopSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
 
+// Watcher passes the connection watcher through (relayclient.WatcherSource).
+func (s *stopSink) Watcher() relayclient.Watcher { return relayclient.WatcherOf(s.inner) }
+
 // Conn is the current authenticated connection, or nil between sessions.
 func (c *Client) Conn() *relayclient.Conn {
 	c.mu.Lock()

@@ -275,3 +275,6 @@ func (s *graceSink) Record(r relayclient.Result) {
 
 // Ledger passes the delivery ledger through (relayclient.LedgerSource).
 func (s *graceSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
+
+// Watcher passes the connection watcher through (relayclient.WatcherSource).
+func (s *graceSink) Watcher() relayclient.Watcher { return relayclient.WatcherOf(s.inner) }

@@ -1,0 +1,125 @@
+package extension
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/drill"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/report"
+)
+
+// The run side of the drills (issue 42): the detector sees every
+// connection of the scenario's clients through their sinks (opSink.Watcher)
+// and the declared drills are performed at their moments of the timeline.
+
+// drillRun is a loaded scenario's drills and detector.
+type drillRun struct {
+	det *drill.Detector
+
+	mu     sync.Mutex
+	start  time.Time
+	done   []drill.Performed
+	timers []*time.Timer
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newDrillRun() *drillRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &drillRun{det: drill.New(), ctx: ctx, cancel: cancel}
+}
+
+// Watcher makes the sink a relayclient.WatcherSource.
+func (s *opSink) Watcher() relayclient.Watcher { return s.l.drills.det }
+
+// watchResult feeds the detector what a Result says of the connections:
+// a connection that could not be made, a publish lost with its socket.
+func (d *drillRun) watchResult(r *relayclient.Result, end time.Time) {
+	switch {
+	case r.Outcome != relayclient.OutcomeError:
+	case r.Op == relayclient.OpConnect || r.Op == relayclient.OpAuth:
+		d.det.Failed(end)
+	case r.Event != nil && strings.HasPrefix(r.Error, "connection lost"):
+		d.det.LostInFlight(end)
+	}
+}
+
+// during counts an error of op at t to the declared drill whose window
+// holds t, and reports whether there was one: the drill's consequence,
+// not a failure of the relay under load.
+func (d *drillRun) during(op string, t time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.done {
+		p := &d.done[i]
+		if !t.Before(p.At) && t.Sub(p.At) < p.Window() {
+			if p.Errors == nil {
+				p.Errors = map[string]int64{}
+			}
+			p.Errors[op]++
+			return true
+		}
+	}
+	return false
+}
+
+// startDrills schedules the scenario's declared drills from the timeline's
+// start (once).
+func (l *loaded) startDrills(start time.Time) {
+	d := l.drills
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.start.IsZero() {
+		return
+	}
+	d.start = start
+	for _, dr := range l.base.Drills {
+		at := time.Until(start.Add(time.Duration(dr.AtSecs * float64(time.Second))))
+		d.timers = append(d.timers, time.AfterFunc(max(at, 0), func() {
+			var r drill.Relay
+			if len(dr.Command) == 0 && l.base.Embedded() {
+				if rl, err := l.m.embedded(); err == nil && rl != nil {
+					r = rl
+				}
+			}
+			p := drill.Perform(d.ctx, dr, r)
+			d.mu.Lock()
+			d.done = append(d.done, p)
+			d.mu.Unlock()
+		}))
+	}
+}
+
+// stopDrills stops what is still to come and ends the detector's watch:
+// what closes after the run (the embedded relay's own shutdown) is not a
+// disruption of it.
+func (l *loaded) stopDrills() {
+	d := l.drills
+	d.mu.Lock()
+	for _, t := range d.timers {
+		t.Stop()
+	}
+	d.mu.Unlock()
+	d.cancel()
+	d.det.Close(time.Now())
+}
+
+// drillReports are the run's drills and disruptions, matched.
+func (l *loaded) drillReports() []report.DrillReport {
+	d := l.drills
+	d.mu.Lock()
+	start, done := d.start, append([]drill.Performed(nil), d.done...)
+	for i := range done {
+		done[i].Errors = maps.Clone(done[i].Errors)
+	}
+	d.mu.Unlock()
+	if start.IsZero() {
+		return nil
+	}
+	within := time.Duration(l.base.Verify.DrillRecoverWithinSecs * float64(time.Second))
+	return drill.Match(d.det.Reports(start, within), done, start)
+}
