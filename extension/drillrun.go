@@ -48,21 +48,36 @@ func (d *drillRun) watchResult(r *relayclient.Result, end time.Time) {
 	}
 }
 
-// during counts an error of op at t to the declared drill whose window
-// holds t, and reports whether there was one: the drill's consequence,
-// not a failure of the relay under load.
-func (d *drillRun) during(op string, t time.Time) bool {
+// during counts a Result that settled at t to the declared drill whose
+// window holds t (its errors, throttles and slowest operation), and
+// reports whether it was an error in one: the drill's consequence, not a
+// failure of the relay under load.
+func (d *drillRun) during(r *relayclient.Result, t time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i := range d.done {
 		p := &d.done[i]
-		if !t.Before(p.At) && t.Sub(p.At) < p.Window() {
+		if t.Before(p.At) || t.Sub(p.At) >= p.Window() {
+			continue
+		}
+		switch r.Outcome {
+		case relayclient.OutcomeError:
 			if p.Errors == nil {
 				p.Errors = map[string]int64{}
 			}
-			p.Errors[op]++
+			p.Errors[r.Op]++
 			return true
+		case relayclient.OutcomeThrottled:
+			if p.Throttled == nil {
+				p.Throttled = map[string]int64{}
+			}
+			p.Throttled[r.Op]++
+		case relayclient.OutcomeOK:
+			if ms := float64(r.Duration.Microseconds()) / 1000; ms > p.SlowestMs {
+				p.SlowestMs, p.SlowestOp = ms, r.Op
+			}
 		}
+		return false
 	}
 	return false
 }
@@ -114,7 +129,7 @@ func (l *loaded) drillReports() []report.DrillReport {
 	d.mu.Lock()
 	start, done := d.start, append([]drill.Performed(nil), d.done...)
 	for i := range done {
-		done[i].Errors = maps.Clone(done[i].Errors)
+		done[i].Errors, done[i].Throttled = maps.Clone(done[i].Errors), maps.Clone(done[i].Throttled)
 	}
 	d.mu.Unlock()
 	if start.IsZero() {

@@ -216,7 +216,7 @@ func (s *opSink) Record(r relayclient.Result) {
 		r.Start = end
 	}
 	s.l.drills.watchResult(&r, end)
-	if r.Outcome == relayclient.OutcomeError && s.l.drills.during(r.Op, end) {
+	if s.l.drills.during(&r, end) {
 		r.Outcome = report.OutcomeExpected // a declared drill's doing: counted there
 	}
 	if s.warmup > 0 && end.Sub(s.start) < s.warmup {

@@ -31,6 +31,12 @@ type Performed struct {
 	// Errors are the clients' errors during the drill (Window): the
 	// drill's consequences, counted apart from the [abort] rules.
 	Errors map[string]int64
+	// Throttled are its throttles by operation; SlowestMs the longest
+	// operation that succeeded in the window (a stall's or a slow store's
+	// mark), SlowestOp its name.
+	Throttled map[string]int64
+	SlowestMs float64
+	SlowestOp string
 }
 
 // Window is how long after its moment a drill's consequences are its own:
@@ -140,7 +146,8 @@ func Match(detected []report.DrillReport, done []Performed, start time.Time) []r
 			}
 			claimed[i], found = true, true
 			out[i].Declared, out[i].Kind, out[i].Command, out[i].Note = true, p.Drill.Kind, p.Command, p.Note
-			out[i].RelayClosed, out[i].Errors = int64(p.Closed), p.Errors
+			out[i].RelayClosed, out[i].Errors, out[i].Throttled = int64(p.Closed), p.Errors, p.Throttled
+			out[i].SlowestMs, out[i].SlowestOp = p.SlowestMs, p.SlowestOp
 			break
 		}
 		if !found {
@@ -153,7 +160,8 @@ func Match(detected []report.DrillReport, done []Performed, start time.Time) []r
 				within = out[0].RecoverWithinMs
 			}
 			out = append(out, report.DrillReport{Kind: p.Drill.Kind, Declared: true, AtMs: at, EndMs: at + secs(p.Drill.DurationSecs).Milliseconds(),
-				Closes: map[string]int64{}, Command: p.Command, Note: note, RecoverWithinMs: within, Errors: p.Errors})
+				Closes: map[string]int64{}, Command: p.Command, Note: note, RecoverWithinMs: within, Errors: p.Errors,
+				Throttled: p.Throttled, SlowestMs: p.SlowestMs, SlowestOp: p.SlowestOp})
 			claimed = append(claimed, true)
 		}
 	}

@@ -36,6 +36,12 @@ type DrillReport struct {
 	// Errors are the clients' errors during a declared drill, by
 	// operation: its consequences, counted apart (not judged by [abort]).
 	Errors map[string]int64 `json:"errors,omitempty"`
+	// Throttled are the throttles during it (a limiter outage's answers),
+	// SlowestMs the longest operation that succeeded in it, SlowestOp its
+	// name: when the traffic a stall or a slow store held flowed again.
+	Throttled map[string]int64 `json:"throttled,omitempty"`
+	SlowestMs float64          `json:"slowest_ms,omitempty"`
+	SlowestOp string           `json:"slowest_op,omitempty"`
 	// Publishes in flight at a close, settled as lost with the connection.
 	LostInFlight int64 `json:"lost_in_flight"`
 	// Deliveries the ledger saw missed live during the disruption (the
@@ -144,13 +150,13 @@ func drillText(d *DrillReport, tc func(string) string) string {
 		d.Resubscribed, msText(d.ResubMs.P50), msText(d.ResubMs.P99), msText(d.ResubMs.Max))
 	fmt.Fprintf(&b, "    reconnect herd: peak %d/s, p99 %d/s; publishes lost in flight %d; deliveries missed live %d, recovered %d\n",
 		d.HerdPeak, d.HerdP99, d.LostInFlight, d.Missed, d.Recovered)
-	if len(d.Errors) > 0 {
-		var ops []string
-		for op, n := range d.Errors {
-			ops = append(ops, fmt.Sprintf("%s %d", op, n))
+	if len(d.Errors)+len(d.Throttled) > 0 || d.SlowestMs > 0 {
+		fmt.Fprintf(&b, "    during it: errors %s (its own, not judged by [abort]); throttled %s; slowest success %s",
+			tc(opCounts(d.Errors)), tc(opCounts(d.Throttled)), msText(d.SlowestMs))
+		if d.SlowestOp != "" {
+			fmt.Fprintf(&b, " (%s)", tc(d.SlowestOp))
 		}
-		sort.Strings(ops)
-		fmt.Fprintf(&b, "    errors during the drill (its own, not judged by [abort]): %s\n", tc(strings.Join(ops, ", ")))
+		b.WriteString("\n")
 	}
 	if c := d.Command; c != nil {
 		fmt.Fprintf(&b, "    command %s: exit %d in %s", tc(strings.Join(c.Argv, " ")), c.ExitCode, msText(c.Ms))
@@ -221,6 +227,10 @@ func mergeDrills(reps []*Report) []DrillReport {
 				o.HerdPeak += d.HerdPeak
 				o.HerdP99 += d.HerdP99
 				o.LostInFlight += d.LostInFlight
+				o.Errors, o.Throttled = addCounts(o.Errors, d.Errors), addCounts(o.Throttled, d.Throttled)
+				if d.SlowestMs > o.SlowestMs {
+					o.SlowestMs, o.SlowestOp = d.SlowestMs, d.SlowestOp
+				}
 				o.Missed += d.Missed
 				o.Recovered += d.Recovered
 				if o.Command == nil {
@@ -230,6 +240,7 @@ func mergeDrills(reps []*Report) []DrillReport {
 			}
 		}
 		c := d
+		c.Errors, c.Throttled = addCounts(nil, d.Errors), addCounts(nil, d.Throttled)
 		c.Closes = map[string]int64{}
 		for k, v := range d.Closes {
 			c.Closes[k] = v
@@ -241,4 +252,31 @@ func mergeDrills(reps []*Report) []DrillReport {
 
 func worst(a, b Percentiles) Percentiles {
 	return Percentiles{P50: max(a.P50, b.P50), P99: max(a.P99, b.P99), Max: max(a.Max, b.Max)}
+}
+
+// opCounts is "connect 34, http_query 1", or "none".
+func opCounts(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var ops []string
+	for op, n := range m {
+		ops = append(ops, fmt.Sprintf("%s %d", op, n))
+	}
+	sort.Strings(ops)
+	return strings.Join(ops, ", ")
+}
+
+// addCounts adds b's counts into a (a copy when a is nil).
+func addCounts(a, b map[string]int64) map[string]int64 {
+	if len(b) == 0 {
+		return a
+	}
+	if a == nil {
+		a = map[string]int64{}
+	}
+	for k, v := range b {
+		a[k] += v
+	}
+	return a
 }
