@@ -31,6 +31,7 @@ type Visibility struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
+	last    time.Time // the last probe's start
 	once    bool
 	cfg     Config
 	chans   map[string]scenario.Channel
@@ -46,6 +47,7 @@ const (
 	visFirstGap       = 10 * time.Millisecond
 	visMaxGap         = 200 * time.Millisecond
 	visInFlight       = 8
+	visMinGap         = 200 * time.Millisecond // at most 5 probes started a second: a bounded cost at any rate
 )
 
 // NewVisibility probes one acknowledged channel message in every (by id);
@@ -80,6 +82,14 @@ func (v *Visibility) Acked(ev *nostr.Event, at time.Time) {
 	if ch == "" {
 		return
 	}
+	v.mu.Lock()
+	if at.Sub(v.last) < visMinGap {
+		v.rep.Skipped++
+		v.mu.Unlock()
+		return
+	}
+	v.last = at
+	v.mu.Unlock()
 	select {
 	case v.sem <- struct{}{}:
 	default:

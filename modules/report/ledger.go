@@ -339,7 +339,7 @@ type VisibilityReport struct {
 	AtOK       int64   `json:"visible_at_ok"` // the first read, right after the OK, returned it
 	TimedOut   int64   `json:"timed_out"`     // not readable within TimeoutMs
 	TimeoutMs  float64 `json:"timeout_ms"`
-	Skipped    int64   `json:"skipped,omitempty"` // not probed: too many probes under way
+	Skipped    int64   `json:"skipped,omitempty"` // not probed: too many under way, or another started within 200 ms
 	Errors     int64   `json:"errors,omitempty"`
 	FirstError string  `json:"first_error,omitempty"`
 	P50Ms      float64 `json:"p50_ms"` // OK → readable

@@ -300,7 +300,7 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
-		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 20, DrillRecoverWithinSecs: 30},
+		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 100, DrillRecoverWithinSecs: 30},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,
