@@ -7,7 +7,11 @@
 # A `buzzload relay` runs in its own process on 127.0.0.1, so the runner's
 # memory is its own (the relay's store grows with what it keeps, by
 # design). local-wide's population runs at 2x users, held for DURATION
-# after a 20 s ramp. Every 10 s the runner's and the relay's VmRSS and the
+# after a 20 s ramp, with everything a watched run has on: the delivery
+# ledger and its visibility probe, the web dashboard (on a free port,
+# exported at the end), the remote-write output into a real Prometheus
+# on loopback (when `prometheus` is installed; PROMETHEUS names another),
+# the JSON and HTML reports and the report windows every 60 s. Every 10 s the runner's and the relay's VmRSS and the
 # runner's Go heap are sampled (OUT_DIR/soak.csv); the runner writes heap
 # profiles after the warm-up and near the end (OUT_DIR/heap.pb.gz.1, .2:
 # `go tool pprof -diff_base heap.pb.gz.1 heap.pb.gz.2` shows what grew).
@@ -36,6 +40,23 @@ warm=$(( secs / 5 > 300 ? secs / 5 : 300 ))
 total=$(( secs + 20 ))
 
 start_relay 5000
+prom_pid=""
+outs=(--out "web-dashboard=port=0&export=$out/dashboard.html")
+if command -v "${PROMETHEUS:-prometheus}" >/dev/null; then
+	pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	printf 'global:\n  scrape_interval: 1m\n' >"$work/prom.yml"
+	"${PROMETHEUS:-prometheus}" --config.file="$work/prom.yml" --storage.tsdb.path="$work/prom" \
+		--web.listen-address="127.0.0.1:$pport" --web.enable-remote-write-receiver \
+		--enable-feature=native-histograms --log.level=warn >"$out/prometheus.log" 2>&1 &
+	prom_pid=$!
+	trap 'kill $prom_pid 2>/dev/null || true; cleanup' EXIT
+	outs+=(--out experimental-prometheus-rw)
+	export K6_PROMETHEUS_RW_SERVER_URL="http://127.0.0.1:$pport/api/v1/write"
+	for _ in $(seq 100); do
+		curl -fs "http://127.0.0.1:$pport/-/ready" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+fi
 # local-wide, aimed at the relay process, one step at 2x held for DURATION.
 python3 - "$work/soak.toml" "$secs" "$(relay_target)" <<'PY'
 import re, sys
@@ -52,7 +73,8 @@ sed 's#\./local-wide\.toml#./soak.toml#' scenarios/local-wide.js >"$work/soak.js
 echo "pkg: scripts/soak.sh"
 echo "soak: local-wide at 2x users for $dur against the relay at $addr; samples in $out/soak.csv"
 BUZZLOAD_OPERATOR_KEY=$key BUZZLOAD_MEMPROFILE_AT="${warm}s,$(( total - 30 ))s" \
-	"$bin" run -q --memprofile "$out/heap.pb.gz" --report-interval 60s -e BUZZ_REPORT="$out/report.json" "$work/soak.js" \
+	"$bin" run -q --memprofile "$out/heap.pb.gz" --report-interval 60s -e BUZZ_REPORT="$out/report.json" \
+	--report-html "$out/report.html" "${outs[@]}" "$work/soak.js" \
 	>"$out/run.log" 2>&1 &
 run_pid=$!
 echo "t_s,runner_rss_kb,relay_rss_kb" >"$out/soak.csv"

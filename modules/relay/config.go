@@ -102,6 +102,10 @@ type Config struct {
 	BuzzV1RetentionSeconds int64         `envconfig:"BUZZ_V1_RETENTION_SECONDS"`
 	PairingRelayURL        string        `envconfig:"BUZZ_PAIRING_RELAY_URL"`
 	DrainOnClose           time.Duration `envconfig:"BUZZ_DRAIN_TIMEOUT"`
+	// DrainJitterMs spreads the 1012 closes of a shutdown (and of a
+	// restart drill without its own jitter) over [1, J] ms, as Buzz's
+	// BUZZ_DRAIN_JITTER_MS does (docs/buzz-names.md §g; capped at 20000).
+	DrainJitterMs int `envconfig:"BUZZ_DRAIN_JITTER_MS"`
 
 	// Logf receives operational log lines (never secrets), each starting
 	// with its level as Buzz's tracing prints it ("ERROR", " WARN",

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -25,6 +26,13 @@ import (
 func (r *Relay) Restart(down, jitter time.Duration) int {
 	until := time.Now().Add(down).UnixNano()
 	r.downUntil.Store(until)
+	return r.drainAll(jitter)
+}
+
+// drainAll closes every live socket with 1012 "relay restarting", each
+// after its own delay drawn from [1, jitter] ms when jitter is set
+// (drain_all_jittered), and returns how many.
+func (r *Relay) drainAll(jitter time.Duration) int {
 	n := 0
 	for _, c := range r.allCommunities() {
 		c.connMu.Lock()
@@ -35,15 +43,58 @@ func (r *Relay) Restart(down, jitter time.Duration) int {
 		c.connMu.Unlock()
 		for _, k := range list {
 			n++
-			if jitter <= 0 {
-				k.closeWith(websocket.CloseServiceRestart, "relay restarting")
+			if ms := jitter.Milliseconds(); ms > 0 {
+				d := time.Duration(1+rand.Int64N(ms)) * time.Millisecond
+				time.AfterFunc(d, func() { k.closeWith(websocket.CloseServiceRestart, "relay restarting") })
 				continue
 			}
-			d := time.Duration(1+rand.Int64N(jitter.Milliseconds())) * time.Millisecond
-			time.AfterFunc(d, func() { k.closeWith(websocket.CloseServiceRestart, "relay restarting") })
+			k.closeWith(websocket.CloseServiceRestart, "relay restarting")
 		}
 	}
 	return n
+}
+
+// DrillRequest is the body of POST /operator/drill: `buzzload relay`'s
+// drills at run time, for a relay in its own process (the operator's
+// NIP-98 key signs it, as every operator route).
+type DrillRequest struct {
+	Kind         string  `json:"kind"`
+	DurationSecs float64 `json:"duration_secs"`
+	JitterSecs   float64 `json:"jitter_secs"`
+	DelayMs      float64 `json:"delay_ms"`
+}
+
+// opDrill performs a DrillRequest and answers {"kind", "sockets"}.
+func (r *Relay) opDrill(w http.ResponseWriter, body []byte) {
+	var in DrillRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "invalid drill: "+err.Error())
+		return
+	}
+	secs := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	if in.DurationSecs < 0 || in.JitterSecs < 0 || in.JitterSecs > 20 || in.DelayMs < 0 {
+		writeJSONError(w, http.StatusBadRequest, "invalid drill: durations must be ≥ 0, jitter_secs ≤ 20")
+		return
+	}
+	n := 0
+	switch in.Kind {
+	case "restart":
+		n = r.Restart(secs(in.DurationSecs), secs(in.JitterSecs))
+	case "stall":
+		n = r.Stall(secs(in.DurationSecs))
+	case "limiter_outage":
+		r.LimiterOutage(secs(in.DurationSecs))
+	case "slow_store":
+		delay := in.DelayMs
+		if delay == 0 {
+			delay = 200
+		}
+		r.SlowStore(secs(in.DurationSecs), time.Duration(delay*float64(time.Millisecond)))
+	default:
+		writeJSONError(w, http.StatusBadRequest, "invalid drill: kind must be restart, stall, limiter_outage or slow_store")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"kind": in.Kind, "sockets": n})
 }
 
 // down reports whether a Restart drill holds the relay down now.

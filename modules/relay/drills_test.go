@@ -70,3 +70,24 @@ func TestDrills(t *testing.T) {
 		}
 	})
 }
+
+// `buzzload relay`'s drills at run time: POST /operator/drill, signed by
+// the operator key (NIP-98) like every operator route.
+func TestOperatorDrillRoute(t *testing.T) {
+	r := startRelay(t, nil)
+	alice := key("alice")
+	c := authed(t, r, alice)
+	if resp := opCall(t, r, alice, "POST", "/operator/drill", map[string]any{"kind": "restart"}); resp.status != 403 {
+		t.Fatalf("a stranger's drill: %d", resp.status)
+	}
+	if resp := opCall(t, r, r.OperatorKeys(), "POST", "/operator/drill", map[string]any{"kind": "nap"}); resp.status != 400 {
+		t.Fatalf("an unknown kind: %d", resp.status)
+	}
+	resp := opCall(t, r, r.OperatorKeys(), "POST", "/operator/drill", map[string]any{"kind": "restart", "duration_secs": 0.2})
+	if n, _ := field(t, resp, "sockets").(float64); resp.status != 200 || n < 1 {
+		t.Fatalf("restart: %d %s", resp.status, resp.body)
+	}
+	if _, err := c.tryRead(2 * time.Second); err == nil || !strings.Contains(err.Error(), "1012") {
+		t.Fatalf("the socket after the drill: %v", err)
+	}
+}

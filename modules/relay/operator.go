@@ -97,6 +97,8 @@ func (r *Relay) serveOperator(w http.ResponseWriter, req *http.Request) {
 		r.opDelete(w, body)
 	case "POST /operator/communities/transfer":
 		r.opTransfer(w, body)
+	case "POST /operator/drill":
+		r.opDrill(w, body)
 	default:
 		writeJSONError(w, http.StatusNotFound, "not found")
 	}

@@ -253,14 +253,13 @@ func (r *Relay) Close() error {
 		r.draining.Store(true)
 		r.drainMu.Unlock()
 		close(r.closed)
-		for _, c := range r.allCommunities() {
-			c.closeAll(websocket.CloseServiceRestart, "relay restarting")
-		}
+		jitter := time.Duration(min(max(r.cfg.DrainJitterMs, 0), 20000)) * time.Millisecond
+		r.drainAll(jitter) // Buzz's shutdown: 1012 to every socket, spread by BUZZ_DRAIN_JITTER_MS
 		done := make(chan struct{})
 		go func() { r.connWG.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(r.cfg.DrainOnClose):
+		case <-time.After(r.cfg.DrainOnClose + jitter):
 		}
 		if r.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.DrainOnClose)

@@ -238,3 +238,22 @@ func (h *HTTP) WriteReadState(ctx context.Context, intents any, out any, opt Cal
 		Timeout: opt.Timeout}, map[string]any{"intents": intents}, out)
 	return r
 }
+
+// OpDrill is the operation name of POST /operator/drill.
+const OpDrill = "operator_drill"
+
+// DrillReply answers POST /operator/drill (buzzload's own relay: its
+// drills at run time; a real Buzz has no such route).
+type DrillReply struct {
+	Kind    string `json:"kind"`
+	Sockets int    `json:"sockets"`
+}
+
+// Drill asks a `buzzload relay` to perform a drill now (modules/relay
+// drills.go): kind restart, stall, limiter_outage or slow_store.
+func (h *HTTP) Drill(ctx context.Context, kind string, durationSecs, jitterSecs, delayMs float64, opt CallOptions) (DrillReply, Result) {
+	var out DrillReply
+	in := map[string]any{"kind": kind, "duration_secs": durationSecs, "jitter_secs": jitterSecs, "delay_ms": delayMs}
+	_, r := h.operator(ctx, opt, OpDrill, http.MethodPost, "/operator/drill", "", in, &out, nil)
+	return out, r
+}

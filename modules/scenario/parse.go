@@ -273,6 +273,19 @@ func checkValue(v any, t reflect.Type, path string, probs *[]Problem) {
 		}
 		checkTable(m, t, path, probs)
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String { // a list of strings ([[drill]] command)
+			a, ok := v.([]any)
+			if !ok {
+				bad("an array of strings")
+				return
+			}
+			for i, e := range a {
+				if _, ok := e.(string); !ok {
+					*probs = append(*probs, Problem{Kind: ProblemType, Key: fmt.Sprintf("%s[%d]", path, i), Reason: fmt.Sprintf("is %s, want a string", tomlTypeName(e))})
+				}
+			}
+			return
+		}
 		elems, ok := asTables(v)
 		if !ok {
 			bad("an array of tables")

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/buzzload/buzzload/modules/report"
+)
+
+// A relay in a process of its own drilled by a declared [[drill]] whose
+// command is `buzzload drill` (issue 42: a relay restarted by command is
+// reported): the command's exit and output are in the report, and the
+// clients' side counts the restart's closes, every client back.
+func TestADrillCommandRestartsASeparateRelay(t *testing.T) {
+	r := seedRelay(t)
+	dir := t.TempDir()
+	addr := r.Addr()
+	bin := buzzloadBin(t)
+	toml := fmt.Sprintf(`run_id = "drillcmd"
+[target]
+ws_url = "ws://%s"
+http_url = "http://%s"
+connect_addr = %q
+community_host_template = "c{n}.{run}.test"
+operator_key_env = "TEST_OP_KEY"
+[shape]
+communities = 1
+channels_per_community = 2
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+[population]
+humans = 4
+agents = 0
+channels_per_member = 2
+connect_rate_per_sec = 100
+[human]
+history_limit = 0
+messages_per_hour = 3600
+[[ramp]]
+users = 1
+ramp_secs = 0
+hold_secs = 8
+[[drill]]
+at_secs = 3
+kind = "restart"
+command = [%q, "drill", "--kind", "restart", "--duration", "1s", "http://%s"]
+`, addr, addr, addr, bin, addr)
+	path := filepath.Join(dir, "drillcmd.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := r.OperatorKeys().SecretHex()
+	env := []string{"TEST_OP_KEY=" + secret, "BUZZLOAD_OPERATOR_KEY=" + secret}
+	code, out, errs := runBin(t, dir, env, "run", "-q", "--report", filepath.Join(dir, "rep.json"), path)
+	raw, err := os.ReadFile(filepath.Join(dir, "rep.json"))
+	if err != nil {
+		t.Fatalf("exit %d, no report: %v\n%s\n%s", code, err, out, errs)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Drills) != 1 {
+		t.Fatalf("drills %+v\n%s", rep.Drills, out)
+	}
+	d := rep.Drills[0]
+	if !d.Declared || d.Command == nil || d.Command.ExitCode != 0 || !strings.Contains(d.Command.Output, "restart performed") {
+		t.Fatalf("drill %+v command %+v", d, d.Command)
+	}
+	if d.Closes["1012"] == 0 || d.Resubscribed != d.Affected || code != 0 {
+		t.Fatalf("exit %d, drill %+v\n%s", code, d, out)
+	}
+	if strings.Contains(out+errs+string(raw), secret) {
+		t.Fatal("the operator key was printed")
+	}
+}
