@@ -55,7 +55,8 @@ command = [%q, "drill", "--kind", "restart", "--duration", "1s", "http://%s"]
 	}
 	secret := r.OperatorKeys().SecretHex()
 	env := []string{"TEST_OP_KEY=" + secret, "BUZZLOAD_OPERATOR_KEY=" + secret}
-	code, out, errs := runBin(t, dir, env, "run", "-q", "--report", filepath.Join(dir, "rep.json"), path)
+	page := filepath.Join(dir, "rep.html")
+	code, out, errs := runBin(t, dir, env, "run", "-q", "--report", filepath.Join(dir, "rep.json"), "--report-html", page, path)
 	raw, err := os.ReadFile(filepath.Join(dir, "rep.json"))
 	if err != nil {
 		t.Fatalf("exit %d, no report: %v\n%s\n%s", code, err, out, errs)
@@ -76,5 +77,10 @@ command = [%q, "drill", "--kind", "restart", "--duration", "1s", "http://%s"]
 	}
 	if strings.Contains(out+errs+string(raw), secret) {
 		t.Fatal("the operator key was printed")
+	}
+	// The page: the drill's row and its band on the plots.
+	ps := loadPage(t, page, "", 1600, 6000)
+	if !strings.Contains(ps.dom, "<h2>Drills and disruptions</h2>") || !strings.Contains(ps.dom, `class="band drill"`) || !strings.Contains(ps.dom, "drill restart") {
+		t.Errorf("the page lacks the drill's row or band")
 	}
 }

@@ -129,6 +129,15 @@
       svg.appendChild(sv("line", { x1: X(s.start_s), x2: X(s.start_s), y1: T, y2: H - B, "class": "stepline" }));
       svg.appendChild(sv("text", { x: X(s.start_s) + 3, y: T + 10, "class": "steplabel" }, "step " + s.index + (v === "ok" ? " ✓" : v === "failed" ? " ✗" : v === "cut" ? " cut" : "") + (s.generator && s.generator.saturated ? " ⚠ generator saturated" : "")));
     });
+    // Drills and disruptions (issue 42): a band from the first close to the
+    // last, labelled, on every plot over the run's time.
+    if (opts.steps !== false && runs.length && rep(runs[0])) {
+      (rep(runs[0]).drills || []).forEach(function (d) {
+        var a = num(d.at_ms) / 1000, b = Math.max(num(d.end_ms) / 1000, a + xm / 200);
+        svg.appendChild(sv("rect", { x: X(a), y: T, width: Math.max(2, X(b) - X(a)), height: H - T - B, "class": "band drill" }));
+        svg.appendChild(sv("text", { x: X(a) + 2, y: H - B - 4, "class": "drilllabel" }, (d.declared ? String(d.kind) : "disruption") + " ⚡"));
+      });
+    }
     for (var i = 0; i <= 4; i++) {
       var yv = ymax * i / 4, yy = Y(yv);
       svg.appendChild(sv("line", { x1: L, x2: W - R, y1: yy, y2: yy, "class": "grid" }));
@@ -269,6 +278,24 @@
           g ? { cls: g.saturated ? "failed" : "ok", text: g.saturated ? "saturated: " + g.reason : "ok" } : "not recorded"];
       }));
   });
+
+  // Drills and disruptions (issue 42): what happened to people.
+  var withDrills = runs.filter(function (r) { return rep(r) && (rep(r).drills || []).length; });
+  if (withDrills.length) {
+    var dsec = section("Drills and disruptions");
+    withDrills.forEach(function (r) {
+      if (multi) dsec.appendChild(el("h3", {}, r.label));
+      table(dsec, ["", "at", "closes", "connect failures", "affected", "reconnected", "resubscribed p50 / p99 / max", "lost in flight", "missed / recovered", "note"],
+        rep(r).drills.map(function (d) {
+          var closes = Object.keys(d.closes || {}).sort().map(function (c) { return d.closes[c] + " × " + c; }).join(", ") || "none";
+          var back = num(d.resubscribed) === num(d.affected);
+          return [(d.declared ? "drill " : "") + String(d.kind), fmt(num(d.at_ms) / 1000) + " s", closes, num(d.connect_failures), num(d.affected),
+            { cls: back ? "ok" : "bad", text: num(d.reconnected) + " (" + num(d.resubscribed) + " resubscribed)" },
+            fmt(d.resubscribed_ms ? d.resubscribed_ms.p50 : 0) + " / " + fmt(d.resubscribed_ms ? d.resubscribed_ms.p99 : 0) + " / " + fmt(d.resubscribed_ms ? d.resubscribed_ms.max : 0) + " ms",
+            num(d.lost_in_flight), num(d.missed) + " / " + num(d.recovered), String(d.note || "")];
+        }));
+    });
+  }
 
   // The delivery ledger: reach and fan-out completion per step, the lost
   // deliveries and the leaks (issue 40).
