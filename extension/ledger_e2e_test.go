@@ -136,3 +136,30 @@ func TestTheLedgerMeasuresVisibility(t *testing.T) {
 		t.Errorf("no visibility line:\n%s", r.stdout)
 	}
 }
+
+// Read-your-writes (issue 41 point 1): against a relay whose routed reads
+// lag 2 s (BUZZ_REPLICA_READ_MAX_AGE_MS), the run's verdict reads — the
+// seed's, the durability audit's, the sweep's — read the writer and pass;
+// the visibility measure shows both: a member's routed read waits out the
+// lag, its strong read has the message at the OK. Fails without
+// relayclient.Strong on those reads (the audit finds the newest events
+// missing).
+func TestVerdictReadsReadTheWriterUnderReplicaLag(t *testing.T) {
+	toml := ledgerSmoke() + "\n[verify]\nvisibility_every = 1\n"
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml,
+		func(c *relay.Config) { c.ReplicaReadMaxAgeMs = 2000 }, nil, nil)
+	if !r.report.OK {
+		r.dump(t)
+		t.Fatalf("the run failed under replica lag: %q", r.report.AbortReason)
+	}
+	if d := r.report.Durability; d == nil || d.Checked == 0 || d.Missing != 0 {
+		t.Fatalf("durability %+v", d)
+	}
+	v := r.report.Ledger.Visibility
+	if v == nil || v.Strong == nil || v.Visible == 0 || v.Strong.Visible == 0 {
+		t.Fatalf("visibility %+v", v)
+	}
+	if v.P50Ms < 1500 || v.Strong.AtOK != v.Strong.Visible {
+		t.Errorf("routed p50 %v ms (want about the 2 s lag), strong at the OK %d of %d", v.P50Ms, v.Strong.AtOK, v.Strong.Visible)
+	}
+}

@@ -154,6 +154,7 @@ func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error
 	boolean(&cfg.ReadStateSnapshot, "read-state-snapshot", "BUZZ_READ_STATE_SNAPSHOT", "serve the read-state snapshot extension (false: an older Buzz without it)")
 	boolean(&cfg.AllowDevPubkey, "allow-dev-pubkey", "BUZZ_ALLOW_DEV_PUBKEY", "accept X-Pubkey without NIP-98 on the bridge routes (dev only)")
 	integer(&cfg.MaxFrameBytes, "max-frame-bytes", "BUZZ_MAX_FRAME_BYTES", "largest WebSocket frame")
+	integer(&cfg.ReplicaReadMaxAgeMs, "replica-read-max-age-ms", "BUZZ_REPLICA_READ_MAX_AGE_MS", "simulate read replicas this far behind: a /query without \"consistency\":\"strong\" misses what was stored in the last N ms")
 	integer(&cfg.DrainJitterMs, "drain-jitter-ms", "BUZZ_DRAIN_JITTER_MS", "spread the shutdown's 1012 closes over [1, J] ms, as Buzz does (at most 20000)")
 	integer(&cfg.MaxContentBytes, "max-content-bytes", "BUZZ_MAX_CONTENT_BYTES", "largest event content")
 	integer(&cfg.MaxFilters, "max-filters", "BUZZ_MAX_FILTERS", "filters per REQ/COUNT//query")

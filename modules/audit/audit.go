@@ -296,7 +296,7 @@ func Durability(ctx context.Context, c Config, acks *AckLog) *report.DurabilityR
 			}
 			for i := 0; i < len(ids); i += auditChunk {
 				chunk := ids[i:min(i+auditChunk, len(ids))]
-				got, res := h.Query(ctx, []relayclient.Filter{{IDs: chunk, Tags: map[string][]string{"h": {chID}}, Limit: len(chunk)}},
+				got, res := h.Query(ctx, []relayclient.Filter{relayclient.Strong(relayclient.Filter{IDs: chunk, Tags: map[string][]string{"h": {chID}}, Limit: len(chunk)})},
 					relayclient.CallOptions{Op: "verify_author_read"})
 				if res.Outcome != relayclient.OutcomeOK {
 					fail("author read over HTTP: " + res.Error)
@@ -428,7 +428,7 @@ func Sweep(ctx context.Context, c Config) *report.SweepReport {
 	if err != nil {
 		return &report.SweepReport{Error: err.Error()}
 	}
-	_, res := h.Query(ctx, []relayclient.Filter{{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(chans[0])}}, Limit: 20}},
+	_, res := h.Query(ctx, []relayclient.Filter{relayclient.Strong(relayclient.Filter{Kinds: []int{9}, Tags: map[string][]string{"h": {sc.ChannelID(chans[0])}}, Limit: 20})},
 		relayclient.CallOptions{Op: "sweep_read"})
 	rep := &report.SweepReport{ReadMs: math.Round(float64(res.Duration)/float64(time.Microsecond)) / 1000}
 	switch {

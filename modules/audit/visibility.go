@@ -38,6 +38,9 @@ type Visibility struct {
 	readers map[string]*relayclient.HTTP
 	hist    *hdr.Histogram // µs
 	rep     report.VisibilityReport
+	// strong is the same measure reading the writer ("consistency":"strong").
+	strongHist *hdr.Histogram
+	strong     report.VisibilityReport
 }
 
 // Probe timings: the first read right after the OK, then at growing
@@ -58,7 +61,7 @@ func NewVisibility(every int, config func() Config) *Visibility {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Visibility{every: uint64(every), config: config, sem: make(chan struct{}, visInFlight), ctx: ctx, cancel: cancel,
-		hist: hdr.New(1, int64(time.Hour/time.Microsecond), 2)}
+		hist: hdr.New(1, int64(time.Hour/time.Microsecond), 2), strongHist: hdr.New(1, int64(time.Hour/time.Microsecond), 2)}
 }
 
 // Acked takes an acknowledged event at the OK's arrival; a sampled channel
@@ -98,11 +101,15 @@ func (v *Visibility) Acked(ev *nostr.Event, at time.Time) {
 		v.mu.Unlock()
 		return
 	}
-	v.wg.Add(1)
+	v.wg.Add(2)
 	go func() {
 		defer v.wg.Done()
 		defer func() { <-v.sem }()
-		v.probe(ev.ID, ch, at)
+		v.probe(ev.ID, ch, at, false)
+	}()
+	go func() { // the same read of the writer ("consistency":"strong"), beside it
+		defer v.wg.Done()
+		v.probe(ev.ID, ch, at, true)
 	}()
 }
 
@@ -136,40 +143,45 @@ func (v *Visibility) reader(chID string) *relayclient.HTTP {
 }
 
 // probe polls for event id of channel chID from its OK at on.
-func (v *Visibility) probe(id, chID string, at time.Time) {
+func (v *Visibility) probe(id, chID string, at time.Time, strong bool) {
 	h := v.reader(chID)
 	if h == nil {
 		return // not a scenario channel (a low-level script's own)
 	}
 	deadline := at.Add(VisibilityTimeout)
 	gap := visFirstGap
+	f := relayclient.Filter{IDs: []string{id}, Tags: map[string][]string{"h": {chID}}, Limit: 1}
+	rep, hist := &v.rep, v.hist
+	if strong {
+		f = relayclient.Strong(f)
+		rep, hist = &v.strong, v.strongHist
+	}
 	for try := 0; ; try++ {
-		evs, res := h.Query(v.ctx, []relayclient.Filter{{IDs: []string{id}, Tags: map[string][]string{"h": {chID}}, Limit: 1}},
-			relayclient.CallOptions{Op: "visibility_read"})
+		evs, res := h.Query(v.ctx, []relayclient.Filter{f}, relayclient.CallOptions{Op: "visibility_read"})
 		now := time.Now()
 		v.mu.Lock()
 		switch {
 		case res.Outcome != relayclient.OutcomeOK:
 			if v.ctx.Err() == nil {
-				v.rep.Errors++
-				if v.rep.FirstError == "" {
-					v.rep.FirstError = res.Error
+				rep.Errors++
+				if rep.FirstError == "" {
+					rep.FirstError = res.Error
 				}
 			}
 			v.mu.Unlock()
 			return
 		case len(evs) > 0:
-			v.rep.Probed++
-			v.rep.Visible++
+			rep.Probed++
+			rep.Visible++
 			if try == 0 {
-				v.rep.AtOK++
+				rep.AtOK++
 			}
-			_ = v.hist.RecordValue(max(now.Sub(at), 0).Microseconds())
+			_ = hist.RecordValue(max(now.Sub(at), 0).Microseconds())
 			v.mu.Unlock()
 			return
 		case now.After(deadline):
-			v.rep.Probed++
-			v.rep.TimedOut++
+			rep.Probed++
+			rep.TimedOut++
 			v.mu.Unlock()
 			return
 		}
@@ -200,12 +212,19 @@ func (v *Visibility) Finish(ctx context.Context) *report.VisibilityReport {
 	v.cancel()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	rep := v.rep
-	rep.Every = int(v.every)
-	rep.TimeoutMs = float64(VisibilityTimeout.Milliseconds())
-	if v.hist.TotalCount() > 0 {
-		rep.P50Ms = float64(v.hist.ValueAtQuantile(50)) / 1e3
-		rep.P99Ms = float64(v.hist.ValueAtQuantile(99)) / 1e3
+	fill := func(r report.VisibilityReport, h *hdr.Histogram) report.VisibilityReport {
+		r.Every = int(v.every)
+		r.TimeoutMs = float64(VisibilityTimeout.Milliseconds())
+		if h.TotalCount() > 0 {
+			r.P50Ms = float64(h.ValueAtQuantile(50)) / 1e3
+			r.P99Ms = float64(h.ValueAtQuantile(99)) / 1e3
+		}
+		return r
+	}
+	rep := fill(v.rep, v.hist)
+	if v.strong.Probed+v.strong.Errors > 0 {
+		s := fill(v.strong, v.strongHist)
+		rep.Strong = &s
 	}
 	return &rep
 }

@@ -231,7 +231,34 @@ func (r *Relay) httpQuery(w http.ResponseWriter, c *community, caller httpCaller
 		writeRaw(w, r.synthesizePresence(c, filters))
 		return
 	}
+	// Read routing (docs/buzz-names.md §a, block/buzz bridge.rs
+	// resolve_read_route): "strong" on any filter reads the writer; any
+	// other consistency value fails the request, except on a filter whose
+	// one #h the caller cannot read, which is skipped before the check.
+	strong := false
+	kept := filters[:0]
+	for _, f := range filters {
+		switch f.Consistency {
+		case store.ConsistencyStrong:
+			strong = true
+		case store.ConsistencyMalformed:
+			if h := f.Tags["h"]; len(h) == 1 && !c.canRead(h[0], caller.pubkey) {
+				continue
+			}
+			writeJSONError(w, http.StatusBadRequest, `consistency must be "strong" when present`)
+			return
+		}
+		kept = append(kept, f)
+	}
+	filters = kept
+	if len(filters) == 0 {
+		writeRaw(w, []byte("[]"))
+		return
+	}
 	evs, err := c.store().BridgeQuery(filters, c.reader(caller.pubkey))
+	if b := r.cfg.ReplicaReadMaxAgeMs; b > 0 && !strong && err == nil {
+		evs = r.replicaView(c, evs, time.Duration(b)*time.Millisecond)
+	}
 	if err != nil {
 		var re *store.RequestError
 		if errors.As(err, &re) {
@@ -291,4 +318,19 @@ func (r *Relay) synthesizePresence(c *community, filters []store.Filter) []byte 
 		out = e.AppendJSON(out)
 	}
 	return append(out, ']')
+}
+
+// replicaView drops what a replica b behind would not have yet: events
+// stored within the last b.
+func (r *Relay) replicaView(c *community, evs []*nostr.Event, b time.Duration) []*nostr.Event {
+	cut := time.Now().Add(-b).UnixNano()
+	st := c.store()
+	out := evs[:0]
+	for _, ev := range evs {
+		if in, ok := st.Lookup(ev.ID); ok && in.StoredAt > cut {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
 }

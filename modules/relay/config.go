@@ -106,6 +106,12 @@ type Config struct {
 	// restart drill without its own jitter) over [1, J] ms, as Buzz's
 	// BUZZ_DRAIN_JITTER_MS does (docs/buzz-names.md §g; capped at 20000).
 	DrainJitterMs int `envconfig:"BUZZ_DRAIN_JITTER_MS"`
+	// ReplicaReadMaxAgeMs simulates Buzz's replica read routing
+	// (docs/buzz-names.md §a): above 0, a /query without
+	// "consistency":"strong" sees the store as a replica this far behind
+	// would (nothing stored within the last B ms); "strong" reads the
+	// present, as Buzz's writer does.
+	ReplicaReadMaxAgeMs int `envconfig:"BUZZ_REPLICA_READ_MAX_AGE_MS"`
 
 	// Logf receives operational log lines (never secrets), each starting
 	// with its level as Buzz's tracing prints it ("ERROR", " WARN",

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,41 @@ func TestOperatorDrillRoute(t *testing.T) {
 	}
 	if _, err := c.tryRead(2 * time.Second); err == nil || !strings.Contains(err.Error(), "1012") {
 		t.Fatalf("the socket after the drill: %v", err)
+	}
+}
+
+// Replica read routing (issue 41 point 1, docs/buzz-names.md §a): with
+// BUZZ_REPLICA_READ_MAX_AGE_MS a routed /query lags the caller's own
+// write; "consistency":"strong" reads the present; any other value is
+// Buzz's 400, except on a filter of a channel the caller cannot read.
+func TestReplicaReadRouting(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.ReplicaReadMaxAgeMs = 60_000 })
+	alice := key("alice")
+	c := authed(t, r, alice)
+	e := ev(t, alice, nostr.KindProfile, `{"name":"alice"}`)
+	c.mustPublish(e)
+	byID := func(extra map[string]any) httpResp {
+		f := map[string]any{"ids": []string{e.ID}}
+		for k, v := range extra {
+			f[k] = v
+		}
+		return post(t, r, alice, "/query", []any{f})
+	}
+	var got []json.RawMessage
+	if resp := byID(nil); resp.status != 200 {
+		t.Fatalf("routed: %d", resp.status)
+	} else if resp.json(t, &got); len(got) != 0 {
+		t.Fatalf("a routed read saw the write at once: %s", resp.body)
+	}
+	if resp := byID(map[string]any{"consistency": "strong"}); resp.status != 200 {
+		t.Fatalf("strong: %d", resp.status)
+	} else if resp.json(t, &got); len(got) != 1 {
+		t.Fatalf("a strong read missed the write: %s", resp.body)
+	}
+	for _, bad := range []any{"STRONG", true, nil, 1} {
+		resp := byID(map[string]any{"consistency": bad})
+		if resp.status != 400 || !strings.Contains(string(resp.body), `consistency must be \"strong\" when present`) {
+			t.Fatalf("consistency %v: %d %s", bad, resp.status, resp.body)
+		}
 	}
 }

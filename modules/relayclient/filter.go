@@ -161,3 +161,16 @@ func appendSubEnvelope(dst []byte, v wire.Verb, subID string, filters []Filter) 
 	}
 	return wire.ReqEnvelope{SubID: subID, Filters: fs}.Append(dst), nil
 }
+
+// Strong is the filter's "consistency":"strong": Buzz then reads it from
+// its writer, not a read replica that may lag the caller's own writes
+// (docs/buzz-names.md §a). Every read whose result decides a verdict or a
+// write sends it.
+func Strong(f Filter) Filter {
+	extra := map[string]any{"consistency": "strong"}
+	for k, v := range f.Extra {
+		extra[k] = v
+	}
+	f.Extra = extra
+	return f
+}

@@ -210,6 +210,9 @@ func ledgerText(l *LedgerReport, tc func(string) string) string {
 		if v.Errors > 0 {
 			fmt.Fprintf(&b, ", %d reads failed (%s)", v.Errors, tc(v.FirstError))
 		}
+		if s := v.Strong; s != nil {
+			fmt.Fprintf(&b, "; reading the writer (consistency strong): p50 %s p99 %s, %d at the OK", msText(s.P50Ms), msText(s.P99Ms), s.AtOK)
+		}
 		b.WriteString("\n")
 	}
 	for _, s := range stepTotals(l.Rows) {
@@ -344,7 +347,7 @@ type VisibilityReport struct {
 	FirstError string  `json:"first_error,omitempty"`
 	P50Ms      float64 `json:"p50_ms"` // OK → readable
 	P99Ms      float64 `json:"p99_ms"`
-	// Strong is the same read with "consistency": "strong" (Buzz reads the
-	// writer): not measured yet (it waits for the read-your-writes work).
+	// Strong is the same read with "consistency": "strong" (Buzz reads
+	// the writer, not a read replica), polled beside it.
 	Strong *VisibilityReport `json:"strong"`
 }

@@ -313,8 +313,15 @@ func (n *rpc) publish(ctx context.Context, h *relayclient.HTTP, op string, build
 }
 
 // query reads filters with the retry policy; a failure is an error that
-// says what was read.
+// says what was read. Every seed read decides a write (what is already
+// there is not written again): it reads Buzz's writer, not a replica
+// that may lag (relayclient.Strong).
 func (n *rpc) query(ctx context.Context, h *relayclient.HTTP, what string, filters []relayclient.Filter) ([]nostr.Event, error) {
+	strong := make([]relayclient.Filter, len(filters))
+	for i := range filters {
+		strong[i] = relayclient.Strong(filters[i])
+	}
+	filters = strong
 	var evs []nostr.Event
 	r, err := n.call(ctx, func() relayclient.Result {
 		var res relayclient.Result

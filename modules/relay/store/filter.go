@@ -48,7 +48,7 @@ type Filter struct {
 
 	FeedTypes         []string // home feed (mentions, needs_action, activity, agent_activity)
 	ReadStateSnapshot *int     // read_state_snapshot: the server answers it with an object, not events
-	Consistency       string   // "strong" is accepted and means nothing here: the store is always current
+	Consistency       string   // "" (routed), ConsistencyStrong (the writer) or ConsistencyMalformed
 
 	keys map[string]bool // JSON keys present, for the strict thread-window check
 	sets *matchSets      // lookup sets for long lists, built on decode or by prepare
@@ -89,6 +89,12 @@ func (e *FilterError) Error() string {
 
 // ParseFilters decodes a JSON array of filter objects (the POST /query and
 // POST /count body).
+// The /query filter's consistency (Buzz's bridge.rs Consistency).
+const (
+	ConsistencyStrong    = "strong"
+	ConsistencyMalformed = "\x00malformed"
+)
+
 func ParseFilters(data []byte) ([]Filter, error) {
 	if string(bytes.TrimSpace(data)) == "null" {
 		return []Filter{}, nil // as encoding/json decoded it: no filters
@@ -208,7 +214,12 @@ func ParseFilter(raw []byte, index int) (Filter, error) {
 		case "read_state_snapshot":
 			f.ReadStateSnapshot, err = nonNegInt(v)
 		case "consistency":
-			f.Consistency, err = str(v)
+			// Exactly "strong", or malformed (docs/buzz-names.md §a: any
+			// other value fails the request, judged by the caller).
+			f.Consistency = ConsistencyMalformed
+			if s, e := str(v); e == nil && s == ConsistencyStrong {
+				f.Consistency = ConsistencyStrong
+			}
 		default:
 			if len(k) > 1 && k[0] == '#' {
 				var vals []string

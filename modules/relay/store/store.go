@@ -1,6 +1,7 @@
 package store
 
 import (
+	"time"
 	"hash/maphash"
 	"strconv"
 	"strings"
@@ -99,8 +100,9 @@ type replShard struct {
 // record is a stored event with what the store derived at ingest.
 // Immutable after Add except where noted.
 type record struct {
-	ev    *nostr.Event
-	at    int64
+	ev     *nostr.Event
+	at     int64
+	stored int64 // when it was stored (unix ns): a replica's lag is measured from it
 	id    string
 	part  *partition
 	coord string // replaceable coordinate "kind:pubkey:d", or ""
@@ -306,7 +308,7 @@ func (s *Store) Add(ev *nostr.Event) AddResult {
 	if nostr.IsEphemeral(ev.Kind) {
 		return AddResult{Status: Ephemeral, Channel: ev.TagValue("h")}
 	}
-	r := &record{ev: ev, at: ev.CreatedAt, id: ev.ID, aux: isAux(ev.Kind), coord: Coordinate(ev)}
+	r := &record{ev: ev, at: ev.CreatedAt, stored: time.Now().UnixNano(), id: ev.ID, aux: isAux(ev.Kind), coord: Coordinate(ev)}
 	channel := s.channelOf(ev, r.aux)
 	res := AddResult{Channel: channel}
 	if !r.aux {
@@ -423,6 +425,7 @@ type Info struct {
 	Parent   string // thread parent id ("" for top-level)
 	Root     string // thread root id ("" for top-level)
 	TopLevel bool   // a channel-window row in the default row mode
+	StoredAt int64  // when it was stored (unix ns)
 }
 
 // Lookup returns what the store knows about id, tombstones included.
@@ -431,7 +434,7 @@ func (s *Store) Lookup(id string) (Info, bool) {
 	if r == nil {
 		return Info{}, false
 	}
-	in := Info{Event: r.ev, Channel: r.part.channel, Deleted: r.deleted.Load(), Depth: int(r.depth), TopLevel: r.topLevel && !r.aux}
+	in := Info{Event: r.ev, Channel: r.part.channel, Deleted: r.deleted.Load(), Depth: int(r.depth), TopLevel: r.topLevel && !r.aux, StoredAt: r.stored}
 	if r.parent != nil {
 		in.Parent, in.Root = r.parent.id, r.root.id
 	}
