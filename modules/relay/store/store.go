@@ -1,12 +1,12 @@
 package store
 
 import (
-	"time"
 	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/buzzload/buzzload/modules/nostr"
 )
@@ -103,10 +103,10 @@ type record struct {
 	ev     *nostr.Event
 	at     int64
 	stored int64 // when it was stored (unix ns): a replica's lag is measured from it
-	id    string
-	part  *partition
-	coord string // replaceable coordinate "kind:pubkey:d", or ""
-	aux   bool   // reaction, deletion or edit: never a row, indexed in refs
+	id     string
+	part   *partition
+	coord  string // replaceable coordinate "kind:pubkey:d", or ""
+	aux    bool   // reaction, deletion or edit: never a row, indexed in refs
 
 	depth     int32   // 0 top-level, n reply depth, -1 parent unknown (treated as top-level)
 	parent    *record // same partition; nil for top-level
