@@ -82,3 +82,53 @@ func TestAnUndeclaredDisruptionIsDetected(t *testing.T) {
 		t.Errorf("no warning check: %+v", r.report.Checks)
 	}
 }
+
+// An agent in 200 channels (issue 41 point 4): its connect-time REQs are
+// paced within Buzz's WebSocket admission (50 frames per 5 s per key) and
+// it connects once, every subscription live, no failed session. Fails
+// without the pacing: the REQs past the window are refused and the
+// session ends and starts again.
+func TestAnAgentInTwoHundredChannelsConnectsOnce(t *testing.T) {
+	toml := `run_id = "agent-wide"
+[target]
+connect_timeout_secs = 5
+[shape]
+communities = 1
+channels_per_community = 200
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+seed_concurrency = 8
+[population]
+humans = 1
+agents = 1
+channels_per_member = 200
+connect_rate_per_sec = 50
+[human]
+history_limit = 0
+[agent]
+channel_subscriptions = true
+query_interval_secs = 0
+events_per_hour = 0
+observer_frames_per_hour = 0
+[[ramp]]
+users = 1
+ramp_secs = 0
+hold_secs = 30
+[verify]
+sweep = false
+`
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, nil, nil)
+	var connects, subs, subErr, subThr int64
+	for _, st := range r.report.Steps {
+		if o := st.Ops["connect"]; o != nil {
+			connects += o.Count
+		}
+		if o := st.Ops["subscribe_eose"]; o != nil {
+			subs, subErr, subThr = subs+o.Count, subErr+o.Errors, subThr+o.Throttled
+		}
+	}
+	if connects != 2 || subErr != 0 || subThr != 0 || subs < 200 || len(r.report.ClientExits) != 0 {
+		r.dump(t)
+		t.Fatalf("connects %d (want 2: each client once), subscriptions %d (%d errors, %d throttled), exits %v", connects, subs, subErr, subThr, r.report.ClientExits)
+	}
+}

@@ -99,11 +99,51 @@ func (c *Client) agentSession(s *session) End {
 	if err != nil {
 		return connectEnd(err)
 	}
+	var subsMu sync.Mutex
 	var subs []*relayclient.Sub
-	defer func() { s.settle(conn, subs) }()
+	settled := false
+	defer func() {
+		subsMu.Lock()
+		settled = true
+		all := subs
+		subsMu.Unlock()
+		s.settle(conn, all)
+	}()
 	me := c.keys.PubKey()
 	if sa.ChannelSubscriptions {
-		for _, id := range a.chIDs {
+		// Paced within Buzz's WebSocket admission as a human's are
+		// (admission.go: 50 frames per 5 s per key): an agent in many
+		// channels would otherwise burst past it and have its REQs
+		// refused; a throttled REQ is sent again after its hint, never a
+		// failed session (issue 41 point 4).
+		adm := &admission{limit: connectFrameBudget, window: WSAdmissionWindow}
+		var admMu sync.Mutex
+		pace := func() bool {
+			admMu.Lock()
+			d := adm.wait(time.Now())
+			admMu.Unlock()
+			if d > 0 {
+				select {
+				case <-time.After(d):
+				case <-s.halt.Done():
+					return false
+				}
+			}
+			admMu.Lock()
+			adm.record(time.Now())
+			admMu.Unlock()
+			return s.halt.Err() == nil
+		}
+		var subscribe func(id string)
+		subscribe = func(id string) {
+			if !pace() {
+				return
+			}
+			subsMu.Lock()
+			defer subsMu.Unlock()
+			if settled {
+				return
+			}
 			sub, err := conn.Subscribe([]relayclient.Filter{{Kinds: []int{nostr.KindStreamMessage},
 				Tags: map[string][]string{"h": {id}, "p": {me}}, LimitZero: true}},
 				relayclient.SubOptions{
@@ -113,15 +153,29 @@ func (c *Client) agentSession(s *session) End {
 						}
 					},
 					OnClosed: func(reason string, _ time.Time) {
-						if conn.Err() == nil {
-							s.fail(fmt.Errorf("relay CLOSED a live subscription: %s", reason))
+						if conn.Err() != nil {
+							return
 						}
+						if strings.HasPrefix(reason, "rate-limited:") {
+							wait := relayclient.RetryIn(reason)
+							if wait <= 0 {
+								wait = time.Second
+							}
+							time.AfterFunc(wait, func() { subscribe(id) })
+							return
+						}
+						s.fail(fmt.Errorf("relay CLOSED a live subscription: %s", reason))
 					}})
 			subs = append(subs, sub)
 			if err != nil {
 				s.fail(fmt.Errorf("subscribe: %w", err))
+			}
+		}
+		for _, id := range a.chIDs {
+			if s.halt.Err() != nil {
 				break
 			}
+			subscribe(id)
 		}
 	}
 	a.step(agent.Resume{At: time.Now()})
