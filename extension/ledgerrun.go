@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,8 @@ type ledgerRun struct {
 	jerr    error
 	done    bool         // finishLedger ran
 	start   atomic.Int64 // the timeline's start (unix ns), for the step of a moment
-	sent    [4]int64     // the counts already written as samples (the tick's goroutine, then the end)
+	sentMu  sync.Mutex
+	sent    [4]int64 // the counts already written as samples (the tick's goroutine and the end)
 }
 
 // newLedgerRun is the scenario's ledger, nil when [verify] ledger_sample = 0.
@@ -141,6 +143,8 @@ func (l *loaded) pushLedger(at time.Time) {
 		return
 	}
 	lr := l.ledger
+	lr.sentMu.Lock()
+	defer lr.sentMu.Unlock()
 	e, r, m, lost := lr.l.Counts()
 	now := [4]int64{e, r, m, lost}
 	ms := [4]*metrics.Metric{met.ledgerExpected, met.ledgerReceived, met.ledgerMissed, met.ledgerLost}
