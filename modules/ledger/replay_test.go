@@ -22,7 +22,6 @@ type fixture struct {
 	one    *Ledger
 	parts  [3]*Ledger
 	bufs   [3]*bytes.Buffer
-	start  int64
 	tick   int64
 	subs   map[string][4]*Sub // by key: [one, part]
 	runner map[string]int
