@@ -24,6 +24,8 @@ const (
 	// (a Go duration) instead of at the end: the live heap of a load test is
 	// at its largest mid-run, not once its clients have gone.
 	envMemProfileAt = "BUZZLOAD_MEMPROFILE_AT"
+	// envMemProfileRate sets runtime.MemProfileRate (bytes per sample).
+	envMemProfileRate = "BUZZLOAD_MEMPROFILE_RATE"
 )
 
 func registerProfileFlags(fs *pflag.FlagSet) {
@@ -49,6 +51,14 @@ func profilePaths(fs *pflag.FlagSet, environ []string) (cpu, mem, memAt string) 
 // startProfiles starts the CPU profile (when asked) and returns the stop
 // function that ends it and writes the heap profile.
 func startProfiles(cpu, mem, memAt string) (stop func() error, err error) {
+	if v := os.Getenv(envMemProfileRate); v != "" {
+		// A finer heap sample than Go's 512 KB, for a soak's small growth.
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s=%q: want a positive number of bytes", envMemProfileRate, v)
+		}
+		runtime.MemProfileRate = n
+	}
 	if memAt != "" {
 		// One moment ("5m": the profile is FILE) or several ("5m,25m": FILE.1,
 		// FILE.2, …), so a soak can compare its heap early and late.
