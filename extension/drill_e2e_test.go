@@ -134,3 +134,63 @@ sweep = false
 		t.Fatalf("connects %d (want 2: each client once), subscriptions %d (%d errors, %d throttled), exits %v", connects, subs, subErr, subThr, r.report.ClientExits)
 	}
 }
+
+// Every drill kind the embedded relay performs, through a run (issue 42):
+// each is a declared entry of the report, in order; the stall holds the
+// traffic (its slowest success about the stall), the limiter outage is
+// answered with Buzz's text (throttles in its window), the slow store
+// slows reads, and the restart's clients all come back.
+func TestEveryDrillKindIsReported(t *testing.T) {
+	toml := drillSmoke(`
+[[drill]]
+at_secs = 1
+kind = "stall"
+duration_secs = 1.5
+[[drill]]
+at_secs = 3.5
+kind = "limiter_outage"
+duration_secs = 2
+[[drill]]
+at_secs = 7
+kind = "slow_store"
+duration_secs = 2
+delay_ms = 300
+[[drill]]
+at_secs = 10
+kind = "restart"
+duration_secs = 0.5
+jitter_secs = 0.5
+`)
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, nil, nil)
+	ds := r.report.Drills
+	kinds := []string{}
+	for _, d := range ds {
+		kinds = append(kinds, d.Kind)
+		if !d.Declared {
+			t.Errorf("an undeclared disruption: %+v", d)
+		}
+	}
+	if strings.Join(kinds, ",") != "stall,limiter_outage,slow_store,restart" {
+		r.dump(t)
+		for _, d := range ds {
+			t.Logf("%s at %d ms note %q", d.Kind, d.AtMs, d.Note)
+		}
+		t.Fatalf("drills %v", kinds)
+	}
+	if ds[0].SlowestMs < 1000 {
+		t.Errorf("stall: slowest success %v ms during a 1.5 s stall", ds[0].SlowestMs)
+	}
+	var thr int64
+	for _, n := range ds[1].Throttled {
+		thr += n
+	}
+	if thr == 0 {
+		t.Errorf("limiter outage: no throttle in its window: %+v", ds[1])
+	}
+	if ds[2].SlowestMs < 300 {
+		t.Errorf("slow store: slowest success %v ms with a 300 ms slower store", ds[2].SlowestMs)
+	}
+	if d := ds[3]; d.Closes["1012"] == 0 || d.Resubscribed != d.Affected {
+		t.Errorf("restart %+v", d)
+	}
+}

@@ -55,7 +55,7 @@ func (d *drillRun) watchResult(r *relayclient.Result, end time.Time) {
 func (d *drillRun) during(r *relayclient.Result, t time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i := range d.done {
+	for i := len(d.done) - 1; i >= 0; i-- { // the latest drill whose window holds t
 		p := &d.done[i]
 		if t.Before(p.At) || t.Sub(p.At) >= p.Window() {
 			continue

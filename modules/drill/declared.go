@@ -125,45 +125,55 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Match puts each performed drill on the disruption it caused (the first
-// not yet claimed that began between its moment and its duration, its
-// jitter and Gap after): that entry becomes the declared drill. A drill
-// that caused none (a stall closes nothing, a relay that did not go down)
-// is an entry of its own. The result is in time order.
+// Match puts each performed drill on the disruption it caused: a
+// disruption goes to the latest drill performed before it (1 s of
+// tolerance) whose window — its duration, jitter and Gap — holds its
+// start, each drill taking at most one. That entry becomes the declared
+// drill; a drill that caused none (a stall closes nothing, a relay that
+// did not go down) is an entry of its own. The result is in time order.
 func Match(detected []report.DrillReport, done []Performed, start time.Time) []report.DrillReport {
 	out := append([]report.DrillReport(nil), detected...)
-	claimed := make([]bool, len(out))
-	for _, p := range done {
-		at := p.At.Sub(start).Milliseconds()
-		until := at + (secs(p.Drill.DurationSecs) + secs(p.Drill.JitterSecs) + Gap).Milliseconds()
-		if p.Command != nil {
-			until += int64(p.Command.Ms)
-		}
-		found := false
-		for i := range out {
-			if claimed[i] || out[i].Declared || out[i].AtMs < at-1000 || out[i].AtMs > until {
+	taken := make([]bool, len(done))
+	for i := range out {
+		best := -1
+		for k, p := range done {
+			at := p.At.Sub(start).Milliseconds()
+			until := at + (secs(p.Drill.DurationSecs) + secs(p.Drill.JitterSecs) + Gap).Milliseconds()
+			if p.Command != nil {
+				until += int64(p.Command.Ms)
+			}
+			if taken[k] || out[i].AtMs < at-1000 || out[i].AtMs > until {
 				continue
 			}
-			claimed[i], found = true, true
-			out[i].Declared, out[i].Kind, out[i].Command, out[i].Note = true, p.Drill.Kind, p.Command, p.Note
-			out[i].RelayClosed, out[i].Errors, out[i].Throttled = int64(p.Closed), p.Errors, p.Throttled
-			out[i].SlowestMs, out[i].SlowestOp = p.SlowestMs, p.SlowestOp
-			break
-		}
-		if !found {
-			note := p.Note
-			if note == "" {
-				note = "no client saw a close or a failed connection"
+			if best < 0 || p.At.After(done[best].At) {
+				best = k
 			}
-			var within float64
-			if len(out) > 0 {
-				within = out[0].RecoverWithinMs
-			}
-			out = append(out, report.DrillReport{Kind: p.Drill.Kind, Declared: true, AtMs: at, EndMs: at + secs(p.Drill.DurationSecs).Milliseconds(),
-				Closes: map[string]int64{}, Command: p.Command, Note: note, RecoverWithinMs: within, Errors: p.Errors,
-				Throttled: p.Throttled, SlowestMs: p.SlowestMs, SlowestOp: p.SlowestOp})
-			claimed = append(claimed, true)
 		}
+		if best < 0 {
+			continue
+		}
+		taken[best] = true
+		p := done[best]
+		out[i].Declared, out[i].Kind, out[i].Command, out[i].Note = true, p.Drill.Kind, p.Command, p.Note
+		out[i].RelayClosed, out[i].Errors, out[i].Throttled = int64(p.Closed), p.Errors, p.Throttled
+		out[i].SlowestMs, out[i].SlowestOp = p.SlowestMs, p.SlowestOp
+	}
+	var within float64
+	if len(out) > 0 {
+		within = out[0].RecoverWithinMs
+	}
+	for k, p := range done {
+		if taken[k] {
+			continue
+		}
+		at := p.At.Sub(start).Milliseconds()
+		note := p.Note
+		if note == "" {
+			note = "no client saw a close or a failed connection"
+		}
+		out = append(out, report.DrillReport{Kind: p.Drill.Kind, Declared: true, AtMs: at, EndMs: at + secs(p.Drill.DurationSecs).Milliseconds(),
+			Closes: map[string]int64{}, Command: p.Command, Note: note, RecoverWithinMs: within, Errors: p.Errors,
+			Throttled: p.Throttled, SlowestMs: p.SlowestMs, SlowestOp: p.SlowestOp})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AtMs < out[j].AtMs })
 	return out

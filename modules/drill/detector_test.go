@@ -87,3 +87,19 @@ func TestRunCommandReportsItsExitAndOutput(t *testing.T) {
 		t.Fatalf("timeout %+v", c)
 	}
 }
+
+// A drill performed earlier whose window still holds a later disruption
+// does not take it from the drill that caused it (TestEveryDrillKindIsReported
+// found the stall claiming the restart's closes).
+func TestMatchGivesADisruptionToTheLatestDrill(t *testing.T) {
+	d := New()
+	d.ConnEnded(relayclient.ConnEnd{Self: "a", At: at(10_005), Code: 1012})
+	done := []Performed{
+		{Drill: scenario.Drill{Kind: "stall", DurationSecs: 1.5}, At: at(1_000)},
+		{Drill: scenario.Drill{Kind: "restart", DurationSecs: 0.5}, At: at(10_000), Closed: 1},
+	}
+	rs := Match(d.Reports(t0, 0), done, t0)
+	if len(rs) != 2 || rs[0].Kind != "stall" || rs[0].Closes["1012"] != 0 || rs[1].Kind != "restart" || rs[1].Closes["1012"] != 1 {
+		t.Fatalf("matched %+v", rs)
+	}
+}
