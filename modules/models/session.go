@@ -521,11 +521,8 @@ func (s *stopSink) Record(r relayclient.Result) {
 	s.inner.Record(CutShort(r, s.aborted.Load(), s.stopped.Load()))
 }
 
-// Ledger passes the delivery ledger through (relayclient.LedgerSource).
-func (s *stopSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
-
-// Watcher passes the connection watcher through (relayclient.WatcherSource).
-func (s *stopSink) Watcher() relayclient.Watcher { return relayclient.WatcherOf(s.inner) }
+// Unwrap is the sink it passes Results on to (relayclient.Wrapper).
+func (s *stopSink) Unwrap() relayclient.Sink { return s.inner }
 
 // CutShort is how a Result reads after its session's grace: an operation
 // cut short (pending, or failed by the cancellation) is pending "cut by
@@ -546,61 +543,4 @@ func CutShort(r relayclient.Result, aborted, ended bool) relayclient.Result {
 		r.Error = "unfinished at stop: " + r.Error
 	}
 	return r
-}
-
-// Backoff paces reconnects after failed sessions: full jitter over an
-// exponentially growing ceiling, Base·2^(failures−1) up to Max.
-type Backoff struct {
-	Base time.Duration // default 500 ms
-	Max  time.Duration // default 30 s
-}
-
-func (b Backoff) withDefaults() Backoff {
-	if b.Base <= 0 {
-		b.Base = 500 * time.Millisecond
-	}
-	if b.Max <= 0 {
-		b.Max = 30 * time.Second
-	}
-	if b.Max < b.Base {
-		b.Max = b.Base
-	}
-	return b
-}
-
-// Delay is the ceiling of the wait before attempt number failures+1.
-func (b Backoff) Delay(failures int) time.Duration {
-	b = b.withDefaults()
-	if failures <= 0 {
-		return 0
-	}
-	d := b.Base
-	for i := 1; i < failures && d < b.Max; i++ {
-		d *= 2
-	}
-	return min(d, b.Max)
-}
-
-type backoffState struct {
-	cfg      Backoff
-	failures int
-	atLeast  time.Duration // the relay's retry hint for the next attempt
-}
-
-func (b *backoffState) failed() { b.failures++ }
-func (b *backoffState) reset()  { b.failures, b.atLeast = 0, 0 }
-
-// wait sleeps the jittered backoff (at least the relay's retry hint);
-// false when stop came first.
-func (b *backoffState) wait(stop context.Context, rng *rand.Rand) bool {
-	ceil := b.cfg.Delay(b.failures)
-	if ceil <= 0 && b.atLeast <= 0 {
-		return true
-	}
-	d := b.atLeast
-	if ceil > 0 {
-		d = max(d, time.Duration(rng.Int64N(int64(ceil))+1))
-	}
-	b.atLeast = 0
-	return waitUntil(stop, nil, time.Now(), d)
 }

@@ -44,8 +44,34 @@ type LedgerSource interface {
 
 // LedgerOf is sink's ledger, nil when it has none.
 func LedgerOf(sink Sink) Ledger {
-	if s, ok := sink.(LedgerSource); ok {
-		return s.Ledger()
+	return sourceOf(sink, func(s Sink) (Ledger, bool) {
+		if src, ok := s.(LedgerSource); ok {
+			return src.Ledger(), true
+		}
+		return nil, false
+	})
+}
+
+// Wrapper is a Sink that passes Results on to another one (the models'
+// stop and grace sinks): what the inner sink carries — the ledger, the
+// watcher — is found through it.
+type Wrapper interface {
+	Unwrap() Sink
+}
+
+// sourceOf is the first of sink and the sinks it wraps that get answers
+// for; the zero T when none does.
+func sourceOf[T any](sink Sink, get func(Sink) (T, bool)) T {
+	for sink != nil {
+		if v, ok := get(sink); ok {
+			return v
+		}
+		w, ok := sink.(Wrapper)
+		if !ok {
+			break
+		}
+		sink = w.Unwrap()
 	}
-	return nil
+	var zero T
+	return zero
 }

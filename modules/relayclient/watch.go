@@ -32,8 +32,10 @@ type WatcherSource interface {
 
 // WatcherOf is sink's watcher, nil when it has none.
 func WatcherOf(sink Sink) Watcher {
-	if s, ok := sink.(WatcherSource); ok {
-		return s.Watcher()
-	}
-	return nil
+	return sourceOf(sink, func(s Sink) (Watcher, bool) {
+		if src, ok := s.(WatcherSource); ok {
+			return src.Watcher(), true
+		}
+		return nil, false
+	})
 }

@@ -140,11 +140,8 @@ func (s *stopSink) Record(r relayclient.Result) {
 	s.inner.Record(r)
 }
 
-// Ledger passes the delivery ledger through (relayclient.LedgerSource).
-func (s *stopSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
-
-// Watcher passes the connection watcher through (relayclient.WatcherSource).
-func (s *stopSink) Watcher() relayclient.Watcher { return relayclient.WatcherOf(s.inner) }
+// Unwrap is the sink it passes Results on to (relayclient.Wrapper).
+func (s *stopSink) Unwrap() relayclient.Sink { return s.inner }
 
 // Conn is the current authenticated connection, or nil between sessions.
 func (c *Client) Conn() *relayclient.Conn {

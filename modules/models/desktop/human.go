@@ -273,8 +273,5 @@ func (s *graceSink) Record(r relayclient.Result) {
 	s.inner.Record(models.CutShort(r, s.aborted.Load(), s.ended.Load()))
 }
 
-// Ledger passes the delivery ledger through (relayclient.LedgerSource).
-func (s *graceSink) Ledger() relayclient.Ledger { return relayclient.LedgerOf(s.inner) }
-
-// Watcher passes the connection watcher through (relayclient.WatcherSource).
-func (s *graceSink) Watcher() relayclient.Watcher { return relayclient.WatcherOf(s.inner) }
+// Unwrap is the sink it passes Results on to (relayclient.Wrapper).
+func (s *graceSink) Unwrap() relayclient.Sink { return s.inner }
