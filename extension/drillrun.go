@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/drill"
@@ -26,6 +27,9 @@ type drillRun struct {
 	timers []*time.Timer
 	ctx    context.Context
 	cancel context.CancelFunc
+	// open is when the last performed drill's window closes (unix ns; 0:
+	// none yet): every Result reads it, and only one inside a window takes mu.
+	open atomic.Int64
 }
 
 func newDrillRun() *drillRun {
@@ -53,6 +57,9 @@ func (d *drillRun) watchResult(r *relayclient.Result, end time.Time) {
 // reports whether it was an error in one: the drill's consequence, not a
 // failure of the relay under load.
 func (d *drillRun) during(r *relayclient.Result, t time.Time) bool {
+	if t.UnixNano() >= d.open.Load() {
+		return false // no drill's window open: the common case, lock-free
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i := len(d.done) - 1; i >= 0; i-- { // the latest drill whose window holds t
@@ -104,6 +111,9 @@ func (l *loaded) startDrills(start time.Time) {
 			p := drill.Perform(d.ctx, dr, r)
 			d.mu.Lock()
 			d.done = append(d.done, p)
+			if end := p.At.Add(p.Window()).UnixNano(); end > d.open.Load() {
+				d.open.Store(end)
+			}
 			d.mu.Unlock()
 		}))
 	}
