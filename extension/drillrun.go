@@ -130,7 +130,7 @@ func (l *loaded) stopDrills() {
 	}
 	d.mu.Unlock()
 	d.cancel()
-	d.det.Close(time.Now())
+	d.det.Close()
 }
 
 // drillReports are the run's drills and disruptions, matched.

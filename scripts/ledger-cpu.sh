@@ -52,19 +52,9 @@ hold_secs = $hold
 ledger_sample = $sample
 TOML
 	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
-	local t
-	t=$( (
-		st=0
-		BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" >"$work/$name.log" 2>&1 || st=$?
-		if [ "$st" != 0 ] && [ "$st" != 99 ]; then
-			echo "ledger-cpu: $name exited $st:" >&2
-			grep -E 'result:|✗' "$work/$name.log" | tail -5 >&2
-		fi
-		times
-	) | tail -1)
-	[ -s "$work/$name.json" ] || { echo "ledger-cpu: $name wrote no report" >&2; tail -20 "$work/$name.log" >&2; return 1; }
 	local cpu
-	cpu=$(echo "$t" | awk '{n=0; for (i=1;i<=2;i++) {split($i,p,"m"); n += p[1]*60 + p[2]} printf "%.3f", n}')
+	cpu=$(timed_run "$name" env BUZZLOAD_OPERATOR_KEY="$key" "$bin" run -q -e BUZZ_REPORT="$work/$name.json" "$work/$name.js")
+	[ -s "$work/$name.json" ] || { echo "ledger-cpu: $name wrote no report" >&2; tail -20 "$work/$name.log" >&2; return 1; }
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))

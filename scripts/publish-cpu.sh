@@ -76,23 +76,11 @@ ramp_secs = $ramp
 hold_secs = $hold
 TOML
 	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
-	local t
-	# A failed threshold (exit 99) under load still measures the CPU; any
-	# other failure, or a missing report, ends the script.
-	t=$( (
-		st=0
-		BUZZLOAD_OPERATOR_KEY=$key "$bin" run -q ${PROFILE:+--cpuprofile "$work/$name.pprof"} -e BUZZ_REPORT="$work/$name.json" "$work/$name.js" \
-			>"$work/$name.log" 2>&1 || st=$?
-		if [ "$st" != 0 ]; then
-			echo "publish-cpu: $name exited $st:" >&2
-			grep -E 'result:|threshold|error' "$work/$name.log" | tail -5 >&2
-		fi
-		times
-	) | tail -1)
-	[ -s "$work/$name.json" ] || { echo "publish-cpu: $name wrote no report" >&2; tail -20 "$work/$name.log" >&2; return 1; }
-	# times' second line: children's user and system time, "XmY.YYYs XmY.YYYs".
+	# A missing report ends the script (timed_run: relay-process.sh).
 	local cpu
-	cpu=$(echo "$t" | awk '{n=0; for (i=1;i<=2;i++) {split($i,p,"m"); n += p[1]*60 + p[2]} printf "%.3f", n}')
+	cpu=$(timed_run "$name" env BUZZLOAD_OPERATOR_KEY="$key" "$bin" run -q ${PROFILE:+--cpuprofile "$work/$name.pprof"} \
+		-e BUZZ_REPORT="$work/$name.json" "$work/$name.js")
+	[ -s "$work/$name.json" ] || { echo "publish-cpu: $name wrote no report" >&2; tail -20 "$work/$name.log" >&2; return 1; }
 	local counts
 	counts=$(python3 -c '
 import json, sys

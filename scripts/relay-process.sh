@@ -57,3 +57,24 @@ community_host_template = "c{n}.{run}.localhost"
 connect_addr = "$addr"
 TOML
 }
+
+# timed_run NAME CMD...: runs CMD with its output in $work/NAME.log and
+# prints the CPU seconds (user + system) it took, from the shell's
+# `times`. A failed threshold (exit 99) under load still measures the CPU;
+# another exit is said on stderr with the log's last verdict lines (the
+# caller checks the report it needs).
+timed_run() {
+	local name=$1 t
+	shift
+	t=$( (
+		st=0
+		"$@" >"$work/$name.log" 2>&1 || st=$?
+		if [ "$st" != 0 ] && [ "$st" != 99 ]; then
+			echo "${0##*/}: $name exited $st:" >&2
+			grep -E 'result:|threshold|error|✗' "$work/$name.log" | tail -5 >&2
+		fi
+		times
+	) | tail -1)
+	# times' second line: children's user and system time, "XmY.YYYs XmY.YYYs".
+	echo "$t" | awk '{n=0; for (i=1;i<=2;i++) {split($i,p,"m"); n += p[1]*60 + p[2]} printf "%.3f", n}'
+}

@@ -33,9 +33,9 @@ type Detector struct {
 	closed bool               // Close: nothing more is watched
 }
 
-// Close ends the watch at t: what closes afterwards (the run's own end)
-// is not a disruption of the run.
-func (d *Detector) Close(t time.Time) {
+// Close ends the watch: what closes afterwards (the run's own end) is not
+// a disruption of the run.
+func (d *Detector) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true

@@ -51,7 +51,7 @@ func TestDisruptionsApartAreTwo(t *testing.T) {
 	d := New()
 	d.ConnEnded(relayclient.ConnEnd{Self: "a", At: at(0), Code: 1006})
 	d.ConnEnded(relayclient.ConnEnd{Self: "b", At: at(int(Gap/time.Millisecond) + 1), Code: 1012})
-	d.Close(at(20_000))
+	d.Close()
 	d.ConnEnded(relayclient.ConnEnd{Self: "c", At: at(21_000), Code: 1012})
 	if rs := d.Reports(t0, 0); len(rs) != 2 || rs[0].Closes["1006"] != 1 || rs[1].Closes["1012"] != 1 {
 		t.Fatalf("reports %+v", rs)

@@ -171,14 +171,14 @@ func (j *journal) seen(recipient string, id [32]byte, at time.Time) {
 
 // rec is one decoded record.
 type rec struct {
-	typ      byte
-	at       int64
-	id       [32]byte
-	f        facts
-	ok       bool // Settled: accepted; Ended: by the client; Delivered: facts read
-	sub      uint64
-	open     *Sub // Open: the subscription as written (no ledger yet)
-	reciever string
+	typ       byte
+	at        int64
+	id        [32]byte
+	f         facts
+	ok        bool // Settled: accepted; Ended: by the client; Delivered: facts read
+	sub       uint64
+	open      *Sub // Open: the subscription as written (no ledger yet)
+	recipient string
 }
 
 // reader decodes a journal.
@@ -320,7 +320,7 @@ func (d *reader) next(r *rec) error {
 		r.ok = d.byte() == 1
 		d.facts(&r.f)
 	case recSeen:
-		r.reciever = d.str()
+		r.recipient = d.str()
 		d.id(&r.id)
 	case recFinish, recStart:
 	default:

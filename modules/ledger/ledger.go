@@ -380,13 +380,9 @@ func (l *Ledger) Seen(recipient string, ev *nostr.EventView, at time.Time) {
 		return
 	}
 	var id [32]byte
-	if _, err := hex.Decode(id[:], ev.ID[:]); err != nil || !l.Sampled(id) {
-		return
+	if _, err := hex.Decode(id[:], ev.ID[:]); err == nil {
+		l.seenID(recipient, id, at)
 	}
-	if l.j != nil {
-		l.j.seen(recipient, id, at)
-	}
-	l.seen(recipient, id, at)
 }
 
 // SeenID implements relayclient.Ledger: a read of a missed pair's event by
@@ -396,7 +392,14 @@ func (l *Ledger) SeenID(recipient, idHex string, at time.Time) {
 		return
 	}
 	var id [32]byte
-	if !decodeID(idHex, &id) || !l.Sampled(id) {
+	if decodeID(idHex, &id) {
+		l.seenID(recipient, id, at)
+	}
+}
+
+// seenID journals a read of a sampled event and looks for its recovery.
+func (l *Ledger) seenID(recipient string, id [32]byte, at time.Time) {
+	if !l.Sampled(id) {
 		return
 	}
 	if l.j != nil {

@@ -123,7 +123,7 @@ func apply(l *Ledger, subs map[uint64]*Sub, r *rec) error {
 		f, ok := r.f, r.ok
 		s.deliver(r.id, at, f.kind, func() (facts, bool) { return f, ok })
 	case recSeen:
-		l.seen(r.reciever, r.id, at)
+		l.seen(r.recipient, r.id, at)
 	case recFinish, recStart: // the runner's end (the replay finishes at the last), the timeline's start
 	}
 	return nil

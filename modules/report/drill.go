@@ -145,11 +145,13 @@ func drillText(d *DrillReport, tc func(string) string) string {
 		fmt.Fprintf(&b, " (%s)", tc(strings.Join(rs, ", ")))
 	}
 	fmt.Fprintf(&b, ", %d connect failures over %s\n", d.Failures, msText(float64(d.EndMs-d.AtMs)))
-	fmt.Fprintf(&b, "    clients: %d affected, %d reconnected (p50 %s p99 %s max %s), %d resubscribed (p50 %s p99 %s max %s)\n",
-		d.Affected, d.Reconnected, msText(d.ReconnectMs.P50), msText(d.ReconnectMs.P99), msText(d.ReconnectMs.Max),
-		d.Resubscribed, msText(d.ResubMs.P50), msText(d.ResubMs.P99), msText(d.ResubMs.Max))
-	fmt.Fprintf(&b, "    reconnect herd: peak %d/s, p99 %d/s; publishes lost in flight %d; deliveries missed live %d, recovered %d\n",
-		d.HerdPeak, d.HerdP99, d.LostInFlight, d.Missed, d.Recovered)
+	if d.Affected+d.Failures > 0 { // a drill that closed nothing has no one to bring back
+		fmt.Fprintf(&b, "    clients: %d affected, %d reconnected (p50 %s p99 %s max %s), %d resubscribed (p50 %s p99 %s max %s)\n",
+			d.Affected, d.Reconnected, msText(d.ReconnectMs.P50), msText(d.ReconnectMs.P99), msText(d.ReconnectMs.Max),
+			d.Resubscribed, msText(d.ResubMs.P50), msText(d.ResubMs.P99), msText(d.ResubMs.Max))
+		fmt.Fprintf(&b, "    reconnect herd: peak %d/s, p99 %d/s; publishes lost in flight %d\n", d.HerdPeak, d.HerdP99, d.LostInFlight)
+	}
+	fmt.Fprintf(&b, "    deliveries missed live during it %d, recovered %d\n", d.Missed, d.Recovered)
 	if len(d.Errors)+len(d.Throttled) > 0 || d.SlowestMs > 0 {
 		fmt.Fprintf(&b, "    during it: errors %s (its own, not judged by [abort]); throttled %s; slowest success %s",
 			tc(opCounts(d.Errors)), tc(opCounts(d.Throttled)), msText(d.SlowestMs))

@@ -124,7 +124,8 @@ func LedgerCheck(l *LedgerReport) Check {
 		lk := l.Leaked[0]
 		return Check{Name: name, Level: CheckFail, Detail: fmt.Sprintf("%d leaks: event %s reached %s (%s)", c.Leaks, lk.Event, lk.Recipient, lk.Rule)}
 	case c.Lost > l.MaxLost:
-		return Check{Name: name, Level: CheckFail, Detail: fmt.Sprintf("%d of %d expected deliveries lost (max_lost %d), e.g. event %s to %s", c.Lost, c.Expected, l.MaxLost, firstLost(l), firstLostRecipient(l))}
+		ev, to := firstLost(l)
+		return Check{Name: name, Level: CheckFail, Detail: fmt.Sprintf("%d of %d expected deliveries lost (max_lost %d), e.g. event %s to %s", c.Lost, c.Expected, l.MaxLost, ev, to)}
 	case c.Judged() == 0:
 		return Check{Name: name, Level: CheckSkip, Detail: "no delivery was expected (no subscriber matched an acknowledged event)"}
 	}
@@ -153,23 +154,14 @@ func LedgerCheck(l *LedgerReport) Check {
 	return Check{Name: name, Level: CheckPass, Detail: fmt.Sprintf("reach %s: all %d judged deliveries arrived live", reachText(c.Reach), c.Judged())}
 }
 
-// firstLost is the first lost pair's event ("" when none is listed).
-func firstLost(l *LedgerReport) string {
+// firstLost is the first listed lost pair's event and recipient.
+func firstLost(l *LedgerReport) (event, recipient string) {
 	for _, m := range l.Missed {
-		if m.RecoveredMs == nil {
-			return m.Event
+		if m.RecoveredMs == nil && m.ReceivedLateMs == nil {
+			return m.Event, m.Recipient
 		}
 	}
-	return "(not listed)"
-}
-
-func firstLostRecipient(l *LedgerReport) string {
-	for _, m := range l.Missed {
-		if m.RecoveredMs == nil {
-			return m.Recipient
-		}
-	}
-	return "(not listed)"
+	return "(not listed)", "(not listed)"
 }
 
 // ledgerFailure is the verdict's reason when the ledger fails the run.
@@ -250,6 +242,9 @@ const (
 func msText(ms float64) string {
 	if ms <= 0 {
 		return "-"
+	}
+	if ms < 0.05 {
+		return "<0.1ms" // not "0.0ms": it did take time
 	}
 	if ms < 10 {
 		return fmt.Sprintf("%.1fms", ms)
