@@ -73,7 +73,7 @@ sed 's#\./local-wide\.toml#./soak.toml#' scenarios/local-wide.js >"$work/soak.js
 echo "pkg: scripts/soak.sh"
 echo "soak: local-wide at 2x users for $dur against the relay at $addr; samples in $out/soak.csv"
 BUZZLOAD_OPERATOR_KEY=$key BUZZLOAD_MEMPROFILE_AT="${warm}s,$(( total - 30 ))s" BUZZLOAD_MEMPROFILE_RATE=${MEMPROFILE_RATE:-65536} \
-	"$bin" run -q --memprofile "$out/heap.pb.gz" --report-interval 60s -e BUZZ_REPORT="$out/report.json" \
+	"$bin" run -q --address "" --memprofile "$out/heap.pb.gz" --report-interval 60s -e BUZZ_REPORT="$out/report.json" \
 	--report-html "$out/report.html" "${outs[@]}" "$work/soak.js" \
 	>"$out/run.log" 2>&1 &
 run_pid=$!
