@@ -15,11 +15,18 @@ require (
 	github.com/klauspost/compress v1.20.4
 	github.com/mstoykov/envconfig v1.5.0
 	github.com/nbd-wtf/go-nostr v0.38.2
+	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.74.0
 	github.com/spf13/pflag v1.1.0
 	github.com/tidwall/gjson v1.17.3
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.59.0
 	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pandatix/go-abnf v0.5.5 // indirect
 )
 
 require (

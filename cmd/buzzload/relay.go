@@ -86,6 +86,8 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	u := r.URLs()
 	fmt.Fprintf(env.Stdout, "buzzload relay listening on %s\n", r.Addr())
+	// Its Prometheus series (issue 45): the URL alone, for --relay-metrics.
+	fmt.Fprintf(env.Stdout, "http://%s/metrics\n", r.Addr())
 	fmt.Fprintf(env.Stdout, "  websocket:       %s\n", u.WS)
 	fmt.Fprintf(env.Stdout, "  http:            %s\n", u.HTTP)
 	fmt.Fprintf(env.Stdout, "  community host:  %s\n", u.Host)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -80,6 +81,22 @@ func TestRelayCommandServesAndStopsOnSignal(t *testing.T) {
 		t.Fatalf("/health: %v", err)
 	}
 	resp.Body.Close()
+	// The second line is the metrics URL alone (issue 45), and it answers
+	// Prometheus text with the socket just opened counted.
+	lines := strings.Split(out.String(), "\n")
+	addr := strings.TrimPrefix(lines[0], "buzzload relay listening on ")
+	if len(lines) < 2 || lines[1] != "http://"+addr+"/metrics" {
+		t.Fatalf("first lines %q, want the listening line then http://%s/metrics", lines[:2], addr)
+	}
+	resp, err = http.Get(lines[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "buzz_ws_connections_active 1\n") {
+		t.Fatalf("/metrics %d:\n%s", resp.StatusCode, body)
+	}
 
 	sigs <- syscall.SIGTERM
 	select {

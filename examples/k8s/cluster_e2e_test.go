@@ -28,7 +28,7 @@ func clusterFixture(t *testing.T) (dir, pv string) {
 	dir = cluster(t)
 	deployRelay(t)
 	pv = resultsVolume(t, dir)
-	kube(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"buzzload-operator"},"stringData":{"key":"`+strings.Repeat("ab", 32)+`"}}`, "apply", "-f", "-")
+	kube(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"buzzload-operator"},"stringData":{"key":"`+e2eOperatorKey+`"}}`, "apply", "-f", "-")
 	scriptsConfigMap(t, nil)
 	return dir, pv
 }

@@ -27,6 +27,9 @@ const (
 	relayIP   = "10.96.100.10" // the relay Service's fixed ClusterIP
 	relayPort = "7777"
 	e2eImage  = "localhost/buzzload:e2e"
+	// e2eOperatorKey is the relay's operator key (BUZZ_OPERATOR_SECRET) and
+	// the runners' (the buzzload-operator Secret): a test key, no secret.
+	e2eOperatorKey = "abababababababababababababababababababababababababababababababab"
 )
 
 // cluster is the running cluster's state directory, or a skip: the test
@@ -78,7 +81,7 @@ spec:
           image: ` + e2eImage + `
           imagePullPolicy: Never
           args: ["relay", "--listen", "0.0.0.0:` + relayPort + `", "--rate-limit=false", "--deployment-host", "` + relayIP + `:` + relayPort + `"]
-          env: [{name: BUZZ_OPERATOR_SECRET_FILE, value: /tmp/operator.key}]
+          env: [{name: BUZZ_OPERATOR_SECRET, value: "` + e2eOperatorKey + `"}] # the drill signs with it
           ports: [{containerPort: ` + relayPort + `}]
           readinessProbe: {tcpSocket: {port: ` + relayPort + `}, periodSeconds: 1}
 ---

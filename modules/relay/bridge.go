@@ -122,7 +122,7 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 		return
 	}
 	if reason := c.limits.api(caller.pubkey, time.Now()); reason != "" {
-		r.stats.throttled.Add(1)
+		r.countThrottle(false)
 		writeJSONError(w, http.StatusTooManyRequests, reason)
 		return
 	}

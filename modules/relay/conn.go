@@ -148,6 +148,7 @@ func (r *Relay) runConn(c *community, ws *websocket.Conn, owned *ownedConn, nc n
 	k.enqueue(wire.AuthEnvelope{Challenge: k.challenge}.Append(nil))
 	k.authTimer = time.AfterFunc(r.cfg.AuthTimeout, func() {
 		if !k.authed.Load() {
+			r.stats.authTimeouts.Add(1)
 			k.closeWith(websocket.ClosePolicyViolation, "auth-required: authentication timed out")
 		}
 	})

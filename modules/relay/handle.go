@@ -191,7 +191,7 @@ func (k *conn) handleEvent(msg [][]byte) {
 		return
 	}
 	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
-		k.r.stats.throttled.Add(1)
+		k.r.countThrottle(true)
 		k.throttledEvent(ev.ID, reason)
 		return
 	}
@@ -222,7 +222,7 @@ func (k *conn) handleReq(msg [][]byte, count bool) {
 		return
 	}
 	if reason := k.c.limits.frame(k.pubkey, time.Now()); reason != "" {
-		k.r.stats.throttled.Add(1)
+		k.r.countThrottle(true)
 		if count && k.r.cfg.LegacyRateLimitNotice {
 			k.notice(reason)
 		} else {

@@ -30,6 +30,7 @@ type ingestResult struct {
 	message   string
 	throttled bool
 	status    int // HTTP status for a rejection: 400, 403, 429 or 500
+	unstored  bool // acknowledged, not stored (the LoseAcked fault): not counted stored
 }
 
 func accept(msg string) ingestResult {
@@ -47,6 +48,7 @@ func rejectf(format string, a ...any) ingestResult { return reject(fmt.Sprintf(f
 func (r *Relay) ingest(c *community, ev *nostr.Event, auth ingestAuth) ingestResult {
 	res := r.ingestEvent(c, ev, auth)
 	r.stats.count(res)
+	r.countIngest(ev.Kind, auth, res, isEphemeral(ev.Kind))
 	return res
 }
 
@@ -376,7 +378,9 @@ func (c *committer) commit() (ingestResult, bool) {
 // it; otherwise res is the answer.
 func (r *Relay) store(st *store.Store, ev *nostr.Event) (res ingestResult, channel string, ok bool) {
 	if r.faults.takeLoss(ev.Kind, ev.ID) {
-		return accept(""), "", false // test fault: acknowledged, never stored
+		res := accept("")
+		res.unstored = true
+		return res, "", false // test fault: acknowledged, never stored
 	}
 	added := st.Add(ev)
 	switch added.Status {

@@ -328,6 +328,11 @@ const unmappedBody = "relay: no community is configured for this host"
 // ServeHTTP routes by path and Host (docs/buzz-protocol.md §3.1, §3.8).
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	path := req.URL.Path
+	if path == "/metrics" && req.Method == http.MethodGet {
+		// Buzz's metrics port answers apart from its API (metrics.go).
+		r.serveMetrics(w)
+		return
+	}
 	if r.down() && !strings.HasPrefix(path, "/operator/drill") {
 		serveDown(w)
 		return

@@ -24,7 +24,8 @@ type Stats struct {
 type counters struct {
 	connsTotal, authOK, authFailed, accepted, rejected, throttled atomic.Int64
 	deliveries, dropped, slow, httpRequests, httpAuthFailed       atomic.Int64
-	reqs                                                          atomic.Int64
+	reqs, authTimeouts                                            atomic.Int64
+	fam                                                           families // metrics.go
 }
 
 // Stats returns the current counters.

@@ -1,0 +1,94 @@
+package relay
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrapeMetrics reads /metrics as Prometheus would: series → value.
+func scrapeMetrics(t *testing.T, r *Relay) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + r.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not Prometheus text: %v", err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			key := name
+			var ls []string
+			for _, l := range m.Label {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			if len(ls) > 0 {
+				key += "{" + strings.Join(ls, ",") + "}"
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestMetricsCountWhatTheRelayDid: /metrics, without auth, counts under
+// Buzz's names what the relay did: connections, events stored by kind and
+// author type (not an event acknowledged and lost: the LoseAcked fault),
+// rejections by transport and reason, admission rejections.
+func TestMetricsCountWhatTheRelayDid(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.RateLimit = true; c.WSFramesPerWindow = 4 })
+	alice := key("alice")
+	c := authed(t, r, alice)
+	ch := c.createChannel("metrics", "open")
+	c.mustPublish(ev(t, alice, 9, "one", []string{"h", ch}))
+	r.Faults().LoseAcked(9, 1)
+	c.mustPublish(ev(t, alice, 9, "acknowledged, lost", []string{"h", ch}))
+	if ok, _ := c.publish(evAt(t, alice, 9, time.Now().Add(-time.Hour), "stale", []string{"h", ch})); ok {
+		t.Fatal("a stale event was accepted")
+	}
+	// The fifth frame in the window is throttled: a quota rejection.
+	if ok, msg := c.publish(ev(t, alice, 9, "five", []string{"h", ch})); ok || !strings.HasPrefix(msg, "rate-limited:") {
+		t.Fatalf("fifth frame: %v %q, want throttled", ok, msg)
+	}
+	m := scrapeMetrics(t, r)
+	want := map[string]float64{
+		"buzz_ws_connections_total":                                        1,
+		"buzz_ws_connections_active":                                       1,
+		"buzz_auth_attempts_total":                                         1,
+		"buzz_events_stored_total{kind=9,author_type=human}":               1,
+		"buzz_events_stored_total{kind=9007,author_type=human}":            1,
+		"buzz_events_received_total{kind=9}":                               2,
+		"buzz_events_rejected_total{transport=ws,reason=invalid}":          1,
+		"buzz_admission_rejections_total{transport=websocket,reason=quota}": 1,
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, m[k], v, m)
+		}
+	}
+}
+
+func TestBoundedKindLabel(t *testing.T) {
+	for k, want := range map[int]string{9: "9", 1059: "1059", 9007: "9007", 20001: "20001", 24200: "24200", 44200: "44200", 10002: "other", 30078: "other"} {
+		if got := boundedKindLabel(k); got != want {
+			t.Errorf("kind %d: %q, want %q", k, got, want)
+		}
+	}
+}
