@@ -24,6 +24,7 @@ func (m *Module) endOfRun() {
 	}
 	ls := m.loadedScenarios()
 	m.logsOnce.Do(func() {
+		m.finishRelayMetrics(ls)
 		for _, f := range m.logFiles {
 			m.relayLogs = append(m.relayLogs, f.Scan(m.opts.RelayLogRules))
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/buzzload/buzzload/modules/expect"
 	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relaymetrics"
 	"github.com/buzzload/buzzload/modules/relayclient"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
@@ -85,6 +86,13 @@ type Options struct {
 	// Kubectl is the kubectl a kubectl:NAMESPACE/SELECTOR log source runs
 	// ("" = kubectl on PATH; tests give a stand-in).
 	Kubectl string
+	// RelayMetrics are the relay's Prometheus endpoints (--relay-metrics:
+	// URLs or kubectl:NAMESPACE/SELECTOR:PORT), read from the module's
+	// start to the end of the run (relaymetricsrun.go); the embedded
+	// relay's own is always read. RelayMetricsInterval: between readings
+	// (0: relaymetrics.DefaultInterval).
+	RelayMetrics         []string
+	RelayMetricsInterval time.Duration
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.
@@ -101,6 +109,11 @@ type Module struct {
 	ownLog    *logscan.Scanner
 	logsOnce  sync.Once
 	relayLogs []*logscan.Result
+
+	// relayMetrics reads the relay's series; relayMetricsRep is what it
+	// read, once the run ended (relaymetricsrun.go).
+	relayMetrics    *relaymetrics.Watcher
+	relayMetricsRep *report.RelayMetricsReport
 
 	mu        sync.Mutex
 	scenarios map[string]*loaded // by absolute path and shard
@@ -220,6 +233,9 @@ func New(opts Options) *Module {
 		opts.LookupEnv = os.LookupEnv
 	}
 	m := &Module{opts: opts, scenarios: map[string]*loaded{}}
+	if m.opts.RelayLogRules.RunScope && m.opts.RelayLogRules.Scope == nil {
+		m.opts.RelayLogRules.Scope = &logscan.Scope{} // the run's hosts and channels, added as scenarios load
+	}
 	for _, p := range opts.RelayLogs {
 		if strings.HasPrefix(p, logscan.KubectlPrefix) {
 			if k, err := logscan.ParseKubectl(p); err == nil {
@@ -230,6 +246,7 @@ func New(opts Options) *Module {
 		}
 		m.logFiles = append(m.logFiles, logscan.Open(p))
 	}
+	m.watchRelayMetrics()
 	return m
 }
 
@@ -363,6 +380,7 @@ func (m *Module) embedded() (*relay.Relay, error) {
 		return nil, m.relayErr
 	}
 	m.relay, m.stopRelay = r, cancel
+	m.relayMetrics.Add(relaymetrics.Source{Spec: "embedded relay", URL: "http://" + r.Addr() + "/metrics"}, "")
 	if m.opts.OnRelay != nil {
 		m.opts.OnRelay(r)
 	}
@@ -420,6 +438,12 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 		l.identityWarning = scenario.NoSecretWarning
 		if m.opts.Console != nil {
 			fmt.Fprintf(m.opts.Console, "  ! %s\n", scenario.NoSecretWarning)
+		}
+	}
+	if sc := m.opts.RelayLogRules.Scope; sc != nil {
+		sc.Add(l.base.CommunityHosts()...)
+		for _, ch := range l.base.Channels() {
+			sc.Add(l.base.ChannelID(ch))
 		}
 	}
 	m.scenarios[key] = l

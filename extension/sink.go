@@ -204,6 +204,7 @@ func (s *opSink) Record(r relayclient.Result) {
 	}
 	s.l.expected.Classify(&r)
 	if r.Event != nil {
+		s.l.acked.add(&r)
 		if r.Outcome == relayclient.OutcomeOK {
 			s.l.acks.Add(r.Event)
 			s.l.vis.Acked(r.Event, r.Start.Add(r.Duration))
@@ -308,6 +309,7 @@ type setupSink struct {
 
 func (s *setupSink) Record(r relayclient.Result) {
 	s.l.expected.Classify(&r)
+	s.l.acked.add(&r)
 	end := r.Start.Add(r.Duration)
 	s.l.agg.RecordSetup(r, end)
 	step := s.step

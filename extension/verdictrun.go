@@ -81,6 +81,8 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	if l.m != nil {
 		in.RunEnd = l.m.runEndReason()
 		in.RelayLogs = l.m.relayLogs
+		in.RelayMetrics = l.m.relayMetricsRep
+		in.AckedByKind = l.acked.final
 		in.Outputs = l.m.outputDeliveries()
 	}
 	in.Durability, in.Unacked, in.Sweep = l.durability, l.unackedRep, l.swept
@@ -89,6 +91,9 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 		in.Ledger.Visibility = l.visRep
 	}
 	in.Drills = l.drillReports()
+	if l.drills != nil && l.drills.det != nil {
+		in.Connections = l.drills.det.Connections()
+	}
 	if st := l.ledger; st != nil {
 		in.StartUnixMs = st.start.Load() / int64(time.Millisecond)
 	}

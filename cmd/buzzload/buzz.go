@@ -16,6 +16,7 @@ import (
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/internal/sysmem"
 	"github.com/buzzload/buzzload/modules/logscan"
+	"github.com/buzzload/buzzload/modules/relaymetrics"
 )
 
 // ExitUnreachable is the exit code of a run whose preflight failed: the
@@ -42,6 +43,8 @@ type buzzFlags struct {
 	// k6's replacement of the scenarios (buildRunConfig moves it here).
 	duration   *time.Duration
 	relayLogs  []string
+	relayMets  []string
+	logScope   string
 	logPattern string
 	logAllow   []string
 	logMax     int
@@ -53,6 +56,8 @@ func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
 	fs.StringVar(&b.reportHTML, "report-html", "", "write the Buzz report as one self-contained HTML page with plots (buzzload report)")
 	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above, printed for runs of 2m or more; 0s prints none)")
 	fs.StringArrayVar(&b.relayLogs, "relay-log", nil, "scan this relay log FILE for error lines: position taken at the start, what it gains scanned at the end (rotation and truncation followed); or kubectl:NAMESPACE/SELECTOR, read at the end with kubectl logs --since-time (best effort); repeatable. The embedded relay's own log is always scanned")
+	fs.StringArrayVar(&b.relayMets, "relay-metrics", nil, "read the relay's Prometheus series from this URL (its /metrics) or kubectl:NAMESPACE/SELECTOR:PORT (every matching pod through the API server's proxy; read-only, best effort) at the start, every 15s and at the end, and report Buzz's series beside the clients' counts; repeatable. The embedded relay's own are always read")
+	fs.StringVar(&b.logScope, "relay-log-scope", "all", "which relay log lines count: all, or run (only lines naming this run's community hosts or channels: another tenant's errors on a shared relay do not count)")
 	fs.StringVar(&b.logPattern, "relay-log-pattern", logscan.DefaultPattern, "regular expression of an error line in the relay's logs (default: Buzz's ERROR level, text or JSON)")
 	fs.StringArrayVar(&b.logAllow, "relay-log-allow", nil, "regular expression of error lines that do not count (repeatable)")
 	fs.IntVar(&b.logMax, "relay-log-max", 0, "error lines the relay's logs may have before the run fails")
@@ -125,6 +130,19 @@ func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort fun
 		if err := logscan.Readable(p); err != nil {
 			return o, optErr("--relay-log %s: %w", p, err)
 		}
+	}
+	for _, p := range b.relayMets {
+		if _, err := relaymetrics.ParseSource(p); err != nil {
+			return o, optErr("--relay-metrics: %w", err)
+		}
+	}
+	o.RelayMetrics = b.relayMets
+	switch b.logScope {
+	case "all":
+	case "run":
+		o.RelayLogRules.RunScope = true
+	default:
+		return o, optErr("--relay-log-scope %q: want all or run", b.logScope)
 	}
 	o.Duration = b.duration
 	o.Kubectl = os.Getenv("BUZZLOAD_KUBECTL")

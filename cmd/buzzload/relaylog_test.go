@@ -23,6 +23,9 @@ func TestRelayLogErrorDuringTheRunFailsIt(t *testing.T) {
 	}{
 		{"counted", nil, ExitRelayEvidence},
 		{"allowed", []string{"--relay-log-allow", "disk nearly full"}, 0},
+		// A shared relay: the line names none of the run's hosts or
+		// channels, so with the run's scope it is another tenant's (issue 45).
+		{"another tenant's", []string{"--relay-log-scope", "run"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyTestdata(t, "ops-tiny.toml")
@@ -74,6 +77,9 @@ func TestRelayLogErrorDuringTheRunFailsIt(t *testing.T) {
 			}
 			if c.want != 0 && (!strings.Contains(all.String(), "disk nearly full") || strings.Contains(all.String(), "never counted")) {
 				t.Errorf("the output does not show just the run's line:\n%s", all.String())
+			}
+			if c.name == "another tenant's" && !strings.Contains(all.String(), "scope run: 1 error lines naming none of the run's hosts or channels not counted") {
+				t.Errorf("the output does not say the scope and the line it left out:\n%s", all.String())
 			}
 		})
 	}

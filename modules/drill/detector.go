@@ -31,6 +31,15 @@ type Detector struct {
 	ds     []*disruption
 	cli    map[string]*client // by identity and host
 	closed bool               // Close: nothing more is watched
+	ups    int64              // connections seen up (ConnUp), the run's end included
+}
+
+// Connections is how many connections were seen up: the run's side of
+// the relay's buzz_ws_connections_total (issue 45).
+func (d *Detector) Connections() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ups
 }
 
 // Close ends the watch: what closes afterwards (the run's own end) is not
@@ -117,6 +126,7 @@ func (d *Detector) ConnEnded(e relayclient.ConnEnd) {
 func (d *Detector) ConnUp(self, host string, at time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.ups++
 	c := d.client(self, host)
 	c.conns++
 	a := c.pending

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,47 @@ type Rules struct {
 	Pattern *regexp.Regexp   // an error line; nil: DefaultPattern
 	Allow   []*regexp.Regexp // error lines that match one of these do not count
 	Max     int              // more counted lines than this fail the check (default 0)
+	// RunScope counts only error lines that name one of Scope's terms
+	// (--relay-log-scope run: the run's community hosts and channels), so
+	// another tenant's errors on a shared relay do not fail the run.
+	RunScope bool
+	Scope    *Scope
+}
+
+// Scope is the terms a run-scoped line must name; filled while the run's
+// scenarios load, read when lines are counted. Safe for concurrent use.
+type Scope struct {
+	mu    sync.RWMutex
+	terms map[string]bool
+}
+
+// Add adds terms ("" is ignored).
+func (s *Scope) Add(terms ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.terms == nil {
+		s.terms = map[string]bool{}
+	}
+	for _, t := range terms {
+		if t != "" {
+			s.terms[t] = true
+		}
+	}
+}
+
+// names reports whether line names one of the terms.
+func (s *Scope) names(line []byte) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for t := range s.terms {
+		if bytes.Contains(line, []byte(t)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Group is the counted lines of one normalised message.
@@ -50,12 +92,17 @@ type Result struct {
 	Counted int    `json:"counted"` // error lines not allowed
 	// LongLines are lines longer than 64 KiB: scanned whole in parts, their
 	// first 64 KiB kept as a sample.
-	LongLines int      `json:"long_lines,omitempty"`
-	Allowed   int      `json:"allowed,omitempty"`
-	Max       int      `json:"max"`
-	Groups    []Group  `json:"groups,omitempty"`
-	Notes     []string `json:"notes,omitempty"` // rotation, truncation, a best-effort source
-	Error     string   `json:"error,omitempty"` // the log could not be read
+	LongLines int `json:"long_lines,omitempty"`
+	Allowed   int `json:"allowed,omitempty"`
+	// Scope is which lines counted: "all", or "run" (only lines naming
+	// the run's hosts or channels); OutOfScope the error lines another
+	// tenant's (naming none of them), not counted.
+	Scope      string   `json:"scope"`
+	OutOfScope int      `json:"out_of_scope,omitempty"`
+	Max        int      `json:"max"`
+	Groups     []Group  `json:"groups,omitempty"`
+	Notes      []string `json:"notes,omitempty"` // rotation, truncation, a best-effort source
+	Error      string   `json:"error,omitempty"` // the log could not be read
 }
 
 // Failed reports whether the counted lines exceed the maximum.
@@ -82,7 +129,11 @@ func NewScanner(source string, rules Rules) *Scanner {
 	if rules.Pattern == nil {
 		rules.Pattern = regexp.MustCompile(DefaultPattern)
 	}
-	return &Scanner{rules: rules, res: Result{Source: source, Max: rules.Max}, groups: map[string]*Group{}}
+	scope := "all"
+	if rules.RunScope {
+		scope = "run"
+	}
+	return &Scanner{rules: rules, res: Result{Source: source, Max: rules.Max, Scope: scope}, groups: map[string]*Group{}}
 }
 
 // Line scans one line.
@@ -108,6 +159,10 @@ func (s *Scanner) count(line []byte, matched, allowed bool) {
 	}
 	if allowed {
 		s.res.Allowed++
+		return
+	}
+	if s.rules.RunScope && !s.rules.Scope.names(line) {
+		s.res.OutOfScope++
 		return
 	}
 	s.res.Counted++

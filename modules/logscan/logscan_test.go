@@ -103,3 +103,24 @@ func TestLongLinesAreScannedWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestRunScopeCountsOnlyTheRunsLines: with RunScope, an error line
+// counts only when it names one of the scope's terms (issue 45); the
+// others are counted apart as another tenant's.
+func TestRunScopeCountsOnlyTheRunsLines(t *testing.T) {
+	scope := &Scope{}
+	s := NewScanner("relay", Rules{RunScope: true, Scope: scope})
+	scope.Add("c0.myrun.test", "9d1c2c3e-0000-4000-8000-000000000001", "")
+	s.Line([]byte("2026-12-06T00:00:01Z ERROR buzz::db: pool exhausted host=c0.other.test"))
+	s.Line([]byte("2026-12-06T00:00:02Z ERROR buzz::fanout: channel 9d1c2c3e-0000-4000-8000-000000000001 lagged"))
+	s.Line([]byte("2026-12-06T00:00:03Z  INFO buzz: c0.myrun.test ok"))
+	r := s.Result()
+	if r.Scope != "run" || r.Counted != 1 || r.OutOfScope != 1 || r.Lines != 3 {
+		t.Fatalf("%+v", r)
+	}
+	all := NewScanner("relay", Rules{})
+	all.Line([]byte("2026-12-06T00:00:01Z ERROR buzz::db: pool exhausted host=c0.other.test"))
+	if r := all.Result(); r.Scope != "all" || r.Counted != 1 {
+		t.Fatalf("%+v", r)
+	}
+}

@@ -29,7 +29,7 @@ type ingestResult struct {
 	accepted  bool
 	message   string
 	throttled bool
-	status    int // HTTP status for a rejection: 400, 403, 429 or 500
+	status    int  // HTTP status for a rejection: 400, 403, 429 or 500
 	unstored  bool // acknowledged, not stored (the LoseAcked fault): not counted stored
 }
 

@@ -49,9 +49,9 @@ type families struct {
 	admission labelled // transport, reason
 }
 
-// boundedKindLabel is Buzz's bounded_kind_label (handlers/event.rs): the
-// kinds it names, every other kind "other".
-func boundedKindLabel(k int) string {
+// KindLabel is Buzz's bounded_kind_label (handlers/event.rs): the kinds
+// it names, every other kind "other" (the kind label of its series).
+func KindLabel(k int) string {
 	in := func(lo, hi int) bool { return k >= lo && k <= hi }
 	switch {
 	case in(0, 9), k == 1059, k == 1063,
@@ -96,7 +96,7 @@ func (r *Relay) countIngest(kind int, auth ingestAuth, res ingestResult, ephemer
 		}
 		f.admission.add(admission, reason)
 	case res.accepted:
-		label := boundedKindLabel(kind)
+		label := KindLabel(kind)
 		f.received.add(label)
 		if !ephemeral && !res.unstored {
 			author := "human"

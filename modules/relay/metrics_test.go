@@ -69,13 +69,13 @@ func TestMetricsCountWhatTheRelayDid(t *testing.T) {
 	}
 	m := scrapeMetrics(t, r)
 	want := map[string]float64{
-		"buzz_ws_connections_total":                                        1,
-		"buzz_ws_connections_active":                                       1,
-		"buzz_auth_attempts_total":                                         1,
-		"buzz_events_stored_total{kind=9,author_type=human}":               1,
-		"buzz_events_stored_total{kind=9007,author_type=human}":            1,
-		"buzz_events_received_total{kind=9}":                               2,
-		"buzz_events_rejected_total{transport=ws,reason=invalid}":          1,
+		"buzz_ws_connections_total":                                         1,
+		"buzz_ws_connections_active":                                        1,
+		"buzz_auth_attempts_total":                                          1,
+		"buzz_events_stored_total{kind=9,author_type=human}":                1,
+		"buzz_events_stored_total{kind=9007,author_type=human}":             1,
+		"buzz_events_received_total{kind=9}":                                2,
+		"buzz_events_rejected_total{transport=ws,reason=invalid}":           1,
 		"buzz_admission_rejections_total{transport=websocket,reason=quota}": 1,
 	}
 	for k, v := range want {
@@ -87,7 +87,7 @@ func TestMetricsCountWhatTheRelayDid(t *testing.T) {
 
 func TestBoundedKindLabel(t *testing.T) {
 	for k, want := range map[int]string{9: "9", 1059: "1059", 9007: "9007", 20001: "20001", 24200: "24200", 44200: "44200", 10002: "other", 30078: "other"} {
-		if got := boundedKindLabel(k); got != want {
+		if got := KindLabel(k); got != want {
 			t.Errorf("kind %d: %q, want %q", k, got, want)
 		}
 	}

@@ -54,7 +54,10 @@ type Result struct {
 	// Refused: the relay answered and refused (an OK false, an HTTP error
 	// status, a refusal in the body); false for timeouts, cuts and our own
 	// errors. Throttles are refusals too.
-	Refused       bool
+	Refused bool
+	// Idempotent: a refusal an idempotent seed counts as the success it is
+	// (the unit exists), so the relay did not accept this event.
+	Idempotent    bool
 	Error         string        // why it is not ok: trimmed, quoting what arrived; never a secret
 	BytesSent     int64         // payload bytes written for this operation
 	BytesReceived int64         // payload bytes read for this operation

@@ -51,9 +51,14 @@ type Input struct {
 	Sweep       *SweepReport
 	Profile     *ProfileVerdict
 	RelayLogs   []*logscan.Result
-	Outputs     []OutputDelivery
-	WindowSecs  float64
-	Windows     []WindowReport
+	// RelayMetrics are the relay's own series (issue 45); Connections the
+	// WebSocket connections the run opened, for its findings.
+	RelayMetrics *RelayMetricsReport
+	Connections  int64
+	AckedByKind  map[string]int64 // events acknowledged to the clients, by Buzz's kind label
+	Outputs      []OutputDelivery
+	WindowSecs   float64
+	Windows      []WindowReport
 }
 
 // Build is the report of a run: a pure function of its input and the
@@ -97,6 +102,11 @@ func Build(in Input, t Totals) *Report {
 	r.Outputs, r.Ledger = in.Outputs, in.Ledger
 	r.Drills = append([]DrillReport{}, in.Drills...)
 	fillDrillLedger(r.Drills, r.Ledger, in.StartUnixMs)
+	if m := in.RelayMetrics; m != nil {
+		cp := *m
+		cp.Run = clientCounts(r, in.Connections, in.AckedByKind)
+		r.RelayMetrics = &cp
+	}
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)
@@ -274,6 +284,13 @@ func verdict(r *Report, runEnd string) string {
 	}
 	if u := r.Unacked; u != nil && u.DeliveredRefused+u.StoredRefused > 0 {
 		return fmt.Sprintf("durability: the relay refused events it then delivered (%d) or stored (%d): %v", u.DeliveredRefused, u.StoredRefused, u.RefusedIDs)
+	}
+	if m := r.RelayMetrics; m != nil {
+		for _, c := range relayMetricsChecks(m) {
+			if c.Level == CheckFail {
+				return c.Name + ": " + c.Detail
+			}
+		}
 	}
 	return ""
 }

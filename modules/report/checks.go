@@ -139,6 +139,7 @@ func checksOf(r *Report) []Check {
 	if r.Unacked != nil {
 		out = append(out, unackedCheck(r.Unacked))
 	}
+	out = append(out, relayMetricsChecks(r.RelayMetrics)...)
 	for _, o := range r.Outputs {
 		out = append(out, o.check())
 	}
@@ -223,7 +224,11 @@ func relayLogCheck(lg *logscan.Result) Check {
 	case len(lg.Notes) > 0:
 		return Check{Name: name, Level: CheckWarn, Detail: fmt.Sprintf("%d error lines of %d; %s", lg.Counted, lg.Lines, strings.Join(lg.Notes, "; "))}
 	}
-	return Check{Name: name, Level: CheckPass, Detail: fmt.Sprintf("%d error lines in %d lines (at most %d)", lg.Counted, lg.Lines, lg.Max)}
+	d := fmt.Sprintf("%d error lines in %d lines (at most %d)", lg.Counted, lg.Lines, lg.Max)
+	if lg.Scope == "run" {
+		d += fmt.Sprintf("; scope run: %d naming none of the run's hosts or channels not counted", lg.OutOfScope)
+	}
+	return Check{Name: name, Level: CheckPass, Detail: d}
 }
 
 // ProfileVerdict is a gateway profile's verdict (buzzload/profiles.js

@@ -98,6 +98,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 	out.Drills = mergeDrills(reps)
 	out.Durability = mergeDurability(reps)
 	out.Unacked = mergeUnacked(reps)
+	out.RelayMetrics = mergeRelayMetrics(out, names, reps)
 	out.Sweep = first.Sweep
 	for _, r := range reps {
 		if r.Sweep != nil && !r.Sweep.OK {
@@ -115,6 +116,11 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 	for i := range out.Drills {
 		if ch := drillCheck(&out.Drills[i]); ch.Level == CheckFail && out.AbortReason == "" {
 			out.AbortReason = ch.Name + ": " + ch.Detail
+		}
+	}
+	for _, c := range relayMetricsChecks(out.RelayMetrics) {
+		if c.Level == CheckFail && out.AbortReason == "" {
+			out.AbortReason = c.Name + ": " + c.Detail
 		}
 	}
 	for i, r := range reps {

@@ -176,6 +176,9 @@ type Report struct {
 	// RelayLogs are the relay's own logs, scanned for error lines
 	// (--relay-log, and the embedded relay's).
 	RelayLogs []*logscan.Result `json:"relay_logs,omitempty"`
+	// RelayMetrics are the relay's own Prometheus series beside the
+	// clients' counts (--relay-metrics; the embedded relay's by default).
+	RelayMetrics *RelayMetricsReport `json:"relay_metrics,omitempty"`
 	// Outputs are the metric outputs' delivery counts (--out cloud,
 	// experimental-prometheus-rw), each judged by an outputs check.
 	Outputs []OutputDelivery `json:"outputs,omitempty"`

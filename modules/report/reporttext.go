@@ -142,10 +142,14 @@ func (r *Report) Text() string {
 		b.WriteString("\n")
 	}
 	for _, lg := range r.RelayLogs {
-		if lg.Counted == 0 && len(lg.Notes) == 0 && lg.Error == "" {
+		if lg.Counted == 0 && len(lg.Notes) == 0 && lg.Error == "" && lg.OutOfScope == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  relay log %s: %d error lines in %d lines scanned (at most %d)\n", tc(lg.Source), lg.Counted, lg.Lines, lg.Max)
+		scope := ""
+		if lg.Scope == "run" {
+			scope = fmt.Sprintf("; scope run: %d error lines naming none of the run's hosts or channels not counted", lg.OutOfScope)
+		}
+		fmt.Fprintf(&b, "\n  relay log %s: %d error lines in %d lines scanned (at most %d%s)\n", tc(lg.Source), lg.Counted, lg.Lines, lg.Max, scope)
 		for i, g := range lg.Groups {
 			if i == 5 {
 				fmt.Fprintf(&b, "    … %d more messages\n", len(lg.Groups)-5)
@@ -188,6 +192,7 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "    ✗ refused yet delivered or stored %s\n", tc(id))
 		}
 	}
+	relayMetricsText(&b, r.RelayMetrics, tc)
 	if len(r.Expected) > 0 {
 		b.WriteString("\n  expected errors (known refusals of the deployment, not failures):\n")
 		for _, e := range r.Expected {

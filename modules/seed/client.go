@@ -407,7 +407,7 @@ type idempotentSink struct{ relayclient.Sink }
 
 func (s idempotentSink) Record(r relayclient.Result) {
 	if r.Outcome == relayclient.OutcomeError && alreadyThere(r) {
-		r.Outcome, r.Error, r.Refused = relayclient.OutcomeOK, "", false
+		r.Outcome, r.Error, r.Refused, r.Idempotent = relayclient.OutcomeOK, "", false, true
 	}
 	s.Sink.Record(r)
 }

@@ -1,0 +1,82 @@
+package extension
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relaymetrics"
+)
+
+// The relay's own numbers (issue 45): its Prometheus series read from the
+// module's start (or the embedded relay's) to the end of the run, beside
+// the clients' counts in the report (report.RelayMetricsReport).
+
+const kubectlMetricsNote = "read through kubectl get --raw (the API server's pod proxy), read-only, best effort: a pod replaced during the run restarts its counters (counted from zero)"
+
+// watchRelayMetrics starts reading --relay-metrics' sources.
+func (m *Module) watchRelayMetrics() {
+	m.relayMetrics = relaymetrics.NewWatcher(relaymetrics.Reader{Kubectl: m.opts.Kubectl}, m.opts.RelayMetricsInterval)
+	for _, spec := range m.opts.RelayMetrics {
+		src, err := relaymetrics.ParseSource(spec)
+		if err != nil {
+			continue // the flag's parser refused it before the run
+		}
+		note := ""
+		if src.URL == "" {
+			note = kubectlMetricsNote
+		}
+		m.relayMetrics.Add(src, note)
+	}
+}
+
+// finishRelayMetrics takes the last readings, once, while the relay (the
+// embedded one included) still serves.
+func (m *Module) finishRelayMetrics(ls []*loaded) {
+	if rep := m.relayMetrics.Finish(); rep != nil {
+		m.relayMetricsRep = rep
+	}
+	for _, l := range ls {
+		l.acked.freeze()
+	}
+}
+
+// ackedKinds counts the events the relay acknowledged to the run's
+// clients (the seed's included) by Buzz's kind label, for the finding
+// "stored fewer than acknowledged" (report.relayMetricsChecks): Buzz
+// counts buzz_events_stored_total{kind} for every accepted ingest,
+// ephemeral kinds excepted. Frozen at the relay's last reading, so the
+// teardown's publishes are not counted.
+type ackedKinds struct {
+	m      sync.Map // label → *atomic.Int64
+	frozen atomic.Bool
+	final  map[string]int64
+}
+
+func (a *ackedKinds) add(r *relayclient.Result) {
+	if r.Outcome != relayclient.OutcomeOK || r.Event == nil || r.Idempotent || a.frozen.Load() {
+		return
+	}
+	if k := r.Event.Kind; k >= 20000 && k < 30000 {
+		return // ephemeral: never stored
+	}
+	label := relay.KindLabel(r.Event.Kind)
+	v, ok := a.m.Load(label)
+	if !ok {
+		v, _ = a.m.LoadOrStore(label, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+// freeze takes the counts (once; later adds are ignored).
+func (a *ackedKinds) freeze() {
+	if a.frozen.Swap(true) {
+		return
+	}
+	a.final = map[string]int64{}
+	a.m.Range(func(k, v any) bool {
+		a.final[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+}
