@@ -25,7 +25,7 @@ import (
 // loaded is one scenario file as every VU of the run shares it.
 type loaded struct {
 	// acked: events the relay acknowledged, by kind (relaymetricsrun.go).
-	acked ackedKinds
+	acked  ackedKinds
 	gen    *genmeter.Meter // the generator's CPU per step
 	genOut genOut          // where the meter's samples go
 	m      *Module

@@ -22,8 +22,8 @@ import (
 	"github.com/buzzload/buzzload/modules/expect"
 	"github.com/buzzload/buzzload/modules/logscan"
 	"github.com/buzzload/buzzload/modules/relay"
-	"github.com/buzzload/buzzload/modules/relaymetrics"
 	"github.com/buzzload/buzzload/modules/relayclient"
+	"github.com/buzzload/buzzload/modules/relaymetrics"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -289,6 +289,7 @@ type metricSet struct {
 	generatorLag                                             *metrics.Metric // buzz_generator_lag: due → started of each scheduled op
 	setupDuration, setupFailed                               *metrics.Metric // buzz_setup_*: the seed's operations
 	ledgerExpected, ledgerReceived, ledgerMissed, ledgerLost *metrics.Metric // buzz_ledger_*: the delivery ledger's counts
+	relayStored, relayRejected, relayConns                   *metrics.Metric // buzz_relay_*: the relay's own series (relaymetricsrun.go)
 	// dataSent and dataReceived are the host's built-in data_sent and
 	// data_received (nil when the host has none).
 	dataSent, dataReceived *metrics.Metric
@@ -314,6 +315,9 @@ func (m *Module) metrics(reg *metrics.Registry) (*metricSet, error) {
 			{Dst: &ms.ledgerReceived, Name: report.MetricLedgerReceived, Type: metrics.Counter, Contains: metrics.Default},
 			{Dst: &ms.ledgerMissed, Name: report.MetricLedgerMissed, Type: metrics.Counter, Contains: metrics.Default},
 			{Dst: &ms.ledgerLost, Name: report.MetricLedgerLost, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.relayStored, Name: report.MetricRelayStored, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.relayRejected, Name: report.MetricRelayRejected, Type: metrics.Counter, Contains: metrics.Default},
+			{Dst: &ms.relayConns, Name: report.MetricRelayConns, Type: metrics.Gauge, Contains: metrics.Default},
 		}); err != nil {
 			m.metErr = fmt.Errorf("k6/x/buzz: %w", err)
 			return

@@ -3,6 +3,10 @@ package extension
 import (
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/modules/report"
 
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/relayclient"
@@ -18,6 +22,7 @@ const kubectlMetricsNote = "read through kubectl get --raw (the API server's pod
 // watchRelayMetrics starts reading --relay-metrics' sources.
 func (m *Module) watchRelayMetrics() {
 	m.relayMetrics = relaymetrics.NewWatcher(relaymetrics.Reader{Kubectl: m.opts.Kubectl}, m.opts.RelayMetricsInterval)
+	m.relayMetrics.OnReading = m.pushRelayReading
 	for _, spec := range m.opts.RelayMetrics {
 		src, err := relaymetrics.ParseSource(spec)
 		if err != nil {
@@ -28,6 +33,28 @@ func (m *Module) watchRelayMetrics() {
 			note = kubectlMetricsNote
 		}
 		m.relayMetrics.Add(src, note)
+	}
+}
+
+// pushRelayReading makes a reading live metrics (the web dashboard's
+// plots, every output), through the first scenario whose clients have
+// started: the relay's numbers are no scenario's, so without its tag.
+func (m *Module) pushRelayReading(src relaymetrics.Source, at time.Time, inc, gauges map[string]float64) {
+	for _, l := range m.loadedScenarios() {
+		push, met, tags := l.genOut.get()
+		if push == nil {
+			continue
+		}
+		tags = tags.With("source", src.Spec)
+		samples := []metrics.Sample{
+			{Metric: met.relayStored, Tags: tags, Time: at, Value: inc[report.SeriesStored]},
+			{Metric: met.relayRejected, Tags: tags, Time: at, Value: inc[report.SeriesRejected] + inc[report.SeriesAdmission]},
+		}
+		if v, ok := gauges[report.SeriesConnsActive]; ok {
+			samples = append(samples, metrics.Sample{Metric: met.relayConns, Tags: tags, Time: at, Value: v})
+		}
+		push(samples...)
+		return
 	}
 }
 

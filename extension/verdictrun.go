@@ -97,6 +97,9 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	if st := l.ledger; st != nil {
 		in.StartUnixMs = st.start.Load() / int64(time.Millisecond)
 	}
+	if t := l.win.Start(); in.StartUnixMs == 0 && !t.IsZero() {
+		in.StartUnixMs = t.UnixMilli()
+	}
 	return report.Build(in, l.agg.Totals())
 }
 

@@ -41,13 +41,14 @@ type buzzFlags struct {
 	warmup         time.Duration
 	// duration is -d / K6_DURATION of a scenario .toml: its length, not
 	// k6's replacement of the scenarios (buildRunConfig moves it here).
-	duration   *time.Duration
-	relayLogs  []string
-	relayMets  []string
-	logScope   string
-	logPattern string
-	logAllow   []string
-	logMax     int
+	duration       *time.Duration
+	relayLogs      []string
+	relayMets      []string
+	relayMetsEvery time.Duration
+	logScope       string
+	logPattern     string
+	logAllow       []string
+	logMax         int
 }
 
 func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
@@ -57,6 +58,7 @@ func addBuzzFlags(fs *pflag.FlagSet, b *buzzFlags) {
 	fs.DurationVar(&b.reportInterval, "report-interval", 0, "print a window of per-operation numbers this often while the run goes (default 10s for runs under 10m, 60s above, printed for runs of 2m or more; 0s prints none)")
 	fs.StringArrayVar(&b.relayLogs, "relay-log", nil, "scan this relay log FILE for error lines: position taken at the start, what it gains scanned at the end (rotation and truncation followed); or kubectl:NAMESPACE/SELECTOR, read at the end with kubectl logs --since-time (best effort); repeatable. The embedded relay's own log is always scanned")
 	fs.StringArrayVar(&b.relayMets, "relay-metrics", nil, "read the relay's Prometheus series from this URL (its /metrics) or kubectl:NAMESPACE/SELECTOR:PORT (every matching pod through the API server's proxy; read-only, best effort) at the start, every 15s and at the end, and report Buzz's series beside the clients' counts; repeatable. The embedded relay's own are always read")
+	fs.DurationVar(&b.relayMetsEvery, "relay-metrics-interval", 15*time.Second, "how often the relay's series are read between the first and the last reading")
 	fs.StringVar(&b.logScope, "relay-log-scope", "all", "which relay log lines count: all, or run (only lines naming this run's community hosts or channels: another tenant's errors on a shared relay do not count)")
 	fs.StringVar(&b.logPattern, "relay-log-pattern", logscan.DefaultPattern, "regular expression of an error line in the relay's logs (default: Buzz's ERROR level, text or JSON)")
 	fs.StringArrayVar(&b.logAllow, "relay-log-allow", nil, "regular expression of error lines that do not count (repeatable)")
@@ -137,6 +139,10 @@ func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort fun
 		}
 	}
 	o.RelayMetrics = b.relayMets
+	if b.relayMetsEvery <= 0 {
+		return o, optErr("--relay-metrics-interval %v: want a positive duration", b.relayMetsEvery)
+	}
+	o.RelayMetricsInterval = b.relayMetsEvery
 	switch b.logScope {
 	case "all":
 	case "run":

@@ -28,7 +28,7 @@ func TestWebDashboardLiveAndExport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, buzzloadBin(t), "run", "--out", "web-dashboard=port=0&period=1s&export=dash.html",
-		"--summary-export", "sum.json", "ops-tiny.toml")
+		"--summary-export", "sum.json", "--relay-metrics-interval", "1s", "ops-tiny.toml")
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -95,7 +95,8 @@ func TestWebDashboardLiveAndExport(t *testing.T) {
 	}
 
 	export := filepath.Join(dir, "dash.html")
-	checkPage(t, export, []string{"k6-vus", "k6-iterations", "k6-data", "buzz-generator-cpu", "buzz-generator-lag", "clients", "op-publish-latency", "op-publish-rate"}, nil)
+	checkPage(t, export, []string{"k6-vus", "k6-iterations", "k6-data", "buzz-generator-cpu", "buzz-generator-lag", "clients", "op-publish-latency", "op-publish-rate",
+		"relay-live-events", "relay-live-conns"}, nil) // the embedded relay's own numbers, live (issue 45)
 	page := loadPage(t, export, "", 1600, 4000)
 	if !strings.Contains(page.dom, "<h2>Checks</h2>") || !strings.Contains(page.dom, "result: ok") || !strings.Contains(page.dom, "<h2>Steps</h2>") {
 		t.Error("the export lacks the Buzz report's verdict, checks or steps")

@@ -79,9 +79,16 @@ func TestRelayMetricsBesideTheClients(t *testing.T) {
 			if !strings.Contains(out, "relay metrics ("+url+", ") || !strings.Contains(out, "events_stored_total +") {
 				t.Errorf("the console lacks the relay metrics line:\n%s", out)
 			}
-			page, _ := os.ReadFile(filepath.Join(dir, "rep.html"))
-			if !strings.Contains(string(page), "relay_metrics") {
-				t.Errorf("the page does not carry the relay's series")
+			if c.lose {
+				return
+			}
+			// The page (headless Chromium): the section, its table and the
+			// two plots of the relay's numbers beside the clients'.
+			ps := loadPage(t, filepath.Join(dir, "rep.html"), "", 1600, 8000)
+			for _, want := range []string{"<h2>The relay's own numbers</h2>", "buzz_events_stored_total", `data-plot="relay-events-0"`, `data-plot="relay-conns-0"`, "clients: publishes acknowledged/s"} {
+				if !strings.Contains(ps.dom, want) {
+					t.Errorf("the page lacks %q", want)
+				}
 			}
 		})
 	}

@@ -22,6 +22,10 @@ const maxSamples = 2000
 type Watcher struct {
 	rd       Reader
 	interval time.Duration
+	// OnReading, when set, sees every reading after the first: the
+	// counters' increases since the one before and the gauges' values,
+	// summed by family (the live metrics; set before the first Add).
+	OnReading func(src Source, at time.Time, increases, gauges map[string]float64)
 
 	mu       sync.Mutex
 	tracks   []*track
@@ -94,22 +98,35 @@ func (w *Watcher) readWithin(t *track, d time.Duration) {
 	defer cancel()
 	s, err := w.rd.Read(ctx, t.src)
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err != nil {
 		t.bad++
 		if t.err == "" {
 			t.err = err.Error()
 		}
+		w.mu.Unlock()
 		return
 	}
-	t.fold(s)
+	inc, first := t.fold(s)
+	w.mu.Unlock()
+	if w.OnReading != nil && !first {
+		gauges := map[string]float64{}
+		for k, v := range s.Values {
+			if info := s.Series[k]; info.Type == "gauge" {
+				gauges[info.Name] += v
+			}
+		}
+		w.OnReading(t.src, s.At, inc, gauges)
+	}
 }
 
 // fold adds a reading: a counter's increase since the last reading (a
-// value below it is a reset: the relay restarted, count from zero).
-func (t *track) fold(s Scrape) {
+// value below it is a reset: the relay restarted, count from zero). It
+// returns the increases by family, and whether it was the first reading.
+func (t *track) fold(s Scrape) (map[string]float64, bool) {
 	t.ok++
-	if t.first == nil {
+	first := t.first == nil
+	inc := map[string]float64{}
+	if first {
 		t.first = &s
 	} else {
 		for k, v := range s.Values {
@@ -117,16 +134,19 @@ func (t *track) fold(s Scrape) {
 				continue
 			}
 			prev, seen := t.last.Values[k]
+			d := 0.0
 			switch {
 			case !seen:
 				if _, atStart := t.first.Values[k]; !atStart {
-					t.incr[k] += v // a series that appeared during the run
+					d = v // a series that appeared during the run
 				}
 			case v >= prev:
-				t.incr[k] += v - prev
+				d = v - prev
 			default:
-				t.incr[k] += v
+				d = v
 			}
+			t.incr[k] += d
+			inc[s.Series[k].Name] += d
 		}
 	}
 	t.last = &s
@@ -144,6 +164,7 @@ func (t *track) fold(s Scrape) {
 		}
 		t.samples = kept
 	}
+	return inc, first
 }
 
 // Finish stops the periodic readings, takes the last of every source and

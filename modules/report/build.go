@@ -105,6 +105,7 @@ func Build(in Input, t Totals) *Report {
 	if m := in.RelayMetrics; m != nil {
 		cp := *m
 		cp.Run = clientCounts(r, in.Connections, in.AckedByKind)
+		cp.TimelineStartUnixMs = in.StartUnixMs
 		r.RelayMetrics = &cp
 	}
 	r.AbortReason = verdict(r, in.RunEnd)

@@ -21,6 +21,12 @@ const (
 	MetricLedgerLost     = "buzz_ledger_lost"
 	MetricGeneratorCPU   = "buzz_generator_cpu"
 	MetricGeneratorLag   = "buzz_generator_lag"
+	// The relay's own counts as its Prometheus series gave them (issue
+	// 45), live: events stored and rejections (events and admission) per
+	// reading, and connections open at each reading, tagged source.
+	MetricRelayStored   = "buzz_relay_events_stored"
+	MetricRelayRejected = "buzz_relay_rejections"
+	MetricRelayConns    = "buzz_relay_connections"
 	// The seed's operations (setup, not load): their own metrics, so the
 	// load's latency and error rate, and an alert on them, never carry the
 	// seed's (issue 47 items 1 and 6).

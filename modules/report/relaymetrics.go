@@ -25,6 +25,9 @@ type RelayMetricsReport struct {
 	From string `json:"from,omitempty"`
 	// Run is the clients' side of the findings.
 	Run ClientCounts `json:"run"`
+	// TimelineStartUnixMs is the run's timeline start (its windows' and
+	// steps' zero), for plotting the samples beside them.
+	TimelineStartUnixMs int64 `json:"timeline_start_unix_ms,omitempty"`
 }
 
 // RelayMetricsSource is one place the series were read from.
@@ -60,10 +63,11 @@ type RelayMetricsSample struct {
 // Buzz's series the findings read (crates/buzz-relay/src/metrics.rs and
 // the admission module; docs/buzz-names.md).
 const (
-	SeriesStored     = "buzz_events_stored_total"
-	SeriesRejected   = "buzz_events_rejected_total"
-	SeriesAdmission  = "buzz_admission_rejections_total"
-	SeriesConnsTotal = "buzz_ws_connections_total"
+	SeriesStored      = "buzz_events_stored_total"
+	SeriesRejected    = "buzz_events_rejected_total"
+	SeriesAdmission   = "buzz_admission_rejections_total"
+	SeriesConnsTotal  = "buzz_ws_connections_total"
+	SeriesConnsActive = "buzz_ws_connections_active"
 )
 
 // Delta sums a family's deltas over every label set and source; ok is

@@ -225,6 +225,13 @@ func (w *Windows) Started() bool {
 	return !w.start.IsZero()
 }
 
+// Start is the population scenarios' start (zero before it).
+func (w *Windows) Start() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.start
+}
+
 // PrintWindowsFrom is the shortest run whose window blocks are printed
 // without --report-interval.
 const PrintWindowsFrom = 2 * time.Minute

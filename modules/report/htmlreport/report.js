@@ -196,6 +196,63 @@
     parent.appendChild(t);
   }
 
+  // The relay's own numbers (issue 45): its Buzz series read during the
+  // run, their deltas beside the clients' counts, and the families'
+  // rates over the run's time beside the clients' acknowledged publishes.
+  function relaySection() {
+    var withRM = runs.filter(function (r) { return rep(r) && rep(r).relay_metrics; });
+    if (!withRM.length) return;
+    var rs = section("The relay's own numbers");
+    withRM.forEach(function (r, ri) {
+      var m = rep(r).relay_metrics, run = m.run || {};
+      if (multi) rs.appendChild(el("h3", {}, r.label));
+      (m.sources || []).forEach(function (s) {
+        rs.appendChild(el("div", { "class": "run" }, "read from " + String(s.source) + ": " + num(s.scrapes) + " readings" +
+          (s.failed_scrapes ? ", " + num(s.failed_scrapes) + " failed (" + String(s.error || "") + ")" : "") + (s.note ? "; " + String(s.note) : "")));
+      });
+      rs.appendChild(el("div", { "class": "run" }, "the clients saw " + num(run.acknowledged) + " events acknowledged, " + num(run.refused) + " refusals, " + num(run.connections) + " connections up"));
+      var rows = (m.series || []).filter(function (x) { return num(x.delta) !== 0 || x.type === "gauge"; }).slice(0, 60).map(function (x) {
+        var labels = Object.keys(x.labels || {}).sort().map(function (k) { return k + "=" + String(x.labels[k]); }).join(", ");
+        return [String(x.name), labels, String(x.type), fmt(x.start), fmt(x.end), fmt(x.delta)];
+      });
+      table(rs, ["series", "labels", "type", "start", "end", "delta"], rows);
+      var t0 = num(m.timeline_start_unix_ms), fams = ["buzz_events_stored_total", "buzz_events_received_total", "buzz_events_rejected_total", "buzz_admission_rejections_total"];
+      var cols = ["#2ca02c", "#1f77b4", "#d62728", "#9467bd"], bySrc = set();
+      (m.samples || []).forEach(function (x) { (bySrc[x.source] = bySrc[x.source] || []).push(x); });
+      var ser = [], conns = [];
+      Object.keys(bySrc).forEach(function (src, si) {
+        var xs = bySrc[src], tag = Object.keys(bySrc).length > 1 ? " " + src : "";
+        fams.forEach(function (f, fi) {
+          var pts = [];
+          for (var i = 1; i < xs.length; i++) {
+            var dt = (num(xs[i].t) - num(xs[i - 1].t)) / 1000, a = own(xs[i - 1].values, f), b = own(xs[i].values, f);
+            if (dt > 0 && b !== undefined && num(xs[i].t) >= t0) pts.push([(num(xs[i].t) - t0) / 1000, Math.max(0, num(b) - num(a)) / dt]);
+          }
+          if (pts.length) ser.push({ name: f.replace(/^buzz_|_total$/g, "") + "/s" + tag, color: cols[fi], dash: dashOf(si), pts: pts });
+        });
+        var cp = xs.filter(function (x) { return num(x.t) >= t0 && own(x.values, "buzz_ws_connections_active") !== undefined; })
+          .map(function (x) { return [(num(x.t) - t0) / 1000, num(own(x.values, "buzz_ws_connections_active"))]; });
+        if (cp.length) conns.push({ name: "relay: connections open" + tag, color: "#1f77b4", dash: dashOf(si), pts: cp });
+      });
+      // The clients' acknowledged publishes per window, beside the relay's stored.
+      var mine = windows(r).map(function (w) {
+        var ok = 0, d = num(w.end_s) - num(w.start_s);
+        ["publish", "http_events"].forEach(function (op) { var o = own(w.ops || {}, op); if (o) ok += num(o.ok); });
+        return [num(w.end_s), d > 0 ? ok / d : 0];
+      });
+      if (mine.length) ser.push({ name: "clients: publishes acknowledged/s", color: "#ff7f0e", dash: "2 3", pts: mine });
+      chart(rs, "relay-events-" + ri, "Events per second, as the relay counted them and as the clients saw them acknowledged", "per s", ser);
+      var live = [];
+      windows(r).forEach(function (w) {
+        var n = 0;
+        Object.keys(w.clients || {}).forEach(function (k) { n += num(own(w.clients, k)); });
+        live.push([num(w.end_s), n]);
+      });
+      if (live.length) conns.push({ name: "clients in a session", color: "#ff7f0e", dash: "2 3", pts: live });
+      chart(rs, "relay-conns-" + ri, "Connections open on the relay beside the run's clients in a session", "count", conns);
+    });
+  }
+
   function render() {
   runs = D.runs || [];
   multi = runs.length > 1;
@@ -330,6 +387,8 @@
       if (bad.length) table(ls, ["", "event", "recipient", "channel", "rule"], bad);
     });
   }
+
+  relaySection();
 
   var anyWindows = runs.some(function (r) { return windows(r).length > 0; });
 
@@ -560,6 +619,11 @@
     plot("k6-iterations", "iterations per second", "per s", series("iterations", "sum", "iterations/s", COL.tput, 1, true)
       .concat(series("dropped_iterations", "sum", "dropped/s", COL.err, 1, true)));
     plot("k6-http-reqs", "HTTP requests per second", "per s", series("http_reqs", "sum", "requests/s", COL.tput, 1, true));
+    // The relay's own count (--relay-metrics; the embedded relay's), live.
+    plot("relay-live-events", "the relay's own count: events stored and rejections per second", "per s",
+      series("buzz_relay_events_stored", "sum", "relay: stored/s", COL.tput, 1, true).concat(series("buzz_relay_rejections", "sum", "relay: rejections/s", COL.err, 1, true)));
+    plot("relay-live-conns", "connections open on the relay (its own count) beside the virtual users", "count",
+      series("buzz_relay_connections", "value", "relay: connections", COL.p50).concat(series("vus", "value", "vus", COL.p95)));
     plot("k6-http-duration", "http_req_duration", "ms", series("http_req_duration", "p50", "p50", COL.p50)
       .concat(series("http_req_duration", "p95", "p95", COL.p95)).concat(series("http_req_duration", "p99", "p99", COL.p99)));
     plot("k6-http-failed", "http_req_failed (share of requests)", "%", series("http_req_failed", "value", "failed", COL.err, 100));
