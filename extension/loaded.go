@@ -24,6 +24,9 @@ import (
 
 // loaded is one scenario file as every VU of the run shares it.
 type loaded struct {
+	// preflightSockets: the preflight's WebSocket, once it connected
+	// (guarded by preMu).
+	preflightSockets int64
 	// acked: events the relay acknowledged, by kind (relaymetricsrun.go).
 	acked  ackedKinds
 	gen    *genmeter.Meter // the generator's CPU per step
@@ -266,6 +269,7 @@ func (l *loaded) checkTarget(ctx context.Context, sc *scenario.Scenario, seeding
 	limits, err := preflight.Check(ctx, sc, preflight.Target(sc, seeding), sc.OwnerKeys(0), seeding, pool)
 	if err == nil {
 		l.relayLimits = limits
+		l.preflightSockets = 1 // its WebSocket check: a connection the relay counts, no watcher sees
 	}
 	if err == nil && seeding && op != nil {
 		err = preflight.Operator(ctx, sc, op, origin, pool)

@@ -92,7 +92,9 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	}
 	in.Drills = l.drillReports()
 	if l.drills != nil && l.drills.det != nil {
-		in.Connections = l.drills.det.Connections()
+		l.preMu.Lock()
+		in.Connections = l.drills.det.Connections() + l.preflightSockets
+		l.preMu.Unlock()
 	}
 	if st := l.ledger; st != nil {
 		in.StartUnixMs = st.start.Load() / int64(time.Millisecond)

@@ -76,6 +76,11 @@ func TestRelayMetricsBesideTheClients(t *testing.T) {
 			if check == nil || check.Level != c.wantLevel || c.lose && !strings.Contains(check.Detail, "kind 9: ") {
 				t.Fatalf("check %+v", check)
 			}
+			for _, ch := range rep.Checks {
+				if (ch.Name == "relay connections" || ch.Name == "relay rejections") && ch.Level != report.CheckPass {
+					t.Errorf("a finding on a relay the run has alone: %+v", ch) // every socket and refusal is the run's
+				}
+			}
 			if !strings.Contains(out, "relay metrics ("+url+", ") || !strings.Contains(out, "events_stored_total +") {
 				t.Errorf("the console lacks the relay metrics line:\n%s", out)
 			}

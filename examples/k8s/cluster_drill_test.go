@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/internal/waitfor"
+	"github.com/buzzload/buzzload/modules/relaymetrics"
 	"github.com/buzzload/buzzload/modules/report"
 )
 
@@ -67,17 +69,17 @@ max_error_rate = 0.05
 func TestClusterRelayRestartDrill(t *testing.T) {
 	_, pv := clusterFixture(t)
 	bin := k6Bin(t)
-	run := "drill-" + time.Now().Format("150405")
-	toml := strings.NewReplacer("RUN_ID", "k8s-"+run, "RELAY_ADDR", relayIP+":"+relayPort).Replace(drillTOML)
+	name := "drill-" + time.Now().Format("150405")
+	toml := strings.NewReplacer("RUN_ID", "k8s-"+name, "RELAY_ADDR", relayIP+":"+relayPort).Replace(drillTOML)
 	configMap(t, "buzzload-test", map[string]string{"buzz-test.js": drillScript, "buzz-test.toml": toml})
-	kube(t, forCluster(t, "testrun.yaml", map[string]string{"RUN_NAME": run, "INSTANCES": "3", "IMAGE": e2eImage}), "apply", "-f", "-")
-	testrun := "buzzload-" + run
+	kube(t, forCluster(t, "testrun.yaml", map[string]string{"RUN_NAME": name, "INSTANCES": "3", "IMAGE": e2eImage}), "apply", "-f", "-")
+	testrun := "buzzload-" + name
 	waitfor.UntilEvery(t, "the runners running, started", 5*time.Minute, time.Second, func() bool {
 		out, _ := kubeTry("", "get", "pods", "-l", "runner=true,k6_cr="+testrun, "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
 		return strings.Count(out, "=Running") == 3 && jobDone(testrun+"-starter")
 	})
-	// Every runner's humans connected and subscribed: the relay counts
-	// six sockets (its /stats answer).
+	// Every runner's humans connected: the relay counts six sockets (its
+	// /metrics' buzz_ws_connections_active).
 	waitfor.UntilEvery(t, "six humans connected", 2*time.Minute, time.Second, func() bool {
 		return relayConnections(t) >= 6
 	})
@@ -88,9 +90,9 @@ func TestClusterRelayRestartDrill(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("buzzload drill exited %d:\n%s%s", code, out, errs)
 	}
-	passed := waitJob(t, "buzzload-merge-"+run, 8*time.Minute)
-	logs := kube(t, "", "logs", "job/buzzload-merge-"+run)
-	raw, err := os.ReadFile(filepath.Join(pv, run, "merged.json"))
+	passed := waitJob(t, "buzzload-merge-"+name, 8*time.Minute)
+	logs := kube(t, "", "logs", "job/buzzload-merge-"+name)
+	raw, err := os.ReadFile(filepath.Join(pv, name, "merged.json"))
 	if err != nil {
 		t.Fatalf("no merged result (merge passed=%v): %v\n%s", passed, err, logs)
 	}
@@ -119,19 +121,20 @@ func TestClusterRelayRestartDrill(t *testing.T) {
 	if rep.Durability == nil || rep.Durability.Acknowledged == 0 || rep.Durability.Missing != 0 {
 		t.Errorf("durability %+v: want the acknowledged events checked and none missing", rep.Durability)
 	}
-	if !passed || !strings.Contains(logs, "disruption") {
-		t.Errorf("merge passed=%v; want it to pass and its summary to show the disruption:\n%s", passed, logs)
+	if !passed {
+		t.Errorf("the merge failed; a disruption everyone came back from is a warning, not a failure:\n%s", logs)
 	}
 	kube(t, "", "delete", "testrun", testrun, "--wait=false")
 }
 
-// relayConnections is the open WebSocket count the relay reports.
+// relayConnections is the open WebSocket count the relay reports on its
+// /metrics (buzz_ws_connections_active).
 func relayConnections(t *testing.T) int64 {
 	t.Helper()
-	out, err := kubeTry("", "exec", "deploy/buzz-relay", "--", "sh", "-c", "true")
-	_ = out
+	rd := relaymetrics.Reader{}
+	s, err := rd.Read(context.Background(), relaymetrics.Source{URL: "http://" + relayIP + ":" + relayPort + "/metrics"})
 	if err != nil {
 		return 0
 	}
-	return 0
+	return int64(s.Values[report.SeriesConnsActive])
 }

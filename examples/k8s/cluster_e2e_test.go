@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/internal/waitfor"
+	"github.com/buzzload/buzzload/modules/report"
 )
 
 // passAndFail are the two runs of a distributed example: the whole run's
@@ -235,9 +237,29 @@ func TestClusterRelayLog(t *testing.T) {
 			`echo "2026-12-04T00:00:02Z ERROR buzz::db: pool exhausted (k8s-e2e)" > /proc/1/fd/1`)
 	}()
 	env := append(testEnv(bin), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+	repPath := filepath.Join(dir, "rep.json")
 	code, out, errs := run(t, 3*time.Minute, env, filepath.Join(bin, "buzzload"), "buzzload", "run",
-		"--relay-log", "kubectl:default/app=buzz-relay", tomlPath)
+		"--relay-log", "kubectl:default/app=buzz-relay", "--relay-metrics", "kubectl:default/app=buzz-relay:"+relayPort,
+		"--relay-metrics-interval", "2s", "--report", repPath, tomlPath)
 	if code != 112 || !strings.Contains(out+errs, "pool exhausted (k8s-e2e)") {
 		t.Fatalf("exit %d, want 112 naming the relay's ERROR line\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// The relay Deployment's own series, read through the API server's
+	// pod proxy (issue 45): its stored events at least those acknowledged.
+	raw, err := os.ReadFile(repPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	m := rep.RelayMetrics
+	if m == nil || len(m.Sources) != 1 || m.Sources[0].Scrapes < 2 || m.Sources[0].Error != "" {
+		t.Fatalf("relay_metrics %+v\n%s", m, out)
+	}
+	stored, _ := m.Delta(report.SeriesStored)
+	if stored < float64(m.Run.Acknowledged) || m.Run.Acknowledged == 0 {
+		t.Errorf("the relay's stored delta %v, the clients' acknowledged %d", stored, m.Run.Acknowledged)
 	}
 }
