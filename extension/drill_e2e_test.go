@@ -1,11 +1,14 @@
 package extension_test
 
 import (
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/engine"
+	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/report"
 )
@@ -192,5 +195,30 @@ jitter_secs = 0.5
 	}
 	if d := ds[3]; d.Closes["1012"] == 0 || d.Resubscribed != d.Affected {
 		t.Errorf("restart %+v", d)
+	}
+}
+
+// A script declares a drill through buzz.load's drills option (issue 42:
+// "the same from a script"): it is performed and reported as the file's
+// would be; a bad one is refused at load, naming its key (exit 104).
+func TestADrillFromTheScript(t *testing.T) {
+	src := strings.Replace(mustRead(t, "../scenarios/local-smoke.js"), `buzz.load("./local-smoke.toml")`,
+		`buzz.load("./local-smoke.toml", { drills: [{ at_secs: 3, kind: __ENV.DRILL_KIND || "stall", duration_secs: 1 }] })`, 1)
+	if !strings.Contains(src, "drills:") {
+		t.Fatal("the script's buzz.load call was not found")
+	}
+	r := runInline(t, t.TempDir(), src, "local-smoke.toml", drillSmoke(""), nil, nil, nil)
+	ds := r.report.Drills
+	if len(ds) != 1 || !ds[0].Declared || ds[0].Kind != "stall" || ds[0].AtMs < 2900 {
+		r.dump(t)
+		t.Fatalf("drills %+v", ds)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"script.js": src, "local-smoke.toml": drillSmoke("")})
+	bad := runWithModule(t, extension.Options{}, engine.RunConfig{Script: filepath.Join(dir, "script.js"),
+		ScriptEnv: scriptEnv(filepath.Join(dir, "report.json"), map[string]string{"DRILL_KIND": "reboot"})})
+	if bad.res.ExitCode != 104 || !strings.Contains(bad.stderr+bad.stdout, "buzz.load drills[0].kind") {
+		bad.dump(t)
+		t.Fatalf("a drill kind the relay does not perform: exit %d", bad.res.ExitCode)
 	}
 }

@@ -70,3 +70,20 @@ func parseExpectOption(v any) ([]expect.Rule, error) {
 	}
 	return rules, nil
 }
+
+// parseDrillsOption reads buzz.load's drills option: [[drill]] entries as
+// plain objects with the file's keys (at_secs, kind, duration_secs, …);
+// unknown fields are errors.
+func parseDrillsOption(v any) ([]scenario.Drill, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("option drills: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var ds []scenario.Drill
+	if err := dec.Decode(&ds); err != nil {
+		return nil, fmt.Errorf("option drills: want an array of {at_secs, kind, duration_secs, jitter_secs, delay_ms, command, timeout_secs}: %w", err)
+	}
+	return ds, nil
+}

@@ -86,6 +86,13 @@ func (in *instance) jsLoad(call sobek.FunctionCall) sobek.Value {
 			}
 			lo.expect = rules
 		}
+		if s := obj.Get("drills"); s != nil && !sobek.IsUndefined(s) && !sobek.IsNull(s) {
+			ds, err := parseDrillsOption(s.Export())
+			if err != nil {
+				in.throw(fmt.Errorf("buzz.load(%q): %w", p, err))
+			}
+			lo.drills = ds
+		}
 	}
 	if cli := in.m.opts.Shard; cli.Count > 1 {
 		// --shard is the default; a script's own shard must agree with it.

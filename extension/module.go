@@ -398,6 +398,8 @@ type loadOptions struct {
 	desktopMode string
 	// expect are the script's expected errors, added to the file's.
 	expect []expect.Rule
+	// drills are the script's drills, added to the file's (issue 42).
+	drills []scenario.Drill
 }
 
 // load parses a scenario file once per run (and options) and shares it. The
@@ -405,7 +407,8 @@ type loadOptions struct {
 func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error) {
 	sum := sha256.Sum256(data)
 	exp, _ := json.Marshal(lo.expect)
-	key := fmt.Sprintf("%s#%x#%d/%d#%s#%s", path, sum[:8], lo.shard.Index, lo.shard.Count, lo.desktopMode, exp)
+	drills, _ := json.Marshal(lo.drills)
+	key := fmt.Sprintf("%s#%x#%d/%d#%s#%s#%s", path, sum[:8], lo.shard.Index, lo.shard.Count, lo.desktopMode, exp, drills)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l := m.scenarios[key]; l != nil {
@@ -425,6 +428,11 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	}
 	if d := m.opts.Duration; d != nil {
 		sc.SetDuration(*d)
+	}
+	if len(lo.drills) > 0 {
+		if err := sc.AddDrills(lo.drills); err != nil {
+			return nil, err
+		}
 	}
 	set, err := expectRules(sc, lo.expect)
 	if err != nil {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Drill is one [[drill]]: a disruption the run performs at a moment of its
@@ -11,25 +12,25 @@ import (
 // where buzzload runs, e.g. kubectl rollout restart).
 type Drill struct {
 	// AtSecs is when, from the population scenarios' start.
-	AtSecs float64 `toml:"at_secs"`
+	AtSecs float64 `toml:"at_secs" json:"at_secs"`
 	// Kind is what the drill does: restart, stall, limiter_outage or
 	// slow_store (the embedded relay's), or any name of your own with a
 	// command.
-	Kind string `toml:"kind"`
+	Kind string `toml:"kind" json:"kind"`
 	// DurationSecs is how long the relay stays restarting (refusing new
 	// connections), stalled, without its limiter or slow.
-	DurationSecs float64 `toml:"duration_secs"`
+	DurationSecs float64 `toml:"duration_secs" json:"duration_secs"`
 	// JitterSecs spreads a restart's 1012 closes over [1 ms, jitter]
 	// (Buzz's BUZZ_DRAIN_JITTER_MS).
-	JitterSecs float64 `toml:"jitter_secs"`
+	JitterSecs float64 `toml:"jitter_secs" json:"jitter_secs"`
 	// DelayMs is how much longer each store read and write takes in a
 	// slow_store drill (default 200).
-	DelayMs float64 `toml:"delay_ms"`
+	DelayMs float64 `toml:"delay_ms" json:"delay_ms"`
 	// Command, when set, is run instead (argv, no shell), bounded by
 	// TimeoutSecs (default 120); its exit code and first output are
 	// reported.
-	Command     []string `toml:"command"`
-	TimeoutSecs float64  `toml:"timeout_secs"`
+	Command     []string `toml:"command" json:"command"`
+	TimeoutSecs float64  `toml:"timeout_secs" json:"timeout_secs"`
 }
 
 // DrillKinds are the drills the embedded relay performs itself.
@@ -46,6 +47,24 @@ const (
 // at the embedded one (its URLs filled in): its drills are still the
 // embedded relay's to perform.
 func (s *Scenario) AimedAtEmbedded() { s.aimed = true }
+
+// AddDrills adds a script's drills (buzz.load's drills option) after the
+// file's and checks them by the same rules, each named
+// "buzz.load drills[i]".
+func (s *Scenario) AddDrills(ds []Drill) error {
+	c := &checker{}
+	probe := *s
+	probe.Drills = ds
+	probe.validateDrills(c)
+	if len(c.probs) > 0 {
+		for i := range c.probs {
+			c.probs[i].Key = "buzz.load drills" + strings.TrimPrefix(c.probs[i].Key, "drill")
+		}
+		return &Error{File: s.File, Problems: c.probs}
+	}
+	s.Drills = append(s.Drills, ds...)
+	return nil
+}
 
 func (s *Scenario) validateDrills(c *checker) {
 	end := s.Duration().Seconds()
