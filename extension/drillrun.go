@@ -30,6 +30,27 @@ type drillRun struct {
 	// open is when the last performed drill's window closes (unix ns; 0:
 	// none yet): every Result reads it, and only one inside a window takes mu.
 	open atomic.Int64
+	// elsewhere: another instance of a distributed run performs the
+	// drills (the one that seeds, SeedRole): this one keeps their moments
+	// as declared windows and does nothing, so a command drill runs once,
+	// not once per runner.
+	elsewhere bool
+}
+
+// notePerformer says whether this instance performs the declared drills
+// (before the timeline starts; the first caller decides).
+func (in *instance) notePerformer(l *loaded) {
+	d := l.drills
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.start.IsZero() || len(l.base.Drills) == 0 {
+		return
+	}
+	tup, err := in.m.segmentTuple(in)
+	if err != nil {
+		return // performs: a drill done twice is said in both reports, one never done is not
+	}
+	d.elsewhere = SeedRole(l.base.Embedded(), tup.Segment(), l.shard) == RoleWait
 }
 
 func newDrillRun() *drillRun {
@@ -108,7 +129,12 @@ func (l *loaded) startDrills(start time.Time) {
 					r = rl
 				}
 			}
-			p := drill.Perform(d.ctx, dr, r)
+			var p drill.Performed
+			if d.elsewhere {
+				p = drill.Performed{Drill: dr, At: time.Now(), Note: "performed by the instance whose execution segment starts at 0 (this one keeps its window)"}
+			} else {
+				p = drill.Perform(d.ctx, dr, r)
+			}
 			d.mu.Lock()
 			d.done = append(d.done, p)
 			if end := p.At.Add(p.Window()).UnixNano(); end > d.open.Load() {

@@ -155,6 +155,7 @@ func (in *instance) newSlot(l *loaded, p k6options.Population, st *jsmodule.Stat
 		return nil, err
 	}
 	l.agg.NoteStart(start)
+	in.notePerformer(l)
 	l.startWindows(start)
 	l.genOut.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
 	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)

@@ -107,6 +107,7 @@ func (in *instance) lowSink(l *loaded) (relayclient.Sink, error) {
 	}
 	s := newOpSink(l, report.CustomKind, in.met, in.vu, st.Tags.TagSet(), start)
 	in.slots[key] = &slot{sink: s}
+	in.notePerformer(l)
 	l.startWindows(start)
 	return s, nil
 }

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/buzzload/buzzload/modules/report"
 )
@@ -82,5 +84,99 @@ command = [%q, "drill", "--kind", "restart", "--duration", "1s", "http://%s"]
 	ps := loadPage(t, page, "", 1600, 6000)
 	if !strings.Contains(ps.dom, "<h2>Drills and disruptions</h2>") || !strings.Contains(ps.dom, `class="band drill"`) || !strings.Contains(ps.dom, "drill restart") {
 		t.Errorf("the page lacks the drill's row or band")
+	}
+}
+
+// A [[drill]] command in a distributed run runs once: the instance whose
+// execution segment starts at 0 performs it, the others keep its window
+// (their errors in it are the drill's) and say who did; merged, the drill
+// is one, with the command's outcome. Fails without the rule: the command
+// ran once per runner.
+func TestACommandDrillRunsOnceAcrossRunners(t *testing.T) {
+	r := seedRelay(t)
+	dir := t.TempDir()
+	addr := r.Addr()
+	mark := filepath.Join(dir, "ran")
+	toml := fmt.Sprintf(`run_id = "drillonce"
+[target]
+ws_url = "ws://%s"
+http_url = "http://%s"
+connect_addr = %q
+community_host_template = "c{n}.{run}.test"
+operator_key_env = "TEST_OP_KEY"
+[shape]
+communities = 1
+channels_per_community = 1
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+[population]
+humans = 4
+agents = 0
+channels_per_member = 1
+connect_rate_per_sec = 100
+[human]
+history_limit = 0
+[[ramp]]
+users = 1
+ramp_secs = 0
+hold_secs = 4
+[[drill]]
+at_secs = 1
+kind = "mark"
+command = ["sh", "-c", "echo ran >> %s"]
+`, addr, addr, addr, mark)
+	path := filepath.Join(dir, "drillonce.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}
+	if code, out, errs := runWith(t, env, "seed", "-q", path); code != 0 {
+		t.Fatalf("seed: %d\n%s\n%s", code, out, errs)
+	}
+	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	segs := []string{"0:1/2", "1/2:1"}
+	var wg sync.WaitGroup
+	codes, errs := make([]int, 2), make([]string, 2)
+	for i, seg := range segs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, errs[i] = runWith(t, env, "run", "-q", "--no-setup", "--execution-segment", seg,
+				"--execution-segment-sequence", "0,1/2,1", "--start-at", at,
+				"--result", filepath.Join(dir, fmt.Sprintf("r%d.json", i)), path)
+		}()
+	}
+	wg.Wait()
+	for i := range segs {
+		if codes[i] != 0 {
+			t.Fatalf("runner %d: exit %d\n%s", i, codes[i], errs[i])
+		}
+	}
+	ran, _ := os.ReadFile(mark)
+	if got := strings.Count(string(ran), "ran\n"); got != 1 {
+		t.Fatalf("the drill's command ran %d times over two runners, want once", got)
+	}
+	code, out, merrs := runWith(t, nil, "merge", "-o", filepath.Join(dir, "merged.json"), filepath.Join(dir, "r0.json"), filepath.Join(dir, "r1.json"))
+	if code != 0 {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, merrs)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "merged.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var merged struct {
+		Buzz report.Report `json:"buzz"`
+	}
+	if err := json.Unmarshal(raw, &merged); err != nil {
+		t.Fatal(err)
+	}
+	var declared []report.DrillReport
+	for _, d := range merged.Buzz.Drills {
+		if d.Declared {
+			declared = append(declared, d)
+		}
+	}
+	if len(declared) != 1 || declared[0].Command == nil || declared[0].Command.ExitCode != 0 || strings.Contains(declared[0].Note, "performed by") {
+		t.Fatalf("merged drills %+v", merged.Buzz.Drills)
 	}
 }

@@ -235,8 +235,8 @@ func mergeDrills(reps []*Report) []DrillReport {
 				}
 				o.Missed += d.Missed
 				o.Recovered += d.Recovered
-				if o.Command == nil {
-					o.Command = d.Command
+				if o.Command == nil && d.Command != nil {
+					o.Command, o.Note = d.Command, d.Note // the performer's, not a runner that kept the window
 				}
 				continue
 			}
