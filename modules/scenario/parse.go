@@ -272,6 +272,20 @@ func checkValue(v any, t reflect.Type, path string, probs *[]Problem) {
 			return
 		}
 		checkTable(m, t, path, probs)
+	case reflect.Map: // a table of values ([capacity] slo: key → list of strings)
+		m, ok := v.(map[string]any)
+		if !ok {
+			bad("a table")
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			checkValue(m[k], t.Elem(), path+"."+k, probs)
+		}
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.String { // a list of strings ([[drill]] command)
 			a, ok := v.([]any)

@@ -41,6 +41,8 @@ type Scenario struct {
 	Verify Verify        `toml:"verify"`
 	// Drills are the disruptions the run performs ([[drill]], drill.go).
 	Drills []Drill `toml:"drill"`
+	// Capacity is how `buzzload capacity` searches (capacity.go).
+	Capacity Capacity `toml:"capacity"`
 }
 
 // Verify is the durability audit after the run: the events the relay
@@ -300,7 +302,8 @@ func Defaults() Scenario {
 			LiveOnlyScope: DefaultLiveOnlyScope,
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
-		Verify: Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 100, DrillRecoverWithinSecs: 30},
+		Capacity: defaultCapacity(),
+		Verify:   Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 100, DrillRecoverWithinSecs: 30},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

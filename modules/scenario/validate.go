@@ -143,6 +143,7 @@ func (s *Scenario) validate() []Problem {
 	c.intRange("verify.visibility_every", s.Verify.VisibilityEvery, 0, math.MaxInt32, "2147483647")
 	c.positive("verify.drill_recover_within_secs", s.Verify.DrillRecoverWithinSecs, true)
 	s.validateDrills(c)
+	s.validateCapacity(c)
 	for _, p := range expect.Check("expect", s.Expect) {
 		c.add(p.Key, "%s", p.Msg)
 	}
