@@ -41,6 +41,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"run":      {"run a k6-style script (or a scenario .toml) against a relay", runCmd},
 		"relay":    {"run the local Buzz-compatible relay", relayCmd},
+		"capacity": {"search how many people the deployment holds at its service level ([capacity] of a scenario)", capacityCmd},
 		"drill":    {"ask a `buzzload relay` to perform a drill now (restart, stall, limiter outage, slow store)", drillCmd},
 		"seed":     {"provision a scenario's communities, channels, members and history", seedCmd},
 		"teardown": {"archive and delete a scenario's communities", teardownCmd},

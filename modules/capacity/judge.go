@@ -107,7 +107,7 @@ func Judge(rep *report.Report, slos []SLO) Probe {
 	for _, s := range slos {
 		for _, m := range measure(rep, st, s) {
 			ok := s.Expr.Op.Compare(m.value, s.Expr.Value)
-			lim := &Limit{Metric: s.Metric, Op: m.op, Stat: s.Expr.Stat.Name, Value: m.value, Expr: s.Expr.Source}
+			lim := &Limit{Metric: s.Metric, Op: m.op, Stat: s.Expr.Stat.Name, Value: m.value, Expr: s.Expr.Source, Max: s.Expr.Value}
 			if !ok {
 				if p.Pass {
 					p.Pass, p.Limit, p.Reason = false, lim, lim.String()

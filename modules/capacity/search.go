@@ -34,7 +34,8 @@ type Limit struct {
 	Op     string  `json:"op,omitempty"`
 	Stat   string  `json:"stat"` // p(99), rate, …
 	Value  float64 `json:"value"`
-	Expr   string  `json:"expr"` // the limit as written, e.g. p(99)<500
+	Expr   string  `json:"expr"`  // the limit as written, e.g. p(99)<500
+	Max    float64 `json:"limit"` // its number
 }
 
 func (l *Limit) String() string {

@@ -28,6 +28,8 @@ type Faults struct {
 	anyRefusal  atomic.Bool       // refuse is not empty
 	refusedIDs  []string          // ids stored, delivered and refused
 	deliv       deliveryFaults    // faults_delivery.go
+	// kneeConns, kneeDelay: SlowDeliveriesAbove (faults_delivery.go).
+	kneeConns, kneeLate atomic.Int64
 }
 
 // RefuseStored makes the relay store and deliver the n-th (1-based) event
@@ -220,6 +222,7 @@ func (f *Faults) Reset() {
 	f.anyLoss.Store(false)
 	f.refuse = nil
 	f.anyRefusal.Store(false)
+	f.kneeLate.Store(0)
 }
 
 func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {

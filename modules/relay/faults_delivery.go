@@ -1,6 +1,9 @@
 package relay
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Delivery faults for the delivery ledger's tests (issue 40): a relay that
 // loses chosen live deliveries, or hands an event to a subscriber of
@@ -126,4 +129,22 @@ func (r *Relay) leakAcross(c *community, e *entry) {
 		}
 		o.subs.mu.RUnlock()
 	}
+}
+
+// SlowDeliveriesAbove is a synthetic capacity knee (issue 44's benchmark
+// and tests): while more than k WebSocket connections are open, every live
+// delivery leaves d late (the publish's OK does not wait for it). k < 0
+// turns it off.
+func (f *Faults) SlowDeliveriesAbove(k int, d time.Duration) {
+	f.kneeConns.Store(int64(k))
+	f.kneeLate.Store(int64(d))
+}
+
+// kneeDelay is how late a delivery leaves with conns open (0: on time).
+func (f *Faults) kneeDelay(conns int64) time.Duration {
+	d := f.kneeLate.Load()
+	if d == 0 || conns <= f.kneeConns.Load() {
+		return 0
+	}
+	return time.Duration(d)
 }

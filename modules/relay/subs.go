@@ -2,6 +2,7 @@ package relay
 
 import (
 	"sync"
+	"time"
 
 	"github.com/buzzload/buzzload/modules/relay/store"
 )
@@ -155,6 +156,14 @@ func (x *subIndex) remove(s *subscription) {
 // the index read lock (which never blocks other fan-outs) and re-checks
 // private-channel membership on each delivery (docs/buzz-protocol.md §1.6).
 func (c *community) fanout(e *entry) {
+	if d := c.relay.faults.kneeDelay(c.relay.conns.Load()); d > 0 {
+		time.AfterFunc(d, func() { c.fanoutNow(e) }) // test fault: a synthetic capacity knee
+		return
+	}
+	c.fanoutNow(e)
+}
+
+func (c *community) fanoutNow(e *entry) {
 	if c.relay.faults.leakArmed(e.Event.Kind) {
 		defer c.relay.leakAcross(c, e) // test fault: another community's subscriber gets it
 	}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/buzzload/buzzload/modules/relay"
+	"github.com/buzzload/buzzload/modules/relay/relaytest"
+)
+
+// kneeScenario is a small chat aimed at r whose search is quick: probes
+// of 1 + 1 + 3 s, humans only, everyone in one channel.
+func kneeScenario(t *testing.T, addr string, repeats int) string {
+	t.Helper()
+	toml := fmt.Sprintf(`run_id = "knee"
+[target]
+ws_url = "ws://%s"
+http_url = "http://%s"
+connect_addr = %q
+community_host_template = "c{n}.{run}.test"
+operator_key_env = "TEST_OP_KEY"
+[shape]
+communities = 1
+channels_per_community = 1
+history_messages_per_channel = 0
+thread_roots_per_channel = 0
+[population]
+humans = 10
+agents = 0
+channels_per_member = 1
+connect_rate_per_sec = 200
+[human]
+history_limit = 0
+presence_interval_secs = 2
+messages_per_hour = 7200
+[[ramp]]
+users = 1
+hold_secs = 5
+[verify]
+sweep = false
+visibility_every = 0
+[capacity]
+start_users = 4
+max_users = 64
+resolution = 0.1
+repeats = %d
+max_minutes = 5
+ramp_secs = 1
+settle_secs = 1
+probe_secs = 3
+slo = { "buzz_op_duration{op:deliver}" = ["p(99)<200"] }
+`, addr, addr, addr, repeats)
+	path := filepath.Join(t.TempDir(), "knee.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCapacityFindsASyntheticKnee: a relay whose deliveries leave 400 ms
+// late once more than 12 sockets are open (a test fault) holds 12 people
+// of a profile whose SLO is deliver p99 < 200 ms: the search finds 12
+// within its resolution, names deliver p(99) as the limit, and writes
+// the JSON report and the page (issue 44).
+func TestCapacityFindsASyntheticKnee(t *testing.T) {
+	r := seedRelay(t)
+	r.Faults().SlowDeliveriesAbove(12, 400*time.Millisecond)
+	path := kneeScenario(t, r.Addr(), 1)
+	dir := filepath.Dir(path)
+	env := []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}
+	code, out, errs := runBin(t, dir, env, "capacity", "--report", filepath.Join(dir, "cap.json"), "--report-html", filepath.Join(dir, "cap.html"), path)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var rep capacityReport
+	raw, err := os.ReadFile(filepath.Join(dir, "cap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	a := rep.Capacity
+	if a.Users < 11 || a.Users > 12 || a.Limit == nil || a.Limit.Op != "deliver" || a.Limit.Stat != "p(99)" {
+		t.Fatalf("answer %+v\n%s", a, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("capacity: holds %d people of this profile (95 %% interval [", a.Users)) || !strings.Contains(out, "limited by deliver p(99) at ") {
+		t.Errorf("the console's answer:\n%s", out)
+	}
+	for _, p := range a.Probes {
+		if !p.Valid || p.Pass != (p.Users <= 12) {
+			t.Errorf("probe %+v: want valid, passing iff at most 12 people", p)
+		}
+	}
+	ps := loadPage(t, filepath.Join(dir, "cap.html"), "", 1200, 2000)
+	if !strings.Contains(ps.dom, `data-plot="people"`) || !strings.Contains(ps.dom, `class="probe"`) || !strings.Contains(ps.dom, "holds "+fmt.Sprint(a.Users)+" people") {
+		t.Errorf("the page lacks the search path or the answer")
+	}
+}
+
+// A probe the relay's quotas answered is invalid, not a failure: with
+// every message throttled the search stops without a number (113),
+// saying why.
+func TestCapacityThrottledProbesAreInvalid(t *testing.T) {
+	// Two stored messages a minute per person: the scenario's two a second
+	// are throttled.
+	r2 := relaytest.Start(t, func(c *relay.Config) { c.RateLimit = true; c.HumanMessagesPerMin = 2 })
+	path := kneeScenario(t, r2.Addr(), 1)
+	env := []string{"TEST_OP_KEY=" + r2.OperatorKeys().SecretHex()}
+	code, out, errs := runBin(t, filepath.Dir(path), env, "capacity", path)
+	if code != ExitNoAnswer || !strings.Contains(out, ": invalid — ") || !strings.Contains(out, "throttled by the relay's quotas") || !strings.Contains(out, "capacity: no answer: ") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
