@@ -9,6 +9,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/buzzload/buzzload/internal/sysmem"
+
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/modules/k6options"
 	"github.com/buzzload/buzzload/modules/report"
@@ -42,7 +44,7 @@ func (l *loaded) BuildReport(failedThresholds []string) *report.Report {
 func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileVerdict) *report.Report {
 	l.finalWindow(time.Now())
 	every, _ := l.reportInterval()
-	in := report.Input{RunID: l.base.RunID, File: l.base.File, Abort: l.base.Abort, Plan: l.plan,
+	in := report.Input{RunID: l.base.RunID, File: l.base.File, Abort: l.base.Abort, MaxDrift: l.base.Verify.MaxDrift, Plan: l.plan,
 		Warmup: l.warmup(), GracefulStop: k6options.GracefulStop, ThresholdsFailed: failedThresholds,
 		Expected: l.expected.Reports(), Profile: profile, Windows: l.win.List(), WindowSecs: every.Seconds(), Rules: builtRules(l)}
 	if l.shard.Count > 1 {
@@ -143,6 +145,7 @@ func (l *loaded) startWindows(start time.Time) {
 			case <-l.winStop:
 				return
 			case <-t.C:
+				l.win.NoteRSS(float64(sysmem.ProcessRSS()) / (1 << 20))
 				wr := l.win.Close(next, l.agg.LiveClients())
 				if print && l.m.opts.Console != nil {
 					_, _ = io.WriteString(l.m.opts.Console, wr.Text(l.base.RunID))

@@ -187,8 +187,14 @@ func finishBuzz(buzz *extension.Module, code int, stderr io.Writer) int {
 		code = ExitUnreachable
 	}
 	if rep := buzz.LastReport(); rep != nil && !rep.OK && code == engine.ExitOK {
-		fmt.Fprintf(stderr, "buzzload run: %s (exit %d)\n", termtext.Lines(rep.AbortReason), ExitRelayEvidence)
-		code = ExitRelayEvidence
+		// The clients' own verdict (drift) is 99 as the [abort] limits are;
+		// the rest is the relay's evidence.
+		c := ExitRelayEvidence
+		if strings.HasPrefix(rep.AbortReason, "drift: ") {
+			c = engine.ExitThresholdsFailed
+		}
+		fmt.Fprintf(stderr, "buzzload run: %s (exit %d)\n", termtext.Lines(rep.AbortReason), c)
+		code = c
 	}
 	if err := buzz.FinishReports(); err != nil {
 		for _, e := range unjoin(err) {

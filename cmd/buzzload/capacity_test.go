@@ -117,3 +117,45 @@ func TestCapacityThrottledProbesAreInvalid(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestDriftFailsARelayGettingSlower: a relay whose deliveries leave 25 ms
+// later for every second of the run (a test fault) stays far under the
+// [abort] limits, and the drift check fails the run (99) naming deliver
+// and its slope; the JSON report has the drift (issue 44 §3).
+func TestDriftFailsARelayGettingSlower(t *testing.T) {
+	r := seedRelay(t)
+	path := kneeScenario(t, r.Addr(), 1)
+	raw, _ := os.ReadFile(path)
+	toml := strings.Replace(strings.Replace(string(raw), "hold_secs = 5", "hold_secs = 26", 1), "humans = 10", "humans = 4", 1)
+	if err := os.WriteFile(path, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	r.Faults().SlowDeliveriesGrowing(25 * time.Millisecond)
+	code, out, errs := runBin(t, dir, []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}, "run", "-q", "--report-interval", "2s",
+		"--report", filepath.Join(dir, "rep.json"), path)
+	if code != 99 || !strings.Contains(out+errs, "drift: deliver p99 rose") || !strings.Contains(out, "ms/min") {
+		t.Fatalf("exit %d, want 99 with the drift named\n%s\n%s", code, out, errs)
+	}
+	var rep struct {
+		Drift *struct {
+			Failed []string `json:"failed"`
+			Ops    []struct {
+				Op            string  `json:"op"`
+				SlopeMsPerMin float64 `json:"slope_ms_per_min"`
+			} `json:"ops"`
+		} `json:"drift"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "rep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil || rep.Drift == nil || len(rep.Drift.Failed) == 0 {
+		t.Fatalf("drift %+v %v", rep.Drift, err)
+	}
+	for _, o := range rep.Drift.Ops {
+		if o.Op == "deliver" && o.SlopeMsPerMin < 600 {
+			t.Errorf("deliver's slope %v ms/min, want about 1500 (25 ms a second)", o.SlopeMsPerMin)
+		}
+	}
+}

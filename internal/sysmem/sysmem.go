@@ -52,3 +52,21 @@ func cgroupLimit(path string) uint64 {
 	}
 	return v
 }
+
+// ProcessRSS is this process's resident memory in bytes (/proc/self/statm;
+// 0 where it cannot be read).
+func ProcessRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
+}

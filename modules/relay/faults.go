@@ -30,6 +30,8 @@ type Faults struct {
 	deliv       deliveryFaults    // faults_delivery.go
 	// kneeConns, kneeDelay: SlowDeliveriesAbove (faults_delivery.go).
 	kneeConns, kneeLate atomic.Int64
+	// growFrom, growRate: SlowDeliveriesGrowing.
+	growFrom, growRate atomic.Int64
 }
 
 // RefuseStored makes the relay store and deliver the n-th (1-based) event
@@ -223,6 +225,7 @@ func (f *Faults) Reset() {
 	f.refuse = nil
 	f.anyRefusal.Store(false)
 	f.kneeLate.Store(0)
+	f.growRate.Store(0)
 }
 
 func (f *Faults) eoseDelay(sub string) (time.Duration, bool) {

@@ -140,8 +140,19 @@ func (f *Faults) SlowDeliveriesAbove(k int, d time.Duration) {
 	f.kneeLate.Store(int64(d))
 }
 
+// SlowDeliveriesGrowing makes every live delivery leave later and later:
+// perSec more for each second since the call (a relay getting steadily
+// slower: the drift check's test). 0 turns it off.
+func (f *Faults) SlowDeliveriesGrowing(perSec time.Duration) {
+	f.growFrom.Store(time.Now().UnixNano())
+	f.growRate.Store(int64(perSec))
+}
+
 // kneeDelay is how late a delivery leaves with conns open (0: on time).
 func (f *Faults) kneeDelay(conns int64) time.Duration {
+	if r := f.growRate.Load(); r > 0 {
+		return time.Duration(float64(r) * time.Since(time.Unix(0, f.growFrom.Load())).Seconds())
+	}
 	d := f.kneeLate.Load()
 	if d == 0 || conns <= f.kneeConns.Load() {
 		return 0

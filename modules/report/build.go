@@ -20,6 +20,7 @@ type Input struct {
 	Shard       string // "i/n" in a sharded run, else ""
 	DesktopMode string
 	Abort       scenario.Abort
+	MaxDrift    float64 // [verify] max_drift
 	Plan        []scenario.StepPlan
 	// Clients are the clients planned at each step's users, by kind.
 	Clients []map[string]int
@@ -108,6 +109,8 @@ func Build(in Input, t Totals) *Report {
 		cp.TimelineStartUnixMs = in.StartUnixMs
 		r.RelayMetrics = &cp
 	}
+	r.Limits.MaxDrift = in.MaxDrift
+	r.Drift = Drift(in.Windows, r.Steps, in.Warmup.Seconds(), in.MaxDrift, in.Abort.MaxErrorRate)
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)
@@ -285,6 +288,9 @@ func verdict(r *Report, runEnd string) string {
 	}
 	if u := r.Unacked; u != nil && u.DeliveredRefused+u.StoredRefused > 0 {
 		return fmt.Sprintf("durability: the relay refused events it then delivered (%d) or stored (%d): %v", u.DeliveredRefused, u.StoredRefused, u.RefusedIDs)
+	}
+	if d := r.Drift; d != nil && len(d.Failed) > 0 {
+		return "drift: " + d.Failed[0]
 	}
 	if m := r.RelayMetrics; m != nil {
 		for _, c := range relayMetricsChecks(m) {

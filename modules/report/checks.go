@@ -140,6 +140,9 @@ func checksOf(r *Report) []Check {
 		out = append(out, unackedCheck(r.Unacked))
 	}
 	out = append(out, relayMetricsChecks(r.RelayMetrics)...)
+	if r.Drift != nil {
+		out = append(out, driftCheck(r.Drift))
+	}
 	for _, o := range r.Outputs {
 		out = append(out, o.check())
 	}

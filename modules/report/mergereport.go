@@ -99,6 +99,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 	out.Durability = mergeDurability(reps)
 	out.Unacked = mergeUnacked(reps)
 	out.RelayMetrics = mergeRelayMetrics(out, names, reps)
+	out.Drift = Drift(out.Windows, out.Steps, first.Limits.WarmupSecs, first.Limits.MaxDrift, first.Limits.MaxErrorRate)
 	out.Sweep = first.Sweep
 	for _, r := range reps {
 		if r.Sweep != nil && !r.Sweep.OK {
@@ -117,6 +118,9 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 		if ch := drillCheck(&out.Drills[i]); ch.Level == CheckFail && out.AbortReason == "" {
 			out.AbortReason = ch.Name + ": " + ch.Detail
 		}
+	}
+	if d := out.Drift; d != nil && len(d.Failed) > 0 && out.AbortReason == "" {
+		out.AbortReason = "drift: " + d.Failed[0]
 	}
 	for _, c := range relayMetricsChecks(out.RelayMetrics) {
 		if c.Level == CheckFail && out.AbortReason == "" {

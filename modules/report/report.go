@@ -115,6 +115,7 @@ type Limits struct {
 	MaxP99Ms     float64 `json:"max_p99_ms"`
 	MaxErrorRate float64 `json:"max_error_rate"`
 	WarmupSecs   float64 `json:"warmup_secs,omitempty"`
+	MaxDrift     float64 `json:"max_drift,omitempty"` // [verify] max_drift (drift.go)
 }
 
 func LimitsOf(a scenario.Abort) Limits {
@@ -179,6 +180,8 @@ type Report struct {
 	// RelayMetrics are the relay's own Prometheus series beside the
 	// clients' counts (--relay-metrics; the embedded relay's by default).
 	RelayMetrics *RelayMetricsReport `json:"relay_metrics,omitempty"`
+	// Drift compares the end of the last hold with its start (drift.go).
+	Drift *DriftReport `json:"drift,omitempty"`
 	// Outputs are the metric outputs' delivery counts (--out cloud,
 	// experimental-prometheus-rw), each judged by an outputs check.
 	Outputs []OutputDelivery `json:"outputs,omitempty"`

@@ -193,6 +193,14 @@ func (r *Report) Text() string {
 		}
 	}
 	relayMetricsText(&b, r.RelayMetrics, tc)
+	if d := r.Drift; d != nil && d.Skipped == "" {
+		fmt.Fprintf(&b, "  drift: first %d vs last %d of %d windows of the hold (%s–%s)", d.Part, d.Part, d.Windows, secs(d.FromS), secs(d.ToS))
+		if len(d.Failed) > 0 {
+			fmt.Fprintf(&b, ": %s\n", tc(strings.Join(d.Failed, "; ")))
+		} else {
+			b.WriteString(": nothing worse by more than max_drift\n")
+		}
+	}
 	if len(r.Expected) > 0 {
 		b.WriteString("\n  expected errors (known refusals of the deployment, not failures):\n")
 		for _, e := range r.Expected {

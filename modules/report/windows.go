@@ -53,6 +53,9 @@ type WindowReport struct {
 	Warmup  bool                 `json:"warmup,omitempty"`
 	Clients map[string]int64     `json:"clients"`
 	Ops     map[string]*WindowOp `json:"ops"`
+	// RSSMB is the generator's resident memory when the window closed (0:
+	// not read), for the drift check (drift.go).
+	RSSMB float64 `json:"rss_mb,omitempty"`
 }
 
 // Windows is the current window and the closed ones of a loaded scenario.
@@ -67,6 +70,15 @@ type Windows struct {
 	start  time.Time // the population scenarios' start ("" until then)
 	from   time.Time // the current window's start
 	closed []WindowReport
+	rssMB  float64 // NoteRSS: the next window's
+}
+
+// NoteRSS gives the generator's resident memory for the window about to
+// close (read at the edge, by the caller).
+func (w *Windows) NoteRSS(mb float64) {
+	w.mu.Lock()
+	w.rssMB = mb
+	w.mu.Unlock()
 }
 
 // winShard is one shard of the current window.
@@ -156,7 +168,8 @@ func (w *Windows) Close(now time.Time, live map[string]int64) WindowReport {
 	defer w.mu.Unlock()
 	cur := w.take()
 	wr := WindowReport{StartS: round3(w.from.Sub(w.start).Seconds()), EndS: round3(now.Sub(w.start).Seconds()),
-		Warmup: w.warm.Swap(false), Clients: live, Ops: map[string]*WindowOp{}}
+		Warmup: w.warm.Swap(false), Clients: live, Ops: map[string]*WindowOp{}, RSSMB: w.rssMB}
+	w.rssMB = 0
 	for op, a := range cur {
 		r := a.report()
 		wr.Ops[op] = &WindowOp{Count: r.Count, P50Ms: r.P50Ms, P95Ms: r.P95Ms, P99Ms: r.P99Ms, Errors: r.Errors, Throttled: r.Throttled,
@@ -175,7 +188,7 @@ func downsample(ws []WindowReport) []WindowReport { return halves.OlderHalf(ws, 
 
 func mergeWindows(a, b WindowReport) WindowReport {
 	m := WindowReport{StartS: a.StartS, EndS: b.EndS, Merged: max(a.Merged, 1) + max(b.Merged, 1),
-		Warmup: a.Warmup || b.Warmup, Clients: b.Clients, Ops: map[string]*WindowOp{}}
+		Warmup: a.Warmup || b.Warmup, Clients: b.Clients, Ops: map[string]*WindowOp{}, RSSMB: max(a.RSSMB, b.RSSMB)}
 	for _, w := range []WindowReport{a, b} {
 		for op, o := range w.Ops {
 			addWindowOp(m.Ops, op, o)

@@ -69,6 +69,11 @@ type Verify struct {
 	// DrillRecoverWithinSecs: after a drill or a disruption, every affected
 	// client must be back, with all its subscriptions, within this long.
 	DrillRecoverWithinSecs float64 `toml:"drill_recover_within_secs"`
+	// MaxDrift: the drift check fails when an operation's p99, its error
+	// rate or the generator's memory got worse by more than this fraction
+	// between the first and last fifth of the last step's hold
+	// (report/drift.go); 0 turns it off.
+	MaxDrift float64 `toml:"max_drift"`
 }
 
 // Verify bounds.
@@ -303,7 +308,7 @@ func Defaults() Scenario {
 			CoMemberLimit: DefaultCoMemberLimit,
 		},
 		Capacity: defaultCapacity(),
-		Verify:   Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 100, DrillRecoverWithinSecs: 30},
+		Verify:   Verify{Sample: DefaultVerifySample, TimeoutSecs: 60, Sweep: true, LedgerSample: 1, VisibilityEvery: 100, DrillRecoverWithinSecs: 30, MaxDrift: 0.5},
 		Abort: Abort{
 			MaxP99Ms:          5000,
 			MaxErrorRate:      0.01,

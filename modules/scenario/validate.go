@@ -142,6 +142,7 @@ func (s *Scenario) validate() []Problem {
 	c.intRange("verify.max_lost", s.Verify.MaxLost, 0, math.MaxInt32, "2147483647")
 	c.intRange("verify.visibility_every", s.Verify.VisibilityEvery, 0, math.MaxInt32, "2147483647")
 	c.positive("verify.drill_recover_within_secs", s.Verify.DrillRecoverWithinSecs, true)
+	c.floatAtLeast("verify.max_drift", s.Verify.MaxDrift, 0, false)
 	s.validateDrills(c)
 	s.validateCapacity(c)
 	for _, p := range expect.Check("expect", s.Expect) {
