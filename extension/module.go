@@ -93,6 +93,9 @@ type Options struct {
 	// (0: relaymetrics.DefaultInterval).
 	RelayMetrics         []string
 	RelayMetricsInterval time.Duration
+	// Version is buzzload's, written in every report (compare refuses
+	// arms of different versions).
+	Version string
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.

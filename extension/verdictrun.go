@@ -93,6 +93,13 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 		in.Ledger.Visibility = l.visRep
 	}
 	in.Drills = l.drillReports()
+	in.Target = "embedded"
+	if l.m != nil {
+		in.Version = l.m.opts.Version
+	}
+	if !l.base.Embedded() {
+		in.Target = l.base.Target.WSURL
+	}
 	if l.drills != nil && l.drills.det != nil {
 		l.preMu.Lock()
 		in.Connections = l.drills.det.Connections() + l.preflightSockets

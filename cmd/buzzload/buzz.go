@@ -90,7 +90,7 @@ exit codes:
 
 // moduleOptions turns the Buzz flags into the module's options.
 func (b *buzzFlags) moduleOptions(fs *pflag.FlagSet, stdout io.Writer, abort func(error)) (extension.Options, error) {
-	o := extension.Options{ReportPath: b.report, Console: stdout, Abort: abort, MemoryAvailable: sysmem.Available}
+	o := extension.Options{ReportPath: b.report, Console: stdout, Abort: abort, MemoryAvailable: sysmem.Available, Version: version}
 	if b.shard != "" {
 		sh, err := extension.ParseShard(b.shard)
 		if err != nil {

@@ -159,3 +159,64 @@ func TestDriftFailsARelayGettingSlower(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareArmsSaysWhetherADifferenceIsReal (issue 44 §2): the same
+// load against a relay and against one whose deliveries leave 40 ms late,
+// run alternately four times each: deliver's p99 is "B slower" with an
+// interval that excludes zero; two halves of the same arm show no
+// difference in any statistic; arms of another load are refused, naming
+// it.
+func TestCompareArmsSaysWhetherADifferenceIsReal(t *testing.T) {
+	fast, slow := seedRelay(t), seedRelay(t)
+	slow.Faults().SlowDeliveriesAbove(0, 40*time.Millisecond)
+	key := fast.OperatorKeys().SecretHex()
+	dir := t.TempDir()
+	var paths [2]string
+	for i, r := range []*relay.Relay{fast, slow} {
+		p := kneeScenario(t, r.Addr(), 1)
+		raw, _ := os.ReadFile(p)
+		toml := strings.Replace(strings.Replace(string(raw), "hold_secs = 5", "hold_secs = 3", 1), `operator_key_env = "TEST_OP_KEY"`, fmt.Sprintf(`operator_key_env = "TEST_OP_KEY_%d"`, i), 1)
+		paths[i] = filepath.Join(dir, fmt.Sprintf("arm%d.toml", i))
+		if err := os.WriteFile(paths[i], []byte(toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"TEST_OP_KEY_0=" + key, "TEST_OP_KEY_1=" + slow.OperatorKeys().SecretHex()}
+	runs := filepath.Join(dir, "runs")
+	code, out, errs := runBin(t, dir, env, "compare", "--repeat", "4", "--dir", runs, "-o", filepath.Join(dir, "cmp.html"), paths[0], paths[1])
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "deliver" && f[1] == "p99" {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "B slower by ") {
+		t.Fatalf("deliver p99: %q, want B slower with an interval excluding zero\n%s", line, out)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, "cmp.html"))
+	if !strings.Contains(string(page), `class="interval"`) || !strings.Contains(string(page), "B slower by") {
+		t.Error("the page lacks the intervals")
+	}
+	a := func(i int) string { return filepath.Join(runs, fmt.Sprintf("A-%d.json", i)) }
+	code, out, errs = runBin(t, dir, nil, "compare", a(1), a(2), "--", a(3), a(4))
+	if code != 0 || strings.Contains(out, "B slower") || strings.Contains(out, "B faster") || !strings.Contains(out, "no difference the data can show") {
+		t.Fatalf("two halves of one arm: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Another load: one more person planned.
+	raw, _ := os.ReadFile(a(4))
+	other := strings.Replace(string(raw), `"human": 10`, `"human": 11`, 1)
+	if other == string(raw) {
+		t.Fatal("no planned clients to change in the report")
+	}
+	x := filepath.Join(dir, "other.json")
+	if err := os.WriteFile(x, []byte(other), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runBin(t, dir, nil, "compare", a(1), a(2), "--", x, x)
+	if code != exitBadInput || !strings.Contains(errs, "refused: the arms differ in load") {
+		t.Fatalf("another load: exit %d\n%s", code, errs)
+	}
+}

@@ -84,7 +84,7 @@ type comparison struct {
 // compareCmd is `buzzload compare A B`: a side-by-side per-operation table
 // of two runs (result files from run --result or merge -o, or Buzz JSON
 // reports), for instance the desktop client's legacy and current modes.
-func compareCmd(_ context.Context, args []string, env cliEnv) int {
+func compareCmd(ctx context.Context, args []string, env cliEnv) int {
 	stdout, stderr := orDiscard(env.Stdout), orDiscard(env.Stderr)
 	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -93,6 +93,10 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 	fs.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	fs.StringVarP(&htmlOut, "output", "o", "", "also write one self-contained HTML page with both runs' plots overlaid (A solid, B dashed)")
 	fs.BoolVarP(&help, "help", "h", false, "show this help")
+	var repeat int
+	var dir string
+	fs.IntVar(&repeat, "repeat", 0, "run the two scenario files A.toml and B.toml alternately (A B A B …), this many times each, and compare the arms")
+	fs.StringVar(&dir, "dir", "", "with --repeat: keep the runs' reports and logs here (default: a temporary directory, kept and named)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -102,13 +106,38 @@ func compareCmd(_ context.Context, args []string, env cliEnv) int {
 	}
 	if help {
 		fmt.Fprintln(stdout, "usage: buzzload compare [--json] [-o cmp.html] A B")
+		fmt.Fprintln(stdout, "       buzzload compare [--json] [-o cmp.html] A1 A2 … -- B1 B2 …")
+		fmt.Fprintln(stdout, "       buzzload compare --repeat R [--dir DIR] [--json] [-o cmp.html] A.toml B.toml")
 		fmt.Fprintln(stdout, "\nA and B are result files (buzzload run --result, buzzload merge -o) or Buzz JSON")
 		fmt.Fprintln(stdout, "reports. For each operation (the op tag of buzz_op_*): counts, p50/p95/p99, error")
 		fmt.Fprintln(stdout, "rate, throttled, and the ratio B/A of the counts.")
+		fmt.Fprintln(stdout, "\nWith two arms of several runs each (files around --, or --repeat running two")
+		fmt.Fprintln(stdout, "scenario files alternately): per operation and statistic the difference B − A")
+		fmt.Fprintln(stdout, "with Welch's 95 % interval and its verdict: \"B slower by x ms [lo, hi]\", \"B faster")
+		fmt.Fprintln(stdout, "by …\" or \"no difference the data can show\". Arms whose load or buzzload version")
+		fmt.Fprintln(stdout, "differ are refused (exit 1), naming what differs; an arm's runs share their target.")
 		fmt.Fprintln(stdout)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		return 0
+	}
+	if repeat < 0 {
+		fmt.Fprintln(stderr, "buzzload compare: --repeat: want 1 or more")
+		return exitUsage
+	}
+	if repeat > 0 {
+		if fs.NArg() != 2 || !isScenarioFile(fs.Arg(0)) || !isScenarioFile(fs.Arg(1)) {
+			fmt.Fprintln(stderr, "buzzload compare: --repeat wants two scenario files, A.toml and B.toml")
+			return exitUsage
+		}
+		return armsCmd(ctx, env, []string{fs.Arg(0)}, []string{fs.Arg(1)}, repeat, dir, asJSON, htmlOut)
+	}
+	if at := fs.ArgsLenAtDash(); at >= 0 {
+		if at == 0 || at == fs.NArg() {
+			fmt.Fprintln(stderr, "buzzload compare: want arm A's files before -- and arm B's after it")
+			return exitUsage
+		}
+		return armsCmd(ctx, env, fs.Args()[:at], fs.Args()[at:], 0, "", asJSON, htmlOut)
 	}
 	if fs.NArg() != 2 {
 		fmt.Fprintln(stderr, "buzzload compare: want exactly two files, A and B (see buzzload compare --help)")

@@ -14,6 +14,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/buzzload/buzzload/modules/stats"
 )
 
 // Config is the search's shape ([capacity] of the scenario).
@@ -276,9 +278,6 @@ func (s *Search) endRepeat() {
 	s.phase = bisecting
 }
 
-// tCrit are Student's t 0.975 quantiles by degrees of freedom (1..19).
-var tCrit = []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093}
-
 // Answer is the search's result so far (final once Next says done).
 func (s *Search) Answer() Answer {
 	a := Answer{Knees: append([]int(nil), s.knees...), Stopped: s.stopped, AtLeast: s.atLeast,
@@ -305,7 +304,7 @@ func (s *Search) Answer() Answer {
 			ss += (float64(k) - mean) * (float64(k) - mean)
 		}
 		sd := math.Sqrt(ss / (n - 1))
-		half := tCrit[min(len(s.knees)-2, len(tCrit)-1)] * sd / math.Sqrt(n)
+		half := stats.T975(n-1) * sd / math.Sqrt(n)
 		a.CI95 = [2]int{max(1, int(math.Floor(mean-half))), min(s.cfg.Max, int(math.Ceil(mean+half)))}
 	}
 	// What limited it: the lowest valid failure above the knee.

@@ -21,6 +21,8 @@ type Input struct {
 	DesktopMode string
 	Abort       scenario.Abort
 	MaxDrift    float64 // [verify] max_drift
+	Version     string  // buzzload's
+	Target      string  // the relay's WebSocket URL, or "embedded"
 	Plan        []scenario.StepPlan
 	// Clients are the clients planned at each step's users, by kind.
 	Clients []map[string]int
@@ -110,6 +112,7 @@ func Build(in Input, t Totals) *Report {
 		r.RelayMetrics = &cp
 	}
 	r.Limits.MaxDrift = in.MaxDrift
+	r.Version, r.Target = in.Version, in.Target
 	r.Drift = Drift(in.Windows, r.Steps, in.Warmup.Seconds(), in.MaxDrift, in.Abort.MaxErrorRate)
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""

@@ -27,7 +27,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 		return nil, fmt.Errorf("merge: %d reports for %d instances", len(reps), len(names))
 	}
 	first := reps[0]
-	out := &Report{RunID: first.RunID, Scenario: first.Scenario, DesktopMode: first.DesktopMode, Limits: first.Limits,
+	out := &Report{RunID: first.RunID, Scenario: first.Scenario, Version: first.Version, Target: first.Target, DesktopMode: first.DesktopMode, Limits: first.Limits,
 		Seed: first.Seed, RelayLimits: first.RelayLimits, ThresholdsFailed: thresholdsFailed}
 	var shards []string
 	for i, r := range reps {

@@ -126,6 +126,10 @@ func LimitsOf(a scenario.Abort) Limits {
 type Report struct {
 	RunID    string `json:"run_id"`
 	Scenario string `json:"scenario"`
+	// Version is buzzload's; Target the relay the clients went to (its
+	// WebSocket URL, or "embedded"): what compare checks its arms by.
+	Version string `json:"buzzload_version,omitempty"`
+	Target  string `json:"target,omitempty"`
 	Shard    string `json:"shard,omitempty"`
 	// DesktopMode is [desktop].mode (after buzz.load's desktopMode) when
 	// the scenario has desktop humans, so two reports of a comparison say
