@@ -220,3 +220,24 @@ func TestCompareArmsSaysWhetherADifferenceIsReal(t *testing.T) {
 		t.Fatalf("another load: exit %d\n%s", code, errs)
 	}
 }
+
+// plan --capacity estimates a search before it runs: its probes' sizes,
+// its length at worst and within the budget, and its largest probe's
+// load on the relay (issue 44).
+func TestPlanEstimatesACapacitySearch(t *testing.T) {
+	code, out, errs := runWith(t, nil, "plan", "--capacity", "--json", filepath.Join("..", "..", "scenarios", "local-capacity.toml"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var e capacityEstimate
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatal(err)
+	}
+	want := []int{20, 40, 80, 160, 320, 640, 1280, 2560, 5000}
+	if fmt.Sprint(e.Rising) != fmt.Sprint(want) || e.ProbeSecs != 19 || e.WorstProbes != len(want)+e.BisectProbes+2*e.RepeatProbes || e.Largest != 5000 {
+		t.Fatalf("%+v", e)
+	}
+	if e.LargestPlan == nil || len(e.LargestPlan.Ops) == 0 {
+		t.Fatalf("no plan of the largest probe: %+v", e.LargestPlan)
+	}
+}

@@ -54,6 +54,7 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	latency := fs.Duration("latency", 0, "every answer's delay")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	shards := fs.Int("shards", 0, "split the clients over this many simulations side by side (default: 2 from 20,000 clients with one mode, else 1)")
+	capOnly := fs.Bool("capacity", false, "estimate a capacity search of the scenario ([capacity]): its probes, its length, and what its largest probe asks of the relay")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n%s%s", err, planUsage, fs.FlagUsages())
@@ -92,6 +93,9 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 		// Invalid configuration: 104 whichever command met it (issue 47 item 3).
 		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
 		return configerr.Exit
+	}
+	if *capOnly {
+		return planCapacity(env, fs.Arg(0), sc, *asJSON, *failRate, *latency)
 	}
 	if err := reshapeRamp(sc, *users, step, *dur, ramp); err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
