@@ -84,6 +84,7 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 	dir := fs.String("dir", "", "keep the probes' scenario files, reports and logs in this directory (default: a temporary one, removed)")
 	var relayLogs []string
 	fs.StringArrayVar(&relayLogs, "relay-log", nil, "passed to every probe's run (a log that cannot be read makes a probe invalid)")
+	shards := fs.Int("shards", 1, "run each probe as this many runner processes on this machine (execution segments of one test, started together, merged exactly), as a distributed run does")
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
 		fmt.Fprint(env.Stdout, capacityUsage+fs.FlagUsages())
@@ -94,6 +95,10 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 			err = fmt.Errorf("want exactly one scenario file, got %d arguments", fs.NArg())
 		}
 		fmt.Fprintf(env.Stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
+		return 2
+	}
+	if *shards < 1 || *shards > 64 {
+		fmt.Fprintf(env.Stderr, "%s: --shards %d: want 1 to 64\n", name, *shards)
 		return 2
 	}
 	path := fs.Arg(0)
@@ -158,7 +163,7 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 			break
 		}
 		t0 := time.Now()
-		p := probeOnce(ctx, self, env.Env, work, i, src, sc, users, ph, relayLogs, slos)
+		p := probeOnce(ctx, self, env.Env, work, i, src, sc, users, ph, probeRun{relayLogs: relayLogs, shards: *shards}, slos)
 		last = time.Since(t0)
 		p.Users, p.StartS, p.Secs = users, t0.Sub(start).Seconds(), last.Seconds()
 		search.Observe(p)
@@ -222,9 +227,9 @@ func probeLine(i int, p capacity.Probe, pp capacity.People) string {
 // (a search measured on one relay drifted: the same people passed at 5 ms
 // early on and failed at 500 ms after an overloaded probe).
 func probeOnce(ctx context.Context, self string, env []string, work string, i int, src []byte, sc *scenario.Scenario, users int,
-	ph capacity.Phases, relayLogs []string, slos []capacity.SLO) capacity.Probe {
+	ph capacity.Phases, pr probeRun, slos []capacity.SLO) capacity.Probe {
 	if !sc.Embedded() {
-		return runProbe(ctx, self, env, work, i, src, sc, users, ph, nil, relayLogs, slos)
+		return runProbe(ctx, self, env, work, i, src, sc, users, ph, nil, pr, slos)
 	}
 	r, err := startRelayProcess(ctx, self, env)
 	if err != nil {
@@ -234,51 +239,104 @@ func probeOnce(ctx context.Context, self string, env []string, work string, i in
 	tgt := &capacity.Target{WSURL: "ws://" + r.addr, HTTPURL: "http://" + r.addr, ConnectAddr: r.addr,
 		HostTemplate: extension.EmbeddedHostTemplate(sc.RunID), OperatorKeyEnv: capacityKeyEnv}
 	childEnv := append(append([]string(nil), env...), capacityKeyEnv+"="+r.key)
-	return runProbe(ctx, self, childEnv, work, i, src, sc, users, ph, tgt, relayLogs, slos)
+	return runProbe(ctx, self, childEnv, work, i, src, sc, users, ph, tgt, pr, slos)
 }
 
-// runProbe runs one probe as a `buzzload run` of its own and judges it
-// from its report.
+// probeRun is how a probe's runs are made: the relay logs every run
+// scans, and how many shards run it.
+type probeRun struct {
+	relayLogs []string
+	shards    int
+}
+
+// runProbe runs one probe as a `buzzload run` of its own (or shards of
+// one, merged) and judges it from its report.
 func runProbe(ctx context.Context, self string, env []string, work string, i int, src []byte, sc *scenario.Scenario, users int,
-	ph capacity.Phases, tgt *capacity.Target, relayLogs []string, slos []capacity.SLO) capacity.Probe {
+	ph capacity.Phases, tgt *capacity.Target, pr probeRun, slos []capacity.SLO) capacity.Probe {
 	base := filepath.Join(work, fmt.Sprintf("probe-%02d-%d", i, users))
 	toml, err := capacity.ProbeTOML(src, sc.Population, users, ph, tgt)
 	if err != nil {
 		return capacity.Probe{Reason: "writing the probe's scenario: " + err.Error()}
 	}
-	// Beside the scenario's own file would be better for relative paths
-	// in it; a scenario file has none (the key file is absolute or
-	// relative to the working directory, which the probe keeps).
 	if err := os.WriteFile(base+".toml", toml, 0o600); err != nil {
 		return capacity.Probe{Reason: err.Error()}
 	}
-	args := []string{"run", "-q", "--address", "", "--report-interval", "0s", "--report", base + ".json"}
-	for _, l := range relayLogs {
-		args = append(args, "--relay-log", l)
+	common := []string{"run", "-q", "--address", "", "--report-interval", "0s"}
+	for _, l := range pr.relayLogs {
+		common = append(common, "--relay-log", l)
 	}
-	args = append(args, base+".toml")
-	log, err := os.Create(base + ".log")
+	if pr.shards <= 1 {
+		runErr := runLogged(ctx, self, env, base+".log", append(common, "--report", base+".json", base+".toml")...)
+		return judgeFile(base+".json", false, runErr, base+".log", slos)
+	}
+	// Shards: execution segments of one test, started together, each
+	// writing its result; merged exactly (as a distributed run is).
+	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	bound := func(k int) string {
+		switch k {
+		case 0:
+			return "0"
+		case pr.shards:
+			return "1"
+		}
+		return fmt.Sprintf("%d/%d", k, pr.shards)
+	}
+	var seq []string
+	for k := 0; k <= pr.shards; k++ {
+		seq = append(seq, bound(k))
+	}
+	results := make([]string, pr.shards)
+	errs := make(chan error, pr.shards)
+	for s := range pr.shards {
+		results[s] = fmt.Sprintf("%s.shard%d.json", base, s)
+		args := append(append([]string(nil), common...), "--execution-segment", bound(s)+":"+bound(s+1),
+			"--execution-segment-sequence", strings.Join(seq, ","), "--start-at", at, "--result", results[s], base+".toml")
+		go func() { errs <- runLogged(ctx, self, env, fmt.Sprintf("%s.shard%d.log", base, s), args...) }()
+	}
+	for range pr.shards {
+		<-errs
+	}
+	mergeErr := runLogged(ctx, self, env, base+".merge.log", append([]string{"merge", "-o", base + ".merged.json"}, results...)...)
+	return judgeFile(base+".merged.json", true, mergeErr, base+".merge.log", slos)
+}
+
+func runLogged(ctx context.Context, self string, env []string, logPath string, args ...string) error {
+	log, err := os.Create(logPath)
 	if err != nil {
-		return capacity.Probe{Reason: err.Error()}
+		return err
 	}
 	defer log.Close()
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
-	runErr := cmd.Run()
-	raw, err := os.ReadFile(base + ".json")
+	return cmd.Run()
+}
+
+// judgeFile judges a probe from its report file (a Buzz report, or a
+// merged result file's "buzz").
+func judgeFile(path string, result bool, runErr error, logPath string, slos []capacity.SLO) capacity.Probe {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		why := "the probe's run wrote no report"
 		if runErr != nil {
-			why += " (" + runErr.Error() + "; its log: " + base + ".log)"
+			why += " (" + runErr.Error() + ": " + lastLine(logPath) + "; its log: " + logPath + ")"
 		}
-		return capacity.Probe{Reason: why, Report: base + ".json"}
+		return capacity.Probe{Reason: why, Report: path}
+	}
+	if result {
+		var f struct {
+			Buzz json.RawMessage `json:"buzz"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil || len(f.Buzz) == 0 {
+			return capacity.Probe{Reason: "the merged result has no Buzz report (" + logPath + ")", Report: path}
+		}
+		raw = f.Buzz
 	}
 	var rep report.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		return capacity.Probe{Reason: "the probe's report: " + err.Error()}
 	}
 	p := capacity.Judge(&rep, slos)
-	p.Report = base + ".json"
+	p.Report = path
 	return p
 }
 
@@ -345,4 +403,18 @@ func (r *relayProcess) stop() {
 		_ = r.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// lastLine is a log's last non-empty line (at most 300 bytes of it).
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := lines[len(lines)-1]
+	if len(l) > 300 {
+		l = l[:300] + "…"
+	}
+	return l
 }

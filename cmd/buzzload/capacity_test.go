@@ -68,12 +68,26 @@ slo = { "buzz_op_duration{op:deliver}" = ["p(99)<200"] }
 // within its resolution, names deliver p(99) as the limit, and writes
 // the JSON report and the page (issue 44).
 func TestCapacityFindsASyntheticKnee(t *testing.T) {
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) { syntheticKnee(t, shards) })
+	}
+}
+
+// syntheticKnee runs the search with each probe in shards processes
+// (three: started together, merged exactly, the merged report judged).
+func syntheticKnee(t *testing.T, shards int) {
 	r := seedRelay(t)
 	r.Faults().SlowDeliveriesAbove(12, 400*time.Millisecond)
 	path := kneeScenario(t, r.Addr(), 1)
+	if shards > 1 { // start nearer the knee: fewer probes of three processes
+		raw, _ := os.ReadFile(path)
+		if err := os.WriteFile(path, []byte(strings.Replace(string(raw), "start_users = 4", "start_users = 9", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := filepath.Dir(path)
 	env := []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}
-	code, out, errs := runBin(t, dir, env, "capacity", "--report", filepath.Join(dir, "cap.json"), "--report-html", filepath.Join(dir, "cap.html"), path)
+	code, out, errs := runBin(t, dir, env, "capacity", "--shards", fmt.Sprint(shards), "--report", filepath.Join(dir, "cap.json"), "--report-html", filepath.Join(dir, "cap.html"), path)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
