@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/local-smoke.js
 REPORT   ?= bin/buzz-report.json
 NODE_DIR := testdata/node
 
-.PHONY: all build test node-deps bench bench-scale bench-clients bench-soak lint fuzz run clean image k8s-e2e
+.PHONY: all build test node-deps bench bench-scale bench-clients bench-soak bench-capacity lint fuzz run clean image k8s-e2e
 
 all: build
 
@@ -72,6 +72,12 @@ bench: build
 # SOAK (30m by default; SOAK=2h30m is the recorded run, SOAK=12h the long
 # one); fails when the runner's RSS grows more than 10 % after the warm-up.
 SOAK ?= 30m
+# The capacity search end to end against a synthetic knee (issue 44,
+# docs/benchmarks.md "Capacity"): one process and three shards, 3 times
+# each (about 10 minutes); the knee must be found within the resolution.
+bench-capacity: build
+	BUZZLOAD_BENCH_CAPACITY=1 $(GO) test -run '^$$' -bench BenchmarkCapacitySyntheticKnee -benchtime 1x -count 3 -timeout 30m ./cmd/buzzload/ | tee out/bench-capacity.txt
+
 bench-soak: build
 	scripts/soak.sh $(SOAK) out/soak
 

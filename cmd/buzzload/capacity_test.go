@@ -15,7 +15,7 @@ import (
 
 // kneeScenario is a small chat aimed at r whose search is quick: probes
 // of 1 + 1 + 3 s, humans only, everyone in one channel.
-func kneeScenario(t *testing.T, addr string, repeats int) string {
+func kneeScenario(t testing.TB, addr string, repeats int) string {
 	t.Helper()
 	toml := fmt.Sprintf(`run_id = "knee"
 [target]

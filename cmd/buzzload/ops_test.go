@@ -28,7 +28,7 @@ var (
 )
 
 // buzzloadBin builds bin/buzzload once per test process.
-func buzzloadBin(t *testing.T) string {
+func buzzloadBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "buzzload-bin-")
@@ -50,7 +50,7 @@ func buzzloadBin(t *testing.T) string {
 }
 
 // runBin runs the binary in dir and returns its exit code and output.
-func runBin(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+func runBin(t testing.TB, dir string, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(buzzloadBin(t), args...)
 	cmd.Dir = dir

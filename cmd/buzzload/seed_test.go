@@ -20,7 +20,7 @@ import (
 )
 
 // seedRelay runs an in-process relay on 127.0.0.1 for one CLI test.
-func seedRelay(t *testing.T) *relay.Relay { return relaytest.Start(t, nil) }
+func seedRelay(t testing.TB) *relay.Relay { return relaytest.Start(t, nil) }
 
 const cliShape = `
 [shape]
