@@ -76,7 +76,7 @@ SOAK ?= 30m
 # docs/benchmarks.md "Capacity"): one process and three shards, 3 times
 # each (about 10 minutes); the knee must be found within the resolution.
 bench-capacity: build
-	BUZZLOAD_BENCH_CAPACITY=1 $(GO) test -run '^$$' -bench BenchmarkCapacitySyntheticKnee -benchtime 1x -count 3 -timeout 30m ./cmd/buzzload/ | tee out/bench-capacity.txt
+	mkdir -p out && BUZZLOAD_BENCH_CAPACITY=1 $(GO) test -run '^$$' -bench BenchmarkCapacitySyntheticKnee -benchtime 1x -count 3 -timeout 30m ./cmd/buzzload/ | tee out/bench-capacity.txt
 
 bench-soak: build
 	scripts/soak.sh $(SOAK) out/soak
