@@ -77,6 +77,10 @@ func (l *loaded) buildReport(failedThresholds []string, profile *report.ProfileV
 	}
 	l.seedMu.Unlock()
 	in.Warnings = report.RelayLimitWarnings(l.base, in.RelayLimits)
+	// The scenario's own warnings (a short run, a connect burst, …) are
+	// checks at warn and in the JSON report, not only console lines
+	// (issue 41 item 10).
+	in.Warnings = append(in.Warnings, l.base.Warnings()...)
 	if l.identityWarning != "" {
 		in.Warnings = append(in.Warnings, l.identityWarning)
 	}
