@@ -60,6 +60,20 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 		ev.Tags = [][]string{}
 	}
 	k := ev.Kind
+	// Admission before validation, as Buzz's (PR #7736: "non-ephemeral
+	// EVENT attempts remain charged, including attempts later rejected by
+	// authorization or validation"): the shared limiter (down in the
+	// LimiterOutage drill: it fails closed), then the messages quota, on
+	// the socket only (an HTTP publish is charged to the API quota at the
+	// bridge; Buzz's submit_event_authed has no messages check).
+	if r.limiterDown() {
+		return ingestResult{message: AdmissionUnavailable, throttled: true, status: http.StatusServiceUnavailable}
+	}
+	if auth.ws && !isEphemeral(k) {
+		if reason := c.limits.message(auth.pubkey, auth.agentOwner != "", time.Now()); reason != "" {
+			return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
+		}
+	}
 	switch {
 	case k == nostr.KindClientAuth:
 		return reject("invalid: AUTH events cannot be submitted")
@@ -102,17 +116,6 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	}
 	if k == nostr.KindRelayAddMember || k == nostr.KindRelayRemoveMember {
 		return r.relayAdmin(c, ev)
-	}
-	// The messages quota is charged on the socket only: an HTTP publish is
-	// charged to the API quota at admission (Buzz's submit_event_authed has
-	// no messages check; rejection.rs charges non-ephemeral WS EVENTs).
-	if r.limiterDown() { // the LimiterOutage drill: Buzz's limiter fails closed
-		return ingestResult{message: AdmissionUnavailable, throttled: true, status: http.StatusServiceUnavailable}
-	}
-	if auth.ws && !isEphemeral(k) {
-		if reason := c.limits.message(auth.pubkey, auth.agentOwner != "", now); reason != "" {
-			return ingestResult{message: reason, throttled: true, status: http.StatusTooManyRequests}
-		}
 	}
 	if isEphemeral(k) {
 		return r.ingestEphemeral(c, ev, auth, now)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -90,5 +91,29 @@ func TestBoundedKindLabel(t *testing.T) {
 		if got := KindLabel(k); got != want {
 			t.Errorf("kind %d: %q, want %q", k, got, want)
 		}
+	}
+}
+
+// The messages quota is charged at admission, before validation, as
+// Buzz's (PR #7736; issue 41 item 6): two EVENTs with a bad signature use
+// up a quota of two, and the valid third is throttled. Fails without the
+// fix: the invalid ones cost nothing and the third is accepted.
+func TestTheMessagesQuotaIsChargedBeforeValidation(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.RateLimit = true; c.HumanMessagesPerMin = 2 })
+	alice := key("alice")
+	c := authed(t, r, alice)
+	for i := range 2 {
+		bad := ev(t, alice, 9, fmt.Sprintf("forged %d", i), []string{"h", "nochannel"})
+		bad.Sig = strings.Repeat("0", 128)
+		if ok, msg := c.publish(bad); ok || !strings.HasPrefix(msg, "invalid:") {
+			t.Fatalf("a forged event: %v %q", ok, msg)
+		}
+	}
+	if ok, msg := c.publish(ev(t, alice, 9, "valid", []string{"h", "nochannel"})); ok || !strings.HasPrefix(msg, "rate-limited:") {
+		t.Fatalf("the third message: %v %q, want throttled: the forged two were charged", ok, msg)
+	}
+	// Ephemeral kinds are not charged.
+	if ok, msg := c.publish(ev(t, alice, 20001, "typing", []string{"h", "x"})); !ok && strings.HasPrefix(msg, "rate-limited:") {
+		t.Fatalf("an ephemeral event was throttled: %q", msg)
 	}
 }
