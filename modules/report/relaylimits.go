@@ -26,6 +26,10 @@ type NIP11Limitation struct {
 	} `json:"limitation"`
 }
 
+// BuzzPageClamp is the most events Buzz returns for one filter, whatever
+// its NIP-11 advertises (docs/buzz-protocol.md).
+const BuzzPageClamp = 1000
+
 // RelayLimitsOf is the table of bounds in force for a relay whose NIP-11
 // document is doc. Buzz does not advertise its WebSocket admission or its
 // cap on #h values per REQ, so those are always its defaults.
@@ -37,8 +41,14 @@ func RelayLimitsOf(doc NIP11Limitation) []RelayLimit {
 		return RelayLimit{Name: name, Value: def, Source: "Buzz default"}
 	}
 	l := doc.Limitation
+	page := pick("events per page (max_limit)", l.MaxLimit, BuzzPageClamp)
+	if l.MaxLimit > BuzzPageClamp {
+		// Some Buzz versions advertise 10000 and clamp at 1000 (issue 41
+		// item 8): an advertised page above the clamp is not trusted.
+		page = RelayLimit{Name: page.Name, Value: BuzzPageClamp, Source: fmt.Sprintf("NIP-11 advertises %d; Buzz clamps a page at %d", l.MaxLimit, BuzzPageClamp)}
+	}
 	return []RelayLimit{
-		pick("events per page (max_limit)", l.MaxLimit, 1000),
+		page,
 		pick("filters per REQ (max_filters)", l.MaxFilters, 10),
 		pick("subscriptions per connection (max_subscriptions)", l.MaxSubscriptions, scenario.MaxSubscriptions),
 		pick("frame bytes (max_message_length)", l.MaxMessageLength, 524288),

@@ -33,3 +33,19 @@ func TestRelayLimitsFromNIP11OrBuzzDefaults(t *testing.T) {
 		t.Fatalf("header %q", line)
 	}
 }
+
+// An advertised page above Buzz's clamp is not trusted (some Buzz
+// versions advertise 10000 and return 1000; issue 41 item 8): the bound in
+// force is 1000, said so, and a history_limit of 5000 is warned about.
+func TestAnAdvertisedPageAboveTheClampIsNotTrusted(t *testing.T) {
+	var doc NIP11Limitation
+	doc.Limitation.MaxLimit = 10000
+	got := RelayLimitsOf(doc)
+	if got[0].Value != 1000 || !strings.Contains(got[0].Source, "NIP-11 advertises 10000; Buzz clamps a page at 1000") {
+		t.Fatalf("page %+v", got[0])
+	}
+	w := RelayLimitWarnings(&scenario.Scenario{File: "s.toml", Human: scenario.Human{HistoryLimit: 5000}}, got)
+	if len(w) != 1 || !strings.Contains(w[0], "history reads return at most 1000") {
+		t.Fatalf("warnings %q", w)
+	}
+}
