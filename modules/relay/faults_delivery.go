@@ -141,11 +141,11 @@ func (f *Faults) SlowDeliveriesAbove(k int, d time.Duration) {
 }
 
 // SlowDeliveriesGrowing makes every live delivery leave later and later:
-// perSec more for each second since the call (a relay getting steadily
+// each more for every second since the call (a relay getting steadily
 // slower: the drift check's test). 0 turns it off.
-func (f *Faults) SlowDeliveriesGrowing(perSec time.Duration) {
+func (f *Faults) SlowDeliveriesGrowing(each time.Duration) {
 	f.growFrom.Store(time.Now().UnixNano())
-	f.growRate.Store(int64(perSec))
+	f.growRate.Store(int64(each))
 }
 
 // kneeDelay is how late a delivery leaves with conns open (0: on time).

@@ -20,7 +20,7 @@ func driftWindows(p99 func(i int) float64, rss func(i int) float64, errs func(i 
 var heldSteps = []StepReport{{Index: 0, Reached: true, StartS: 0, RampEndS: 0, EndS: 120}}
 
 func flat(v float64) func(int) float64 { return func(int) float64 { return v } }
-func none(int) int64                    { return 0 }
+func none(int) int64                   { return 0 }
 
 func TestDrift(t *testing.T) {
 	// Steady: passes.

@@ -130,7 +130,7 @@ type Report struct {
 	// WebSocket URL, or "embedded"): what compare checks its arms by.
 	Version string `json:"buzzload_version,omitempty"`
 	Target  string `json:"target,omitempty"`
-	Shard    string `json:"shard,omitempty"`
+	Shard   string `json:"shard,omitempty"`
 	// DesktopMode is [desktop].mode (after buzz.load's desktopMode) when
 	// the scenario has desktop humans, so two reports of a comparison say
 	// which app each ran.
