@@ -17,7 +17,7 @@ import (
 // (block/buzz, newest versions read 2026-12-06): crates/buzz-relay/src/
 // metrics.rs (the instrument names: buzz_ws_connections_total and
 // _active, buzz_ws_backpressure_disconnects_total,
-// buzz_ws_auth_timeouts_total, buzz_events_received_total,
+// buzz_ws_auth_timeouts_total, buzz_subscriptions_active, buzz_events_received_total,
 // buzz_events_stored_total, buzz_events_rejected_total,
 // buzz_auth_attempts_total, buzz_auth_failures_total),
 // handlers/ingest.rs (buzz_events_stored_total{kind, author_type} at the
@@ -129,6 +129,7 @@ func (r *Relay) serveMetrics(w http.ResponseWriter) {
 		plain("buzz_ws_connections_active", dto.MetricType_GAUGE, r.conns.Load()),
 		plain("buzz_ws_backpressure_disconnects_total", dto.MetricType_COUNTER, c.slow.Load()),
 		plain("buzz_ws_auth_timeouts_total", dto.MetricType_COUNTER, c.authTimeouts.Load()),
+		plain("buzz_subscriptions_active", dto.MetricType_GAUGE, r.subscriptionsActive()),
 		plain("buzz_auth_attempts_total", dto.MetricType_COUNTER, c.authOK.Load()+c.authFailed.Load()),
 		plain("buzz_auth_failures_total", dto.MetricType_COUNTER, c.authFailed.Load()),
 		family("buzz_events_received_total", &c.fam.received, "kind"),
@@ -176,4 +177,15 @@ func family(name string, l *labelled, names ...string) *dto.MetricFamily {
 		f.Metric = append(f.Metric, sample(typ, labels, v.(*atomic.Int64).Load()))
 	}
 	return f
+}
+
+// subscriptionsActive is every community's live subscriptions.
+func (r *Relay) subscriptionsActive() int64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var n int64
+	for _, c := range r.comms {
+		n += c.subs.active.Load()
+	}
+	return n
 }

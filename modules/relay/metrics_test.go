@@ -54,17 +54,21 @@ func scrapeMetrics(t *testing.T, r *Relay) map[string]float64 {
 // author type (not an event acknowledged and lost: the LoseAcked fault),
 // rejections by transport and reason, admission rejections.
 func TestMetricsCountWhatTheRelayDid(t *testing.T) {
-	r := startRelay(t, func(c *Config) { c.RateLimit = true; c.WSFramesPerWindow = 4 })
+	r := startRelay(t, func(c *Config) { c.RateLimit = true; c.WSFramesPerWindow = 7 })
 	alice := key("alice")
 	c := authed(t, r, alice)
 	ch := c.createChannel("metrics", "open")
+	c.req("live", map[string]any{"kinds": []int{9}, "#h": []string{ch}})
+	c.req("replaced", map[string]any{"kinds": []int{9}})
+	c.req("replaced", map[string]any{"kinds": []int{7}}) // the same id: replaces, one subscription
+	c.send("CLOSE", "replaced")
 	c.mustPublish(ev(t, alice, 9, "one", []string{"h", ch}))
 	r.Faults().LoseAcked(9, 1)
 	c.mustPublish(ev(t, alice, 9, "acknowledged, lost", []string{"h", ch}))
 	if ok, _ := c.publish(evAt(t, alice, 9, time.Now().Add(-time.Hour), "stale", []string{"h", ch})); ok {
 		t.Fatal("a stale event was accepted")
 	}
-	// The fifth frame in the window is throttled: a quota rejection.
+	// The eighth frame in the window (a 9007, three REQs, three EVENTs before it) is throttled: a quota rejection.
 	if ok, msg := c.publish(ev(t, alice, 9, "five", []string{"h", ch})); ok || !strings.HasPrefix(msg, "rate-limited:") {
 		t.Fatalf("fifth frame: %v %q, want throttled", ok, msg)
 	}

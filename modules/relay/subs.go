@@ -2,6 +2,7 @@ package relay
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/buzzload/buzzload/modules/relay/store"
@@ -86,6 +87,7 @@ func (l *subList) remove(s *subscription) {
 // connections × N/interval presence events a second (19,000 humans at a
 // 30 s interval: 12 million filter checks a second).
 type subIndex struct {
+	active    atomic.Int64 // subscriptions in the index (buzz_subscriptions_active, metrics.go)
 	mu        sync.RWMutex
 	byChannel map[string]*subList
 	byAuthor  map[string]*subList // global subscriptions with authors, by author
@@ -99,6 +101,7 @@ func newSubIndex() subIndex {
 func (x *subIndex) add(s *subscription) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.active.Add(1)
 	if s.channels == nil && s.authors != nil {
 		for _, a := range s.authors {
 			l := x.byAuthor[a]
@@ -127,6 +130,7 @@ func (x *subIndex) add(s *subscription) {
 func (x *subIndex) remove(s *subscription) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.active.Add(-1)
 	if s.channels == nil && s.authors != nil {
 		for _, a := range s.authors {
 			if l := x.byAuthor[a]; l != nil {
