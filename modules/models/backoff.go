@@ -6,8 +6,15 @@ import (
 	"time"
 )
 
-// Backoff paces reconnects after failed sessions: full jitter over an
-// exponentially growing ceiling, Base·2^(failures−1) up to Max.
+// Backoff paces reconnects after failed sessions (a 1012 "relay
+// restarting" included): full jitter over an exponentially growing
+// ceiling, Base·2^(failures−1) up to Max. Buzz's people use its desktop
+// app, whose socket reconnects after 500 ms × 2^attempt
+// (src/features/relay/native-socket.ts, ../shared/docs/desktop-requests.md
+// "Reconnect backoff"); it gives up after 5 attempts until a manual retry,
+// which a person makes, so a human here keeps retrying under the 30 s cap.
+// The jitter spreads a restart's herd as BUZZ_DRAIN_JITTER_MS does on the
+// relay's side.
 type Backoff struct {
 	Base time.Duration // default 500 ms
 	Max  time.Duration // default 30 s
