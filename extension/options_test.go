@@ -372,6 +372,7 @@ func TestDesktopOnlyAbortThresholdsNameTheOpsDesktopHumansEmit(t *testing.T) {
 // report's warnings and the text summary, though the run passes.
 func TestReportWarnsWhenThrottlesOutnumberSuccesses(t *testing.T) {
 	sc := parse(t, optsTOML)
+	sc.Human.PresenceIntervalSecs = 5 // no scenario warning of its own: the throttles' alone
 	l := newLoaded(New(Options{}), sc, scenario.Shard{})
 	now := time.Now()
 	rec := func(op string, o relayclient.Outcome, n int) {

@@ -249,14 +249,19 @@ func relayMetricsText(b *strings.Builder, m *RelayMetricsReport, tc func(string)
 	fmt.Fprintf(b, "  relay metrics (%s): %s\n", strings.Join(srcs, "; "), strings.Join(parts, ", "))
 }
 
-// mergeRelayMetrics keeps the readings of the runner that watched the
-// relay longest (every runner reads the same relay: deltas do not add)
-// and judges them against the whole run's clients.
+// mergeRelayMetrics joins the runners' readings. Runners of one relay
+// (the same target) read the same series: the readings of the runner that
+// watched longest are kept (deltas do not add). Runners of relays of their
+// own (each its embedded relay) read different relays: every runner's
+// readings are kept, named by runner, and add up. Either way they are
+// judged against every runner's clients.
 func mergeRelayMetrics(out *Report, names []string, reps []*Report) *RelayMetricsReport {
 	var best *RelayMetricsReport
 	var from string
 	var conns int64
 	var acked map[string]int64
+	shared := true
+	var all RelayMetricsReport
 	span := func(m *RelayMetricsReport) int64 {
 		var w int64
 		for _, s := range m.Sources {
@@ -269,6 +274,9 @@ func mergeRelayMetrics(out *Report, names []string, reps []*Report) *RelayMetric
 		if m == nil {
 			continue
 		}
+		if r.Target == "" || r.Target == "embedded" || r.Target != reps[0].Target {
+			shared = false
+		}
 		conns += m.Run.Connections
 		for k, n := range m.Run.AcknowledgedByKind {
 			if acked == nil {
@@ -279,12 +287,29 @@ func mergeRelayMetrics(out *Report, names []string, reps []*Report) *RelayMetric
 		if best == nil || span(m) > span(best) {
 			best, from = m, names[i]
 		}
+		for _, src := range m.Sources {
+			src.Source = names[i] + ": " + src.Source
+			all.Sources = append(all.Sources, src)
+		}
+		for _, se := range m.Series {
+			se.Source = names[i] + ": " + se.Source
+			all.Series = append(all.Series, se)
+		}
+		for _, sa := range m.Samples {
+			sa.Source = names[i] + ": " + sa.Source
+			all.Samples = append(all.Samples, sa)
+		}
 	}
 	if best == nil {
 		return nil
 	}
 	cp := *best
 	cp.From = from
+	if !shared {
+		cp = all
+		cp.From = "every runner (each read a relay of its own)"
+		cp.TimelineStartUnixMs = best.TimelineStartUnixMs
+	}
 	cp.Run = clientCounts(out, conns, acked)
 	return &cp
 }
