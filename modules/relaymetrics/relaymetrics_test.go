@@ -91,7 +91,7 @@ func TestWatcherDeltasAcrossAReset(t *testing.T) {
 	if d, _ := rep.Delta("buzz_ws_connections_active"); d != 1 {
 		t.Errorf("gauge delta %v, want 1", d)
 	}
-	if len(rep.Sources) != 2 || rep.Sources[0].Scrapes != 4 || rep.Sources[1].Scrapes != 0 || rep.Sources[1].Error == "" {
+	if len(rep.Sources) != 2 || rep.Sources[0].Scrapes != 4 || rep.Sources[0].Resets != 1 || rep.Sources[1].Scrapes != 0 || rep.Sources[1].Error == "" {
 		t.Errorf("sources %+v", rep.Sources)
 	}
 	if len(rep.Samples) != 4 || rep.Samples[3].Values["buzz_events_stored_total"] != 6 {

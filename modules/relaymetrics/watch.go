@@ -43,6 +43,7 @@ type track struct {
 	incr    map[string]float64 // a counter's increase, resets counted from zero
 	samples []report.RelayMetricsSample
 	ok, bad int
+	resets  int // readings where a counter went down: the relay restarted
 	err     string
 }
 
@@ -126,6 +127,7 @@ func (t *track) fold(s Scrape) (map[string]float64, bool) {
 	t.ok++
 	first := t.first == nil
 	inc := map[string]float64{}
+	resetNow := false
 	if first {
 		t.first = &s
 	} else {
@@ -144,10 +146,14 @@ func (t *track) fold(s Scrape) (map[string]float64, bool) {
 				d = v - prev
 			default:
 				d = v
+				resetNow = true
 			}
 			t.incr[k] += d
 			inc[s.Series[k].Name] += d
 		}
+	}
+	if resetNow {
+		t.resets++
 	}
 	t.last = &s
 	totals := map[string]float64{}
@@ -194,7 +200,7 @@ func (w *Watcher) Finish() *report.RelayMetricsReport {
 }
 
 func (t *track) source() report.RelayMetricsSource {
-	s := report.RelayMetricsSource{Source: t.src.Spec, Scrapes: t.ok, Failed: t.bad, Error: t.err, Note: t.note}
+	s := report.RelayMetricsSource{Source: t.src.Spec, Scrapes: t.ok, Failed: t.bad, Error: t.err, Note: t.note, Resets: t.resets}
 	if t.first != nil {
 		s.StartUnixMs, s.EndUnixMs = t.first.At.UnixMilli(), t.last.At.UnixMilli()
 	}
