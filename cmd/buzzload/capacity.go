@@ -84,6 +84,8 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 	dir := fs.String("dir", "", "keep the probes' scenario files, reports and logs in this directory (default: a temporary one, removed)")
 	var relayLogs []string
 	fs.StringArrayVar(&relayLogs, "relay-log", nil, "passed to every probe's run (a log that cannot be read makes a probe invalid)")
+	var runners []string
+	fs.StringSliceVar(&runners, "runners", nil, "send each probe's shards to these `buzzload capacity-worker`s (URLs, comma-separated; one shard each), the token from $"+WorkerTokenEnv+"; their results merged here")
 	shards := fs.Int("shards", 1, "run each probe as this many runner processes on this machine (execution segments of one test, started together, merged exactly), as a distributed run does")
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -100,6 +102,19 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 	if *shards < 1 || *shards > 64 {
 		fmt.Fprintf(env.Stderr, "%s: --shards %d: want 1 to 64\n", name, *shards)
 		return 2
+	}
+	var token string
+	if len(runners) > 0 {
+		if fs.Changed("shards") {
+			fmt.Fprintf(env.Stderr, "%s: --shards and --runners are exclusive (one shard per runner)\n", name)
+			return 2
+		}
+		token, _ = envLookup(env.Env)(WorkerTokenEnv)
+		if token == "" {
+			fmt.Fprintf(env.Stderr, "%s: --runners: $%s must hold the workers' token\n", name, WorkerTokenEnv)
+			return 2
+		}
+		*shards = len(runners)
 	}
 	path := fs.Arg(0)
 	src, err := os.ReadFile(path)
@@ -163,7 +178,7 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 			break
 		}
 		t0 := time.Now()
-		p := probeOnce(ctx, self, env.Env, work, i, src, sc, users, ph, probeRun{relayLogs: relayLogs, shards: *shards}, slos)
+		p := probeOnce(ctx, self, env.Env, work, i, src, sc, users, ph, probeRun{relayLogs: relayLogs, shards: *shards, runners: runners, token: token}, slos)
 		last = time.Since(t0)
 		p.Users, p.StartS, p.Secs = users, t0.Sub(start).Seconds(), last.Seconds()
 		search.Observe(p)
@@ -239,6 +254,7 @@ func probeOnce(ctx context.Context, self string, env []string, work string, i in
 	tgt := &capacity.Target{WSURL: "ws://" + r.addr, HTTPURL: "http://" + r.addr, ConnectAddr: r.addr,
 		HostTemplate: extension.EmbeddedHostTemplate(sc.RunID), OperatorKeyEnv: capacityKeyEnv}
 	childEnv := append(append([]string(nil), env...), capacityKeyEnv+"="+r.key)
+	pr.key = r.key
 	return runProbe(ctx, self, childEnv, work, i, src, sc, users, ph, tgt, pr, slos)
 }
 
@@ -247,6 +263,9 @@ func probeOnce(ctx context.Context, self string, env []string, work string, i in
 type probeRun struct {
 	relayLogs []string
 	shards    int
+	runners   []string // remote workers: one shard each
+	token     string   // theirs
+	key       string   // the search's own relay's operator key (remote shards need it)
 }
 
 // runProbe runs one probe as a `buzzload run` of its own (or shards of
@@ -287,14 +306,38 @@ func runProbe(ctx context.Context, self string, env []string, work string, i int
 	}
 	results := make([]string, pr.shards)
 	errs := make(chan error, pr.shards)
+	// A shard that ends without its result ends the probe: the others
+	// would wait for a fixture that shard was to seed.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for s := range pr.shards {
 		results[s] = fmt.Sprintf("%s.shard%d.json", base, s)
+		if len(pr.runners) > 0 {
+			req := probeRequest{TOML: string(toml), Segment: bound(s) + ":" + bound(s+1), Sequence: strings.Join(seq, ","), StartAt: at, OperatorKey: pr.key}
+			go func() { errs <- remoteShard(ctx, pr.runners[s], pr.token, results[s], req) }()
+			continue
+		}
 		args := append(append([]string(nil), common...), "--execution-segment", bound(s)+":"+bound(s+1),
 			"--execution-segment-sequence", strings.Join(seq, ","), "--start-at", at, "--result", results[s], base+".toml")
-		go func() { errs <- runLogged(ctx, self, env, fmt.Sprintf("%s.shard%d.log", base, s), args...) }()
+		go func() {
+			log := fmt.Sprintf("%s.shard%d.log", base, s)
+			err := runLogged(ctx, self, env, log, args...)
+			if _, statErr := os.Stat(results[s]); statErr != nil {
+				errs <- fmt.Errorf("shard %d wrote no result (%v: %s)", s, err, lastLine(log))
+				return
+			}
+			errs <- nil
+		}()
 	}
+	var shardErr error
 	for range pr.shards {
-		<-errs
+		if err := <-errs; err != nil && shardErr == nil {
+			shardErr = err
+			cancel()
+		}
+	}
+	if shardErr != nil {
+		return capacity.Probe{Reason: "a shard: " + shardErr.Error()}
 	}
 	mergeErr := runLogged(ctx, self, env, base+".merge.log", append([]string{"merge", "-o", base + ".merged.json"}, results...)...)
 	return judgeFile(base+".merged.json", true, mergeErr, base+".merge.log", slos)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -74,8 +77,33 @@ func TestCapacityFindsASyntheticKnee(t *testing.T) {
 	}
 }
 
-// syntheticKnee runs the search with each probe in shards processes
-// (three: started together, merged exactly, the merged report judged).
+// startWorker starts a `buzzload capacity-worker` on a free loopback port
+// with env added to its environment and returns its URL; it is stopped
+// with the test.
+func startWorker(t testing.TB, token string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(buzzloadBin(t), "capacity-worker", "--address", "127.0.0.1:0")
+	cmd.Env = append(append(os.Environ(), WorkerTokenEnv+"="+token), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "buzzload capacity-worker listening on ")
+	if err != nil || !ok {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	return "http://" + addr
+}
+
+// syntheticKnee runs the search in one process, or with each probe in
+// three shards sent to three `buzzload capacity-worker`s (the search
+// across machines, here on one), their results merged exactly and the
+// merged report judged.
 func syntheticKnee(t *testing.T, shards int) {
 	r := seedRelay(t)
 	r.Faults().SlowDeliveriesAbove(12, 400*time.Millisecond)
@@ -88,7 +116,23 @@ func syntheticKnee(t *testing.T, shards int) {
 	}
 	dir := filepath.Dir(path)
 	env := []string{"TEST_OP_KEY=" + r.OperatorKeys().SecretHex()}
-	code, out, errs := runBin(t, dir, env, "capacity", "--shards", fmt.Sprint(shards), "--report", filepath.Join(dir, "cap.json"), "--report-html", filepath.Join(dir, "cap.html"), path)
+	args := []string{"capacity", "--report", filepath.Join(dir, "cap.json"), "--report-html", filepath.Join(dir, "cap.html")}
+	if shards > 1 {
+		const token = "a-test-token-of-workers"
+		var urls []string
+		for range shards {
+			urls = append(urls, startWorker(t, token, env...)) // the scenario's operator key: the workers' environment
+		}
+		env = append(env, WorkerTokenEnv+"="+token)
+		args = append(args, "--runners", strings.Join(urls, ","))
+		// A request without the token is refused.
+		resp, err := http.Post(urls[0]+"/v1/buzz/probe", "application/json", strings.NewReader("{}"))
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a request without the token: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	code, out, errs := runBin(t, dir, env, append(args, path)...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}

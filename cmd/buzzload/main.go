@@ -39,19 +39,20 @@ type cliEnv struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":      {"run a k6-style script (or a scenario .toml) against a relay", runCmd},
-		"relay":    {"run the local Buzz-compatible relay", relayCmd},
-		"capacity": {"search how many people the deployment holds at its service level ([capacity] of a scenario)", capacityCmd},
-		"drill":    {"ask a `buzzload relay` to perform a drill now (restart, stall, limiter outage, slow store)", drillCmd},
-		"seed":     {"provision a scenario's communities, channels, members and history", seedCmd},
-		"teardown": {"archive and delete a scenario's communities", teardownCmd},
-		"merge":    {"merge the JSON results of several execution segments", mergeCmd},
-		"compare":  {"compare the per-operation results of two runs", compareCmd},
-		"report":   {"write a run's result or Buzz report as one self-contained HTML page", reportCmd},
-		"plan":     {"simulate a scenario's clients without sockets: what the relay would see", planCmd},
-		"version":  {"print the version and commit", versionCmd},
-		"archive":  {"pack a script and the files it reads into one tar (k6 archive)", archiveCmd},
-		"inspect":  {"print a test's options and execution requirements as JSON (k6 inspect)", inspectCmd},
+		"run":             {"run a k6-style script (or a scenario .toml) against a relay", runCmd},
+		"relay":           {"run the local Buzz-compatible relay", relayCmd},
+		"capacity":        {"search how many people the deployment holds at its service level ([capacity] of a scenario)", capacityCmd},
+		"capacity-worker": {"serve a capacity search's probes on this machine (buzzload capacity --runners)", capacityWorkerCmd},
+		"drill":           {"ask a `buzzload relay` to perform a drill now (restart, stall, limiter outage, slow store)", drillCmd},
+		"seed":            {"provision a scenario's communities, channels, members and history", seedCmd},
+		"teardown":        {"archive and delete a scenario's communities", teardownCmd},
+		"merge":           {"merge the JSON results of several execution segments", mergeCmd},
+		"compare":         {"compare the per-operation results of two runs", compareCmd},
+		"report":          {"write a run's result or Buzz report as one self-contained HTML page", reportCmd},
+		"plan":            {"simulate a scenario's clients without sockets: what the relay would see", planCmd},
+		"version":         {"print the version and commit", versionCmd},
+		"archive":         {"pack a script and the files it reads into one tar (k6 archive)", archiveCmd},
+		"inspect":         {"print a test's options and execution requirements as JSON (k6 inspect)", inspectCmd},
 	}
 }
 
