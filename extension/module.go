@@ -96,6 +96,9 @@ type Options struct {
 	// Version is buzzload's, written in every report (compare refuses
 	// arms of different versions).
 	Version string
+	// LiveRelayMetrics pushes the relay's readings as the buzz_relay_*
+	// metrics (relaymetricsrun.go); off, they are in the report only.
+	LiveRelayMetrics bool
 }
 
 // Module is `k6/x/buzz` for one run: the root every VU's instance shares.

@@ -40,6 +40,9 @@ func (m *Module) watchRelayMetrics() {
 // plots, every output), through the first scenario whose clients have
 // started: the relay's numbers are no scenario's, so without its tag.
 func (m *Module) pushRelayReading(src relaymetrics.Source, at time.Time, inc, gauges map[string]float64) {
+	if !m.opts.LiveRelayMetrics {
+		return
+	}
 	for _, l := range m.loadedScenarios() {
 		push, met, tags := l.genOut.get()
 		if push == nil {

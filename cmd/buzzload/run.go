@@ -176,6 +176,11 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitCode(err)
 	}
+	// The relay's readings as live metrics go where they are looked at
+	// (outputs, the web dashboard, a result file), and not into a bare
+	// run's end-of-test summary (issue 45; the first `make run` stays
+	// within 100 lines).
+	bopts.LiveRelayMetrics = len(cfg.Outputs) > 0 || f.dash != nil || f.result != "" || len(bopts.RelayMetrics) > 0
 	if f.result != "" {
 		// The delivery ledger's journal goes beside the result file, for
 		// merge to join the runners' ledgers (modules/ledger journal.go).
