@@ -222,3 +222,35 @@ func TestADrillFromTheScript(t *testing.T) {
 		t.Fatalf("a drill kind the relay does not perform: exit %d", bad.res.ExitCode)
 	}
 }
+
+// An outage of the relay's shared limiter nobody declared (issue 41 item
+// 9): its answers ("rate-limited: shared admission unavailable") are
+// counted as unavailable, not as quota throttles, and the step it touched
+// is marked: its latencies are no capacity claim (a warning). Fails
+// without: they were throttles and the step said nothing.
+func TestALimiterOutageIsNotAThrottle(t *testing.T) {
+	toml := strings.Replace(drillSmoke(""), "messages_per_hour = 3600", "messages_per_hour = 36000", 1)
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml, nil, func(x *relay.Relay) {
+		time.AfterFunc(4*time.Second, func() { x.LimiterOutage(3 * time.Second) })
+	}, nil)
+	var unavailable, throttled int64
+	marked := false
+	for _, s := range r.report.Steps {
+		for _, o := range s.Ops {
+			unavailable += o.Unavailable
+			throttled += o.Throttled
+		}
+		marked = marked || strings.Contains(s.LatencyInvalid, "shared limiter was unavailable")
+	}
+	if unavailable == 0 || throttled != 0 || !marked {
+		r.dump(t)
+		t.Fatalf("unavailable %d, throttled %d, a step marked %v", unavailable, throttled, marked)
+	}
+	warned := false
+	for _, c := range r.report.Checks {
+		warned = warned || strings.HasSuffix(c.Name, " latencies") && c.Level == report.CheckWarn
+	}
+	if !warned {
+		t.Errorf("checks %+v", r.report.Checks)
+	}
+}

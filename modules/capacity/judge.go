@@ -83,12 +83,12 @@ func Judge(rep *report.Report, slos []SLO) Probe {
 		return Probe{GeneratorLimited: true, Reason: why}
 	}
 	var throttled int64
-	unavailable := false
+	unavailable := st.LatencyInvalid != ""
 	for _, name := range report.SortedOps(st.Ops) {
 		o := st.Ops[name]
 		throttled += o.Throttled
 		for _, e := range o.ErrorTexts {
-			unavailable = unavailable || strings.Contains(e.Text, "shared admission unavailable")
+			unavailable = unavailable || strings.Contains(e.Text, report.AdmissionUnavailableText)
 		}
 	}
 	switch {

@@ -36,6 +36,11 @@ func TestJudgeAProbe(t *testing.T) {
 	if p = Judge(stepReport(limiter, nil), slos); p.Valid || !strings.Contains(p.Reason, "limiter") {
 		t.Fatalf("limiter: %+v", p)
 	}
+	marked := stepReport(ok, nil)
+	marked.Steps[0].LatencyInvalid = "the relay's shared limiter was unavailable"
+	if p = Judge(marked, slos); p.Valid || !strings.Contains(p.Reason, "limiter") {
+		t.Fatalf("a step marked: %+v", p)
+	}
 	if p = Judge(stepReport(ok, &report.GeneratorReport{CPUPct: 70}), slos); p.Valid || !p.GeneratorLimited {
 		t.Fatalf("less than 1.5x headroom: %+v", p)
 	}

@@ -22,6 +22,7 @@ import (
 type OpAgg struct {
 	trend                            metrics.Sink // successes, ms
 	ok, errors, throttled, abandoned int64
+	unavailable                      int64       // refused because the shared limiter was down (not a quota throttle)
 	expected                         int64       // errors an [[expect]] rule matched (expected.go): not failures
 	cut, unfinished, started         int64       // cut by an abort; of errors, unfinished at stop; started in the cell
 	pending                          int64       // in flight at the end of the window (set when merging)
@@ -30,6 +31,11 @@ type OpAgg struct {
 	// from the due time and lag due → start (generator.go); nil until one.
 	sched *schedAgg
 }
+
+// AdmissionUnavailableText is Buzz's answer while its shared limiter is
+// unavailable (docs/buzz-names.md §h): "rate-limited: shared admission
+// unavailable", OK false on the socket, HTTP 503 on the bridge.
+const AdmissionUnavailableText = "shared admission unavailable"
 
 func newOpAgg() *OpAgg { return &OpAgg{trend: metrics.NewSink(metrics.Trend)} }
 
@@ -58,7 +64,13 @@ func (o *OpAgg) add(r relayclient.Result, at time.Time) {
 			o.unfinished++
 		}
 	case relayclient.OutcomeThrottled:
-		o.throttled++
+		// Buzz's limiter failing closed (Redis down) answers as a throttle
+		// but is no quota: counted apart (issue 41 item 9).
+		if strings.Contains(r.Error, AdmissionUnavailableText) {
+			o.unavailable++
+		} else {
+			o.throttled++
+		}
 	case OutcomeExpected:
 		o.expected++
 	case relayclient.OutcomePending:
@@ -80,6 +92,7 @@ func (o *OpAgg) merge(b *OpAgg) {
 	o.ok += b.ok
 	o.errors += b.errors
 	o.throttled += b.throttled
+	o.unavailable += b.unavailable
 	o.expected += b.expected
 	o.abandoned += b.abandoned
 	o.cut += b.cut

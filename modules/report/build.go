@@ -150,6 +150,13 @@ func buildStep(in Input, t Totals, i int, abortOff time.Duration, r *Report) Ste
 	case sr.Reached:
 		sr.AbortReason = judge(in.Abort, sr.Ops)
 	}
+	var unavailable int64
+	for _, o := range sr.Ops {
+		unavailable += o.Unavailable
+	}
+	if unavailable > 0 {
+		sr.LatencyInvalid = fmt.Sprintf("the relay's shared limiter was unavailable (%d answers \"rate-limited: shared admission unavailable\"): the step's latencies are no capacity claim", unavailable)
+	}
 	for _, k := range sortedExits(t.ExitsByStep[i]) {
 		sr.AbortReason = joinReason(sr.AbortReason, fmt.Sprintf("%d %s clients exited unexpectedly (%s)", t.ExitsByStep[i][k], k.Kind, k.Reason))
 	}

@@ -58,6 +58,9 @@ func checksOf(r *Report) []Check {
 		default:
 			add(name, CheckPass, lim)
 		}
+		if s.LatencyInvalid != "" {
+			add(fmt.Sprintf("step %d latencies", s.Index), CheckWarn, s.LatencyInvalid)
+		}
 		if g := s.Generator; g != nil {
 			gname := fmt.Sprintf("step %d generator", s.Index)
 			switch {

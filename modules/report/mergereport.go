@@ -45,6 +45,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 		st := first.Steps[s]
 		st.Ops = mergeOps(collect(reps, func(r *Report) map[string]*OpReport { return r.Steps[s].Ops }))
 		st.Clients, st.ClientsStarted, st.Generator, st.AbortReason = map[string]int{}, map[string]int64{}, nil, ""
+		st.LatencyInvalid = ""
 		for i, r := range reps {
 			rs := r.Steps[s]
 			st.Reached = st.Reached || rs.Reached
@@ -57,6 +58,9 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 			st.AbortedAtS = math.Max(st.AbortedAtS, rs.AbortedAtS)
 			if rs.AbortReason != "" && st.AbortReason == "" {
 				st.AbortReason = names[i] + ": " + rs.AbortReason
+			}
+			if rs.LatencyInvalid != "" && st.LatencyInvalid == "" {
+				st.LatencyInvalid = names[i] + ": " + rs.LatencyInvalid
 			}
 			if g := rs.Generator; g != nil && (st.Generator == nil || g.Saturated && !st.Generator.Saturated || g.CPUPct > st.Generator.CPUPct && !st.Generator.Saturated) {
 				c := *g // the busiest instance's, or a saturated one's
@@ -183,6 +187,7 @@ func mergeOps(all []map[string]*OpReport) map[string]*OpReport {
 			q.OK += o.OK
 			q.Errors += o.Errors
 			q.Throttled += o.Throttled
+			q.Unavailable += o.Unavailable
 			q.Expected += o.Expected
 			q.Pending += o.Pending
 			q.Started += o.Started

@@ -23,21 +23,24 @@ import (
 // and the shutdown ends with nothing pending (what the grace cut is an
 // "unfinished at stop" error).
 type OpReport struct {
-	Count      int64   `json:"count"` // settled: ok + errors + throttled
-	OK         int64   `json:"ok"`
-	P50Ms      float64 `json:"p50_ms"`
-	P95Ms      float64 `json:"p95_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	MaxMs      float64 `json:"max_ms"`
-	Errors     int64   `json:"errors"`
-	ErrorRate  float64 `json:"error_rate"` // errors / (ok + errors)
-	Throttled  int64   `json:"throttled"`
-	Expected   int64   `json:"expected,omitempty"`   // errors an [[expect]] rule matched: not in errors or the error rate
-	Pending    int64   `json:"pending"`              // in flight at the end of the window (not judged)
-	Started    int64   `json:"started"`              // started within the window
-	Abandoned  int64   `json:"abandoned,omitempty"`  // cut short by the client's own close (a session end, the stop): an EOSE or OK it stopped waiting for
-	Cut        int64   `json:"cut,omitempty"`        // cut short by the abort (not judged)
-	Unfinished int64   `json:"unfinished,omitempty"` // of errors: still in flight when the shutdown grace ended
+	Count     int64   `json:"count"` // settled: ok + errors + throttled
+	OK        int64   `json:"ok"`
+	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	Errors    int64   `json:"errors"`
+	ErrorRate float64 `json:"error_rate"` // errors / (ok + errors)
+	Throttled int64   `json:"throttled"`
+	// Unavailable: refused because the relay's shared limiter was down
+	// ("rate-limited: shared admission unavailable"): not a quota throttle.
+	Unavailable int64 `json:"unavailable,omitempty"`
+	Expected    int64 `json:"expected,omitempty"`   // errors an [[expect]] rule matched: not in errors or the error rate
+	Pending     int64 `json:"pending"`              // in flight at the end of the window (not judged)
+	Started     int64 `json:"started"`              // started within the window
+	Abandoned   int64 `json:"abandoned,omitempty"`  // cut short by the client's own close (a session end, the stop): an EOSE or OK it stopped waiting for
+	Cut         int64 `json:"cut,omitempty"`        // cut short by the abort (not judged)
+	Unfinished  int64 `json:"unfinished,omitempty"` // of errors: still in flight when the shutdown grace ended
 	// ErrorTexts are the distinct error texts (ids, numbers and durations
 	// stripped) with their counts, the 10 most frequent and then "other".
 	ErrorTexts []ErrorText `json:"error_texts,omitempty"`
@@ -73,6 +76,10 @@ type StepReport struct {
 	// judged (its window never completed); its cut operations are in cut.
 	AbortedAtS  float64 `json:"aborted_at_s,omitempty"`
 	AbortReason string  `json:"abort_reason,omitempty"`
+	// LatencyInvalid says why the step's latencies are no capacity claim:
+	// the relay's shared limiter was unavailable during it (as Buzz's own
+	// harness invalidates such a cell).
+	LatencyInvalid string `json:"latency_invalid,omitempty"`
 	// Generator is the generator's health in the step (generator.go).
 	Generator *GeneratorReport `json:"generator,omitempty"`
 }
@@ -246,9 +253,9 @@ var stats = func() (out [4]metrics.Stat) {
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 func (a *OpAgg) report() *OpReport {
-	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Expected: a.expected, Pending: a.pending,
+	r := &OpReport{OK: a.ok, Errors: a.errors, Throttled: a.throttled, Unavailable: a.unavailable, Expected: a.expected, Pending: a.pending,
 		Started: a.started, Abandoned: a.abandoned, Cut: a.cut, Unfinished: a.unfinished,
-		Count: a.ok + a.errors + a.throttled, ErrorTexts: a.errTexts.top(topErrorTexts)}
+		Count: a.ok + a.errors + a.throttled + a.unavailable, ErrorTexts: a.errTexts.top(topErrorTexts)}
 	if a.ok+a.errors > 0 {
 		r.ErrorRate = round3(float64(a.errors) / float64(a.ok+a.errors))
 	}
