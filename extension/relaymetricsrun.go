@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,12 @@ func (m *Module) pushRelayReading(src relaymetrics.Source, at time.Time, inc, ga
 // finishRelayMetrics takes the last readings, once, while the relay (the
 // embedded one included) still serves.
 func (m *Module) finishRelayMetrics(ls []*loaded) {
+	// Publishes still in flight when the clients stopped: let the relay
+	// answer or drop them before the last reading and the audits read
+	// (issue 41 item 10), as long as its counters still move (≤ 10 s).
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	m.relayMetrics.Settle(ctx, 250*time.Millisecond, 10*time.Second)
+	cancel()
 	if rep := m.relayMetrics.Finish(); rep != nil {
 		m.relayMetricsRep = rep
 	}

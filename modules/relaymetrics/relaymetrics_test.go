@@ -1,6 +1,7 @@
 package relaymetrics
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -97,4 +98,38 @@ func TestWatcherDeltasAcrossAReset(t *testing.T) {
 	if len(rep.Samples) != 4 || rep.Samples[3].Values["buzz_events_stored_total"] != 6 {
 		t.Errorf("samples %+v", rep.Samples)
 	}
+}
+
+// Settle returns once two readings agree on the events received and
+// stored (the relay took the last in-flight publishes), and not before;
+// a counter that keeps moving is given up on at the bound.
+func TestSettleWaitsForTheRelayToStopTakingEvents(t *testing.T) {
+	var reads atomic.Int64
+	moving := atomic.Bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := reads.Add(1)
+		v := min(n, 4) // the relay takes events for the first four readings
+		if moving.Load() {
+			v = n
+		}
+		fmt.Fprintf(w, "# TYPE buzz_events_received_total counter\nbuzz_events_received_total %d\n", v)
+	}))
+	defer srv.Close()
+	w := NewWatcher(Reader{}, time.Hour)
+	w.Add(Source{Spec: srv.URL, URL: srv.URL}, "") // reading 1
+	if !w.Settle(context.Background(), time.Millisecond, 5*time.Second) {
+		t.Fatal("did not settle")
+	}
+	if got := reads.Load(); got != 5 { // readings 2..4 move, 4 and 5 agree
+		t.Fatalf("%d readings, want 5", got)
+	}
+	moving.Store(true)
+	start := time.Now()
+	if w.Settle(context.Background(), 10*time.Millisecond, 100*time.Millisecond) {
+		t.Fatal("settled while the counter moved")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %v past its bound", d)
+	}
+	w.Finish()
 }

@@ -2,7 +2,9 @@ package relaymetrics
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,6 +173,55 @@ func (t *track) fold(s Scrape) (map[string]float64, bool) {
 		t.samples = kept
 	}
 	return inc, first
+}
+
+// Settle waits until the relay has stopped taking events: two readings
+// every interval apart with the same buzz_events_received_total and
+// buzz_events_stored_total on every source (publishes still in flight at
+// the run's end answered or dropped), bounded by maxWait. It reports
+// whether they settled; without a source there is nothing to wait for.
+func (w *Watcher) Settle(ctx context.Context, every, maxWait time.Duration) bool {
+	w.mu.Lock()
+	tracks := append([]*track(nil), w.tracks...)
+	w.mu.Unlock()
+	if len(tracks) == 0 {
+		return true
+	}
+	deadline := time.Now().Add(maxWait)
+	prev := ""
+	for {
+		var b strings.Builder
+		for _, t := range tracks {
+			rctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+			s, err := w.rd.Read(rctx, t.src)
+			cancel()
+			if err != nil {
+				return false
+			}
+			var recv, stored float64
+			for k, v := range s.Values {
+				switch s.Series[k].Name {
+				case "buzz_events_received_total":
+					recv += v
+				case "buzz_events_stored_total":
+					stored += v
+				}
+			}
+			fmt.Fprintf(&b, "%g/%g;", recv, stored)
+		}
+		if b.String() == prev {
+			return true
+		}
+		prev = b.String()
+		if time.Now().Add(every).After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(every):
+		}
+	}
 }
 
 // Finish stops the periodic readings, takes the last of every source and
