@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,8 +51,11 @@ const (
 // audited: ephemeral events are not stored, and replaceable or addressable
 // ones may be replaced by a later one in the run.
 
-// ackRec is one acknowledged event, compactly: the strings are the
-// event's own (shared, not copied).
+// ackRec is one acknowledged event, compactly: its id copied out of the
+// string it shares with the signature (which would pin all 192 bytes of
+// both for as long as the record lives: the 2½-hour soak kept 12,307 of
+// them, docs/benchmarks.md), the author's pubkey shared with the keys,
+// the channel interned.
 type ackRec struct {
 	id, author, channel string
 }
@@ -60,11 +64,12 @@ type ackRec struct {
 // then a uniform sample (reservoir sampling, seeded: the same run keeps
 // the same sample).
 type AckLog struct {
-	mu   sync.Mutex
-	cap  int
-	seen int64
-	recs []ackRec
-	rng  *rand.Rand
+	mu       sync.Mutex
+	channels map[string]string // interned channel ids
+	cap      int
+	seen     int64
+	recs     []ackRec
+	rng      *rand.Rand
 }
 
 func NewAckLog(capacity int) *AckLog {
@@ -93,9 +98,9 @@ func (a *AckLog) Add(ev *nostr.Event) {
 	if !ok {
 		return
 	}
-	rec := ackRec{id: ev.ID, author: ev.PubKey, channel: ch}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	rec := a.compact(ev, ch)
 	a.seen++
 	if len(a.recs) < a.cap {
 		a.recs = append(a.recs, rec)
@@ -104,6 +109,19 @@ func (a *AckLog) Add(ev *nostr.Event) {
 	if j := a.rng.Int64N(a.seen); j < int64(a.cap) {
 		a.recs[j] = rec
 	}
+}
+
+// compact is ev's record, pinning nothing of the event (a.mu held).
+func (a *AckLog) compact(ev *nostr.Event, ch string) ackRec {
+	if a.channels == nil {
+		a.channels = map[string]string{}
+	}
+	c, ok := a.channels[ch]
+	if !ok {
+		c = strings.Clone(ch)
+		a.channels[c] = c
+	}
+	return ackRec{id: strings.Clone(ev.ID), author: ev.PubKey, channel: c}
 }
 
 // Seen is how many auditable events were acknowledged so far.
@@ -189,7 +207,7 @@ func (u *UnackedLog) Record(r *relayclient.Result) {
 	}
 	u.total++
 	if len(u.recs) < maxUnacked {
-		rec := &unackedRec{ackRec: ackRec{id: r.Event.ID, author: r.Event.PubKey, channel: ch}, refused: r.Refused}
+		rec := &unackedRec{ackRec: ackRec{id: strings.Clone(r.Event.ID), author: r.Event.PubKey, channel: strings.Clone(ch)}, refused: r.Refused}
 		u.recs[rec.id] = rec
 		u.n.Add(1)
 	}
