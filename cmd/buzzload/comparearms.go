@@ -171,7 +171,7 @@ func compareArms(a, b []*armRun) *armsComparison {
 	for i := range c.Diffs {
 		d := &c.Diffs[i]
 		var ok bool
-		d.Diff, ok = stats.DiffCIAt(d.A, d.B, c.Confidence)
+		d.Diff, ok = stats.DiffCI(d.A, d.B, c.Confidence)
 		d.Verdict = armVerdict(*d, ok)
 	}
 	return c

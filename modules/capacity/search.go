@@ -124,8 +124,8 @@ type Search struct {
 	phase  phase
 	next   int
 	lo, hi int // the last passing and first failing levels of this repeat (0: none)
-	// assumed: this repeat's bracket ends were not probed in it.
-	loAssumed, hiAssumed bool
+	// loAssumed: this repeat's passing end was not probed in it.
+	loAssumed bool
 	repeat               int
 	knees                []int
 	firstHi              int
@@ -187,7 +187,7 @@ func (s *Search) Observe(p Probe) {
 		if p.Users <= s.lo { // the bracket's passing end no longer holds: the knee is below
 			s.lo, s.loAssumed = 0, false
 		}
-		s.hi, s.hiAssumed = p.Users, false
+		s.hi = p.Users
 	}
 	switch s.phase {
 	case rising:
@@ -210,7 +210,7 @@ func (s *Search) Observe(p Probe) {
 // records the knee and starts the next repeat or ends.
 func (s *Search) bisect() {
 	if s.hi > 0 && s.lo >= s.hi { // noise: a pass at or above a failure
-		s.hi, s.hiAssumed = 0, false
+		s.hi = 0
 	}
 	if s.hi == 0 { // the bracket's failure no longer holds: look above
 		if s.lo >= s.cfg.Max {
@@ -263,7 +263,7 @@ func (s *Search) endRepeat() {
 	s.repeat++
 	s.lo = max(1, int(math.Floor(float64(first)*(1-2*s.cfg.Resolution))))
 	s.hi = min(s.cfg.Max, int(math.Ceil(float64(s.firstHi)*(1+2*s.cfg.Resolution))))
-	s.loAssumed, s.hiAssumed = true, true
+	s.loAssumed = true
 	if s.hi <= s.lo {
 		s.hi = s.lo + 1
 	}
@@ -285,13 +285,12 @@ func (s *Search) Answer() Answer {
 	if len(s.knees) == 0 {
 		return a
 	}
-	var sum float64
-	for _, k := range s.knees {
-		sum += float64(k)
+	xs := make([]float64, len(s.knees))
+	for i, k := range s.knees {
+		xs[i] = float64(k)
 	}
-	n := float64(len(s.knees))
-	mean := sum / n
-	a.Users = int(math.Round(mean))
+	ci := stats.MeanCI(xs)
+	a.Users = int(math.Round(ci.Estimate))
 	if len(s.knees) == 1 {
 		hi := s.firstHi
 		if hi == 0 {
@@ -299,13 +298,7 @@ func (s *Search) Answer() Answer {
 		}
 		a.CI95 = [2]int{s.knees[0], max(s.knees[0], hi-1)}
 	} else {
-		var ss float64
-		for _, k := range s.knees {
-			ss += (float64(k) - mean) * (float64(k) - mean)
-		}
-		sd := math.Sqrt(ss / (n - 1))
-		half := stats.T975(n-1) * sd / math.Sqrt(n)
-		a.CI95 = [2]int{max(1, int(math.Floor(mean-half))), min(s.cfg.Max, int(math.Ceil(mean+half)))}
+		a.CI95 = [2]int{max(1, int(math.Floor(ci.Lo))), min(s.cfg.Max, int(math.Ceil(ci.Hi)))}
 	}
 	// What limited it: the lowest valid failure above the knee.
 	var fails []Probe

@@ -1,6 +1,6 @@
 // Package stats has the few statistics buzzload's judgements need: a
-// mean's and a difference of means' 95 % confidence intervals (Student's
-// t, Welch's for two samples of unequal variance), as Buzz's own
+// mean's and a difference of means' confidence intervals (Student's t,
+// Welch's for two samples of unequal variance), as Buzz's own
 // ingest-ceiling harness judges two builds by the interval of their
 // difference (../shared/docs/audits/anchors.md §1.2).
 package stats
@@ -32,31 +32,7 @@ func Var(xs []float64) float64 {
 	return ss / float64(len(xs)-1)
 }
 
-// t975 are Student's t 0.975 quantiles for 1..30 degrees of freedom.
-var t975 = []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-
-// T975 is Student's t 0.975 quantile for df degrees of freedom (Welch's
-// are fractional: interpolated between the table's; above 30 the normal
-// quantile with its first two Cornish–Fisher corrections).
-func T975(df float64) float64 {
-	switch {
-	case df < 1:
-		return t975[0]
-	case df <= 30:
-		i := int(math.Floor(df))
-		if i >= 30 {
-			return t975[29]
-		}
-		f := df - float64(i)
-		return t975[i-1] + f*(t975[i]-t975[i-1])
-	}
-	const z = 1.959964
-	return z + (z*z*z+z)/(4*df) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*df*df)
-}
-
-// Interval is an estimate with its 95 % confidence interval.
+// Interval is an estimate with its confidence interval.
 type Interval struct {
 	Estimate float64 `json:"estimate"`
 	Lo       float64 `json:"lo"`
@@ -73,13 +49,15 @@ func MeanCI(xs []float64) Interval {
 	if len(xs) < 2 {
 		return Interval{m, m, m}
 	}
-	h := T975(float64(len(xs)-1)) * math.Sqrt(Var(xs)/float64(len(xs)))
+	h := TQuantile(0.975, float64(len(xs)-1)) * math.Sqrt(Var(xs)/float64(len(xs)))
 	return Interval{m, m - h, m + h}
 }
 
-// DiffCI is mean(b) − mean(a) with Welch's 95 % interval; ok is false
-// when either side has fewer than two values (no interval can be had).
-func DiffCI(a, b []float64) (Interval, bool) {
+// DiffCI is mean(b) − mean(a) with Welch's interval at confidence conf
+// (0.95; or 1 − 0.05/k for k simultaneous comparisons: Bonferroni); ok is
+// false when either side has fewer than two values (no interval can be
+// had).
+func DiffCI(a, b []float64, conf float64) (Interval, bool) {
 	d := Mean(b) - Mean(a)
 	if len(a) < 2 || len(b) < 2 {
 		return Interval{d, d, d}, false
@@ -90,7 +68,7 @@ func DiffCI(a, b []float64) (Interval, bool) {
 		return Interval{d, d, d}, true
 	}
 	df := (va + vb) * (va + vb) / (va*va/float64(len(a)-1) + vb*vb/float64(len(b)-1))
-	h := T975(df) * se
+	h := TQuantile(1-(1-conf)/2, df) * se
 	return Interval{d, d - h, d + h}, true
 }
 
@@ -182,21 +160,4 @@ func betaCF(a, b, x float64) float64 {
 		}
 	}
 	return h
-}
-
-// DiffCIAt is DiffCI at confidence conf (e.g. 1 − 0.05/k for k
-// simultaneous comparisons: Bonferroni).
-func DiffCIAt(a, b []float64, conf float64) (Interval, bool) {
-	d := Mean(b) - Mean(a)
-	if len(a) < 2 || len(b) < 2 {
-		return Interval{d, d, d}, false
-	}
-	va, vb := Var(a)/float64(len(a)), Var(b)/float64(len(b))
-	se := math.Sqrt(va + vb)
-	if se == 0 {
-		return Interval{d, d, d}, true
-	}
-	df := (va + vb) * (va + vb) / (va*va/float64(len(a)-1) + vb*vb/float64(len(b)-1))
-	h := TQuantile(1-(1-conf)/2, df) * se
-	return Interval{d, d - h, d + h}, true
 }
