@@ -126,14 +126,14 @@ type Search struct {
 	lo, hi int // the last passing and first failing levels of this repeat (0: none)
 	// loAssumed: this repeat's passing end was not probed in it.
 	loAssumed bool
-	repeat               int
-	knees                []int
-	firstHi              int
-	invalid              int // invalid probes in a row at next
-	genLimit             int
-	stopped              string
-	atLeast              bool
-	probes               []Probe
+	repeat    int
+	knees     []int
+	firstHi   int
+	invalid   int // invalid probes in a row at next
+	genLimit  int
+	stopped   string
+	atLeast   bool
+	probes    []Probe
 }
 
 // New starts a search at cfg.Start.
