@@ -28,17 +28,39 @@ import (
 // Buzz serves them on a port of their own; the embedded relay serves
 // /metrics on its listener, without auth, as Buzz's port has none.
 
-// labelled is a counter family's series: label values (in the family's
-// label order) joined by \x00 → *atomic.Int64.
-type labelled struct{ m sync.Map }
+// seriesKey names one series of a family: a kind (Buzz's bounded label:
+// otherKind for "other"; unused: 0) and up to two string labels. Counting
+// a series allocates nothing (the ingest path runs for every event).
+type seriesKey struct {
+	kind int
+	a, b string
+}
 
-func (l *labelled) add(values ...string) {
-	key := strings.Join(values, "\x00")
-	v, ok := l.m.Load(key)
-	if !ok {
-		v, _ = l.m.LoadOrStore(key, new(atomic.Int64))
+// otherKind is the kind of every kind Buzz's bounded label calls "other".
+const otherKind = -1
+
+// labelled is a counter family's series.
+type labelled struct {
+	mu sync.RWMutex
+	m  map[seriesKey]*atomic.Int64
+}
+
+func (l *labelled) add(k seriesKey) {
+	l.mu.RLock()
+	v := l.m[k]
+	l.mu.RUnlock()
+	if v == nil {
+		l.mu.Lock()
+		if l.m == nil {
+			l.m = map[seriesKey]*atomic.Int64{}
+		}
+		if v = l.m[k]; v == nil {
+			v = new(atomic.Int64)
+			l.m[k] = v
+		}
+		l.mu.Unlock()
 	}
-	v.(*atomic.Int64).Add(1)
+	v.Add(1)
 }
 
 // families are the labelled counters the ingest paths count into.
@@ -52,6 +74,14 @@ type families struct {
 // KindLabel is Buzz's bounded_kind_label (handlers/event.rs): the kinds
 // it names, every other kind "other" (the kind label of its series).
 func KindLabel(k int) string {
+	if boundedKind(k) == otherKind {
+		return "other"
+	}
+	return strconv.Itoa(k)
+}
+
+// boundedKind is k when Buzz's bounded_kind_label names it, else otherKind.
+func boundedKind(k int) int {
 	in := func(lo, hi int) bool { return k >= lo && k <= hi }
 	switch {
 	case in(0, 9), k == 1059, k == 1063,
@@ -62,9 +92,9 @@ func KindLabel(k int) string {
 		in(43001, 43006), in(44100, 44101), k == 44200,
 		in(45001, 45003), in(46001, 46012), k == 46020, in(46030, 46031),
 		k == 48001, in(48100, 48104), k == 48106, k == 49001:
-		return strconv.Itoa(k)
+		return k
 	}
-	return "other"
+	return otherKind
 }
 
 // rejectReason is Buzz's closed reason set of buzz_events_rejected_total
@@ -94,19 +124,19 @@ func (r *Relay) countIngest(kind int, auth ingestAuth, res ingestResult, ephemer
 		if res.message == AdmissionUnavailable {
 			reason = "unavailable"
 		}
-		f.admission.add(admission, reason)
+		f.admission.add(seriesKey{a: admission, b: reason})
 	case res.accepted:
-		label := KindLabel(kind)
-		f.received.add(label)
+		k := boundedKind(kind)
+		f.received.add(seriesKey{kind: k})
 		if !ephemeral && !res.unstored {
 			author := "human"
 			if auth.agentOwner != "" {
 				author = "agent"
 			}
-			f.stored.add(label, author)
+			f.stored.add(seriesKey{kind: k, a: author})
 		}
 	default:
-		f.rejected.add(transport, rejectReason(res.message))
+		f.rejected.add(seriesKey{a: transport, b: rejectReason(res.message)})
 	}
 }
 
@@ -114,11 +144,11 @@ func (r *Relay) countIngest(kind int, auth ingestAuth, res ingestResult, ephemer
 // ingest (its admission rejection).
 func (r *Relay) countThrottle(ws bool) {
 	r.stats.throttled.Add(1)
+	transport := "http"
 	if ws {
-		r.stats.fam.admission.add("websocket", "quota")
-	} else {
-		r.stats.fam.admission.add("http", "quota")
+		transport = "websocket"
 	}
+	r.stats.fam.admission.add(seriesKey{a: transport, b: "quota"})
 }
 
 // serveMetrics writes the series in Prometheus's text format.
@@ -132,10 +162,10 @@ func (r *Relay) serveMetrics(w http.ResponseWriter) {
 		plain("buzz_subscriptions_active", dto.MetricType_GAUGE, r.subscriptionsActive()),
 		plain("buzz_auth_attempts_total", dto.MetricType_COUNTER, c.authOK.Load()+c.authFailed.Load()),
 		plain("buzz_auth_failures_total", dto.MetricType_COUNTER, c.authFailed.Load()),
-		family("buzz_events_received_total", &c.fam.received, "kind"),
-		family("buzz_events_stored_total", &c.fam.stored, "kind", "author_type"),
-		family("buzz_events_rejected_total", &c.fam.rejected, "transport", "reason"),
-		family("buzz_admission_rejections_total", &c.fam.admission, "transport", "reason"),
+		family("buzz_events_received_total", &c.fam.received, true, "kind"),
+		family("buzz_events_stored_total", &c.fam.stored, true, "kind", "author_type"),
+		family("buzz_events_rejected_total", &c.fam.rejected, false, "transport", "reason"),
+		family("buzz_admission_rejections_total", &c.fam.admission, false, "transport", "reason"),
 	}
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	for _, f := range fams {
@@ -160,21 +190,38 @@ func sample(typ dto.MetricType, labels []*dto.LabelPair, v int64) *dto.Metric {
 	return &dto.Metric{Label: labels, Counter: &dto.Counter{Value: &f}}
 }
 
-// family is a labelled counter family, its series in label order.
-func family(name string, l *labelled, names ...string) *dto.MetricFamily {
+// family is a labelled counter family, its series in label order; with
+// kinded, the first label is the series' kind.
+func family(name string, l *labelled, kinded bool, names ...string) *dto.MetricFamily {
 	typ := dto.MetricType_COUNTER
 	f := &dto.MetricFamily{Name: &name, Type: typ.Enum()}
-	var keys []string
-	l.m.Range(func(k, _ any) bool { keys = append(keys, k.(string)); return true })
-	sort.Strings(keys)
-	for _, k := range keys {
-		v, _ := l.m.Load(k)
-		values := strings.Split(k, "\x00")
+	type row struct {
+		values []string
+		v      int64
+	}
+	var rows []row
+	l.mu.RLock()
+	for k, v := range l.m {
+		values := []string{k.a, k.b}
+		if kinded {
+			label := "other"
+			if k.kind != otherKind {
+				label = strconv.Itoa(k.kind)
+			}
+			values = []string{label, k.a}
+		}
+		rows = append(rows, row{values[:len(names)], v.Load()})
+	}
+	l.mu.RUnlock()
+	sort.Slice(rows, func(i, j int) bool {
+		return strings.Join(rows[i].values, "\x00") < strings.Join(rows[j].values, "\x00")
+	})
+	for _, r := range rows {
 		labels := make([]*dto.LabelPair, len(names))
 		for i := range names {
-			labels[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
+			labels[i] = &dto.LabelPair{Name: &names[i], Value: &r.values[i]}
 		}
-		f.Metric = append(f.Metric, sample(typ, labels, v.(*atomic.Int64).Load()))
+		f.Metric = append(f.Metric, sample(typ, labels, r.v))
 	}
 	return f
 }
