@@ -86,7 +86,8 @@ func (m *Module) finishRelayMetrics(ls []*loaded) {
 // ephemeral kinds excepted. Frozen at the relay's last reading, so the
 // teardown's publishes are not counted.
 type ackedKinds struct {
-	m      sync.Map // label → *atomic.Int64
+	mu     sync.RWMutex
+	m      map[int]*atomic.Int64 // by kind; labelled when frozen
 	frozen atomic.Bool
 	final  map[string]int64
 }
@@ -95,25 +96,37 @@ func (a *ackedKinds) add(r *relayclient.Result) {
 	if r.Outcome != relayclient.OutcomeOK || r.Event == nil || r.Idempotent || a.frozen.Load() {
 		return
 	}
-	if k := r.Event.Kind; k >= 20000 && k < 30000 {
+	k := r.Event.Kind
+	if k >= 20000 && k < 30000 {
 		return // ephemeral: never stored
 	}
-	label := relay.KindLabel(r.Event.Kind)
-	v, ok := a.m.Load(label)
-	if !ok {
-		v, _ = a.m.LoadOrStore(label, new(atomic.Int64))
+	a.mu.RLock()
+	v := a.m[k]
+	a.mu.RUnlock()
+	if v == nil {
+		a.mu.Lock()
+		if a.m == nil {
+			a.m = map[int]*atomic.Int64{}
+		}
+		if v = a.m[k]; v == nil {
+			v = new(atomic.Int64)
+			a.m[k] = v
+		}
+		a.mu.Unlock()
 	}
-	v.(*atomic.Int64).Add(1)
+	v.Add(1)
 }
 
-// freeze takes the counts (once; later adds are ignored).
+// freeze takes the counts by Buzz's kind label (once; later adds are
+// ignored).
 func (a *ackedKinds) freeze() {
 	if a.frozen.Swap(true) {
 		return
 	}
 	a.final = map[string]int64{}
-	a.m.Range(func(k, v any) bool {
-		a.final[k.(string)] = v.(*atomic.Int64).Load()
-		return true
-	})
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for k, v := range a.m {
+		a.final[relay.KindLabel(k)] += v.Load()
+	}
 }
