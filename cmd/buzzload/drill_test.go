@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,20 +132,8 @@ command = ["sh", "-c", "echo ran >> %s"]
 	if code, out, errs := runWith(t, env, "seed", "-q", path); code != 0 {
 		t.Fatalf("seed: %d\n%s\n%s", code, out, errs)
 	}
-	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 	segs := []string{"0:1/2", "1/2:1"}
-	var wg sync.WaitGroup
-	codes, errs := make([]int, 2), make([]string, 2)
-	for i, seg := range segs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i], _, errs[i] = runWith(t, env, "run", "-q", "--no-setup", "--execution-segment", seg,
-				"--execution-segment-sequence", "0,1/2,1", "--start-at", at,
-				"--result", filepath.Join(dir, fmt.Sprintf("r%d.json", i)), path)
-		}()
-	}
-	wg.Wait()
+	codes, errs := runTogether(t, env, dir, path, "0,1/2,1", segs, 3*time.Second)
 	for i := range segs {
 		if codes[i] != 0 {
 			t.Fatalf("runner %d: exit %d\n%s", i, codes[i], errs[i])

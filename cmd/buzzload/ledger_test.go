@@ -64,20 +64,8 @@ max_p99_ms = 1000
 		t.Fatalf("seed: %d\n%s\n%s", code, out, errs)
 	}
 	r.Faults().DropDeliveries(nostr.KindStreamMessage, 4, 5)
-	at := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
 	segs := []string{"0:1/3", "1/3:2/3", "2/3:1"}
-	var wg sync.WaitGroup
-	codes, errs := make([]int, 3), make([]string, 3)
-	for i, seg := range segs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i], _, errs[i] = runWith(t, env, "run", "-q", "--no-setup", "--execution-segment", seg,
-				"--execution-segment-sequence", "0,1/3,2/3,1", "--start-at", at,
-				"--result", filepath.Join(dir, fmt.Sprintf("r%d.json", i)), path)
-		}()
-	}
-	wg.Wait()
+	codes, errs := runTogether(t, env, dir, path, "0,1/3,2/3,1", segs, 4*time.Second)
 	drops := r.Faults().Dropped()
 	if len(drops) != 5 {
 		t.Fatalf("the relay dropped %d deliveries (runner exits %v)", len(drops), codes)
@@ -137,4 +125,25 @@ max_p99_ms = 1000
 		(len(lg.Missed) > 0 && !strings.Contains(ps.dom, lg.Missed[0].Event)) {
 		t.Errorf("the page lacks the ledger, the join or the lost pair")
 	}
+}
+
+// runTogether runs path's execution segments (of sequence) in process,
+// together from delay from now, without setup, each writing dir/r<i>.json,
+// and returns their exit codes and stderrs.
+func runTogether(t *testing.T, env []string, dir, path, sequence string, segs []string, delay time.Duration) ([]int, []string) {
+	t.Helper()
+	at := time.Now().Add(delay).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	codes, errs := make([]int, len(segs)), make([]string, len(segs))
+	for i, seg := range segs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, errs[i] = runWith(t, env, "run", "-q", "--no-setup", "--execution-segment", seg,
+				"--execution-segment-sequence", sequence, "--start-at", at,
+				"--result", filepath.Join(dir, fmt.Sprintf("r%d.json", i)), path)
+		}()
+	}
+	wg.Wait()
+	return codes, errs
 }
