@@ -3,7 +3,6 @@ package capacity
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/thresholds"
@@ -83,16 +82,11 @@ func Judge(rep *report.Report, slos []SLO) Probe {
 		return Probe{GeneratorLimited: true, Reason: why}
 	}
 	var throttled int64
-	unavailable := st.LatencyInvalid != ""
-	for _, name := range report.SortedOps(st.Ops) {
-		o := st.Ops[name]
+	for _, o := range st.Ops {
 		throttled += o.Throttled
-		for _, e := range o.ErrorTexts {
-			unavailable = unavailable || strings.Contains(e.Text, report.AdmissionUnavailableText)
-		}
 	}
 	switch {
-	case unavailable:
+	case st.LatencyInvalid != "": // the report counts the limiter's answers apart and marks the step
 		return Probe{Reason: "the relay's shared limiter was unavailable (rate-limited: shared admission unavailable)"}
 	case throttled > 0:
 		return Probe{Reason: fmt.Sprintf("%d operations throttled by the relay's quotas: the search measures the quotas, not the capacity (raise them, or declare the throttles expected)", throttled)}
