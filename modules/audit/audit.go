@@ -8,6 +8,7 @@ package audit
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -51,14 +52,20 @@ const (
 // audited: ephemeral events are not stored, and replaceable or addressable
 // ones may be replaced by a later one in the run.
 
-// ackRec is one acknowledged event, compactly: its id copied out of the
-// string it shares with the signature (which would pin all 192 bytes of
-// both for as long as the record lives: the 2½-hour soak kept 12,307 of
-// them, docs/benchmarks.md; 251 → 123 bytes a record,
-// BenchmarkAckLogRetained), the author's pubkey shared with the keys, the
-// channel interned.
+// ackRec is one acknowledged event as the audit reads it.
 type ackRec struct {
 	id, author, channel string
+}
+
+// acked is how the log keeps one, densely: its id as 32 bytes, not a
+// slice of the string it shares with the signature (which pinned all 192
+// bytes for as long as the record lived: the 2½-hour soak kept 12,307 of
+// them, docs/benchmarks.md), the author's pubkey shared with the keys, the
+// channel interned (BenchmarkAckLogRetained: 251 bytes a record, then 123
+// with the id copied as a string, 73 as bytes: three runs, 6 Dec 2026).
+type acked struct {
+	id              [32]byte
+	author, channel string
 }
 
 // AckLog keeps the acknowledged events: all of them up to its capacity,
@@ -69,7 +76,7 @@ type AckLog struct {
 	channels map[string]string // interned channel ids
 	cap      int
 	seen     int64
-	recs     []ackRec
+	recs     []acked
 	rng      *rand.Rand
 }
 
@@ -101,7 +108,10 @@ func (a *AckLog) Add(ev *nostr.Event) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rec := a.compact(ev, ch)
+	rec, ok := a.compact(ev, ch)
+	if !ok {
+		return // not an id this client signed: nothing to read back by
+	}
 	a.seen++
 	if len(a.recs) < a.cap {
 		a.recs = append(a.recs, rec)
@@ -113,7 +123,7 @@ func (a *AckLog) Add(ev *nostr.Event) {
 }
 
 // compact is ev's record, pinning nothing of the event (a.mu held).
-func (a *AckLog) compact(ev *nostr.Event, ch string) ackRec {
+func (a *AckLog) compact(ev *nostr.Event, ch string) (acked, bool) {
 	if a.channels == nil {
 		a.channels = map[string]string{}
 	}
@@ -122,7 +132,14 @@ func (a *AckLog) compact(ev *nostr.Event, ch string) ackRec {
 		c = strings.Clone(ch)
 		a.channels[c] = c
 	}
-	return ackRec{id: strings.Clone(ev.ID), author: ev.PubKey, channel: c}
+	r := acked{author: ev.PubKey, channel: c}
+	if len(ev.ID) != 2*len(r.id) {
+		return r, false
+	}
+	if _, err := hex.Decode(r.id[:], []byte(ev.ID)); err != nil {
+		return r, false
+	}
+	return r, true
 }
 
 // Seen is how many auditable events were acknowledged so far.
@@ -141,7 +158,11 @@ func (a *AckLog) snapshot() (int64, []ackRec) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.seen, append([]ackRec(nil), a.recs...)
+	out := make([]ackRec, len(a.recs))
+	for i, r := range a.recs {
+		out[i] = ackRec{id: hex.EncodeToString(r.id[:]), author: r.author, channel: r.channel}
+	}
+	return a.seen, out
 }
 
 // Events the relay never acknowledged (issue 26 item 4's other half): a

@@ -56,8 +56,11 @@ type OpPoint struct {
 }
 
 // maxWindows bounds the windows kept: past it the older half is merged
-// pairwise (a 1-hour run at 10 s keeps 360, a day at most this many).
-const maxWindows = 720
+// pairwise (an hour at 10 s is kept whole, a day in 270 to 360 windows).
+// A soak window holds about 6 KB (60 metrics, the ops): 720 let the
+// dashboard grow by 3.3 MB over the 2½-hour soak's last two hours, most of
+// its growth (docs/benchmarks.md, issue 43); 360 bounds it at about 2 MB.
+const maxWindows = 360
 
 // OpMetrics name the metrics an operation view is read from (the caller's:
 // the engine knows no extension's metrics): a Trend of successes' latency,
