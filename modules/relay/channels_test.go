@@ -1,6 +1,12 @@
 package relay
 
-import "testing"
+import (
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/buzzload/buzzload/modules/nostr"
+)
 
 // "9021, 9022": a member who leaves (9022) a private channel loses
 // read and write access like a removed one.
@@ -38,5 +44,62 @@ func TestChannelCreateEmitsRelaySigned39000(t *testing.T) {
 	m := evs[0]
 	if m.PubKey != r.RelayPubKey() || m.Verify() != nil || m.TagValue("d") != ch || m.TagValue("name") != "general" {
 		t.Fatalf("39000 not relay-signed or wrong tags: pubkey %s d %q name %q", short(m.PubKey), m.TagValue("d"), m.TagValue("name"))
+	}
+}
+
+// Issue 41 item 5: every 9000 re-signs and replaces 39000, 39001 and 39002,
+// changed or not, dated strictly after the version it replaces, as Buzz's
+// emit_group_discovery_events does; 39001 lists the owners and admins as
+// ["p", pk, role]. Fails without the fix: a 9000 that changes nothing
+// re-signed nothing, and no 39001 was written.
+func TestPutUserReSignsTheWholeGroupState(t *testing.T) {
+	r := startRelay(t, nil)
+	alice, bob := key("alice"), key("bob")
+	a := authed(t, r, alice)
+	ch := a.createChannel("general", "open")
+	state := func() map[int]*nostr.Event {
+		evs, reason := a.req("state", map[string]any{"kinds": []int{39000, 39001, 39002}, "#d": []string{ch}})
+		if reason != "" {
+			t.Fatalf("group state REQ closed: %q", reason)
+		}
+		out := map[int]*nostr.Event{}
+		for _, e := range evs {
+			if out[e.Kind] != nil {
+				t.Fatalf("two %d for one channel: an addressable event was not replaced", e.Kind)
+			}
+			if e.PubKey != r.RelayPubKey() || e.Verify() != nil {
+				t.Fatalf("%d not relay-signed", e.Kind)
+			}
+			out[e.Kind] = e
+		}
+		if len(out) != 3 {
+			t.Fatalf("group state kinds %v, want 39000, 39001, 39002", out)
+		}
+		return out
+	}
+	a.mustPublish(ev(t, alice, 9000, "", []string{"h", ch}, []string{"p", bob.PubKey()}, []string{"role", "admin"}))
+	first := state()
+	admins := first[39001].Tags
+	want := [][]string{{"d", ch}, {"h", ch}}
+	pks := []string{alice.PubKey(), bob.PubKey()}
+	sort.Strings(pks)
+	for _, pk := range pks {
+		role := "owner"
+		if pk == bob.PubKey() {
+			role = "admin"
+		}
+		want = append(want, []string{"p", pk, role})
+	}
+	if !reflect.DeepEqual(admins, want) {
+		t.Errorf("39001 tags %v, want %v", admins, want)
+	}
+	// The same member, the same role: nothing changes, all three again
+	// (the content differs so the 9000 is not the same event twice).
+	a.mustPublish(ev(t, alice, 9000, "again", []string{"h", ch}, []string{"p", bob.PubKey()}, []string{"role", "admin"}))
+	second := state()
+	for _, k := range []int{39000, 39001, 39002} {
+		if second[k].ID == first[k].ID || second[k].CreatedAt <= first[k].CreatedAt {
+			t.Errorf("%d not re-signed after an unchanged 9000: created_at %d then %d", k, first[k].CreatedAt, second[k].CreatedAt)
+		}
 	}
 }

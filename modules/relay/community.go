@@ -66,7 +66,7 @@ type channel struct {
 	archived   bool
 	deleted    bool
 	members    map[string]string    // pubkey -> role
-	lastState  map[int]*nostr.Event // the current 39000 / 39002
+	lastState  map[int]*nostr.Event // the current 39000 / 39001 / 39002
 }
 
 type presenceState struct {
@@ -269,31 +269,40 @@ func (ch *channel) groupState() map[int][][]string {
 		meta = append(meta, []string{"archived", "true"})
 	}
 	members := [][]string{{"d", ch.id}, {"h", ch.id}}
+	admins := [][]string{{"d", ch.id}, {"h", ch.id}}
 	pks := make([]string, 0, len(ch.members))
 	for pk := range ch.members {
 		pks = append(pks, pk)
 	}
 	sort.Strings(pks)
 	for _, pk := range pks {
-		members = append(members, []string{"p", pk, "", ch.members[pk]})
+		role := ch.members[pk]
+		members = append(members, []string{"p", pk, "", role})
+		if role == "owner" || role == "admin" {
+			admins = append(admins, []string{"p", pk, role})
+		}
 	}
-	return map[int][][]string{nostr.KindGroupMetadata: meta, nostr.KindGroupMembers: members}
+	return map[int][][]string{nostr.KindGroupMetadata: meta, nostr.KindGroupAdmins: admins, nostr.KindGroupMembers: members}
 }
 
-// publishGroupState signs, stores and returns the 39000/39002 events whose
-// tags changed. A new version is dated after the one it replaces, because
-// the store breaks a same-second tie by the lowest id; under a burst of
+// groupStateKinds are emitted in emit_group_discovery_events' order.
+var groupStateKinds = [...]int{nostr.KindGroupMetadata, nostr.KindGroupAdmins, nostr.KindGroupMembers}
+
+// publishGroupState signs, stores and returns the channel's 39000, 39001
+// and 39002, every time, changed or not: Buzz's emit_group_discovery_events
+// (handlers/side_effects.rs, newest version read 2026-12-06; every 9000,
+// 9001, create, edit and join calls it) re-signs and replaces all three on
+// each call, so a seed costs here the three signatures and writes it costs
+// on Buzz (issue 41 item 5). A new version is dated max(now, previous+1),
+// as Buzz's emit_addressable_discovery_event dates it; under a burst of
 // membership changes the dates may run a few seconds ahead of the clock.
 // Caller holds ch.mu (write).
 func (c *community) publishGroupState(ch *channel) []*entry {
 	var out []*entry
 	state := ch.groupState()
-	for _, kind := range []int{nostr.KindGroupMetadata, nostr.KindGroupMembers} {
+	for _, kind := range groupStateKinds {
 		tags := state[kind]
 		prev := ch.lastState[kind]
-		if prev != nil && tagsEqual(prev.Tags, tags) {
-			continue
-		}
 		at := time.Now()
 		if prev != nil && at.Unix() <= prev.CreatedAt {
 			at = time.Unix(prev.CreatedAt+1, 0)
@@ -314,23 +323,6 @@ func (c *community) publishGroupState(ch *channel) []*entry {
 		out = append(out, newEntry(e, res.Channel))
 	}
 	return out
-}
-
-func tagsEqual(a, b [][]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for j := range a[i] {
-			if a[i][j] != b[i][j] {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 func isEphemeral(k int) bool { return k >= 20000 && k < 30000 }

@@ -61,7 +61,8 @@
 //   - A subscription with several #h values gets fan-out for all of them
 //     (newer relays), capped at Config.MaxChannelsPerREQ (128) distinct
 //     values per REQ: CLOSED "restricted: too many explicit channels".
-//   - Relay-signed 39000/39002 carry `d` and `h` = channel, so channel
+//   - Relay-signed 39000/39001/39002 (all three re-signed on every group
+//     change, as emit_group_discovery_events) carry `d` and `h` = channel, so channel
 //     subscriptions receive them live. A new version is dated after the
 //     previous one (a same-second replacement would otherwise lose the
 //     store's lowest-id tie-break), so bursts of membership changes can date
