@@ -46,6 +46,26 @@ func TestNodeBuzzRules(t *testing.T) {
 	}
 }
 
+// TestNodeRoundTwo has nostr-tools confirm issue 41's points 1, 5, 6 and 9
+// from the relay's side (relay-round2.mjs): replica routing and the
+// consistency field, the group state re-signed by every 9000, the message
+// quota spent before validation, the limiter outage's answers.
+func TestNodeRoundTwo(t *testing.T) {
+	lagged := startRelay(t, func(c *Config) { c.RateLimit = false; c.ReplicaReadMaxAgeMs = 60_000 })
+	strict := startRelay(t, func(c *Config) {
+		c.RateLimit = true
+		c.HumanMessagesPerMin = 2
+	})
+	ends := func(r *Relay) map[string]string {
+		u := r.URLs()
+		return map[string]string{"ws_url": u.WS, "http_url": u.HTTP, "relay_pubkey": r.RelayPubKey()}
+	}
+	arg, _ := json.Marshal(map[string]any{"lagged": ends(lagged), "strict": ends(strict), "operator_secret": strict.OperatorKeys().SecretHex()})
+	if steps := runNodeCheck(t, "relay-round2.mjs", arg); len(steps) != 4 {
+		t.Fatalf("steps %v", steps)
+	}
+}
+
 // runNodeCheck runs a testdata/node script with arg and returns its steps,
 // failing the test on its error. It skips without node or node_modules
 // unless BUZZLOAD_REQUIRE_NODE=1.
