@@ -163,3 +163,23 @@ func TestVerdictReadsReadTheWriterUnderReplicaLag(t *testing.T) {
 		t.Errorf("routed p50 %v ms (want about the 2 s lag), strong at the OK %d of %d", v.P50Ms, v.Strong.AtOK, v.Strong.Visible)
 	}
 }
+
+// Issue 41 item 3: the embedded relay with its pubkey allowlist on
+// (BUZZ_PUBKEY_ALLOWLIST) lists the run's identities, as an operator fills
+// Buzz's pubkey_allowlist, so the run passes with no refused AUTH. Fails
+// without the listing: the preflight's AUTH is refused (exit 111).
+func TestAllowlistedEmbeddedRelayRunsTheRun(t *testing.T) {
+	var rl *relay.Relay
+	r := runInline(t, t.TempDir(), mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", ledgerSmoke(),
+		func(c *relay.Config) { c.PubkeyAllowlist = true }, func(x *relay.Relay) { rl = x }, nil)
+	if !r.report.OK {
+		r.dump(t)
+		t.Fatalf("the run failed with the allowlist on: %q", r.report.AbortReason)
+	}
+	if rl == nil || !rl.AllowlistOn() {
+		t.Fatal("the embedded relay's allowlist was not on")
+	}
+	if s := rl.Stats(); s.AuthFailed != 0 || s.AuthOK == 0 {
+		t.Errorf("AUTH: %d accepted, %d refused", s.AuthOK, s.AuthFailed)
+	}
+}

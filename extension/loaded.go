@@ -216,6 +216,14 @@ func (l *loaded) target() (*scenario.Scenario, error) {
 			l.targetErr = fmt.Errorf("aiming %s at the embedded relay: %w", l.base.File, err)
 			return
 		}
+		if r.AllowlistOn() {
+			// BUZZ_PUBKEY_ALLOWLIST on the embedded relay: the run lists its
+			// own identities, as an operator fills Buzz's pubkey_allowlist.
+			if err := r.AllowPubkeys(cp.PubKeys()...); err != nil {
+				l.targetErr = fmt.Errorf("embedded relay: %w", err)
+				return
+			}
+		}
 		l.run = &cp
 	})
 	return l.run, l.targetErr

@@ -55,6 +55,7 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	shards := fs.Int("shards", 0, "split the clients over this many simulations side by side (default: 2 from 20,000 clients with one mode, else 1)")
 	capOnly := fs.Bool("capacity", false, "estimate a capacity search of the scenario ([capacity]): its probes, its length, and what its largest probe asks of the relay")
+	pubkeys := fs.Bool("pubkeys", false, "print the run's identities (hex pubkeys, one a line: the owners, then every client at the peak) for a relay's allowlist (BUZZ_PUBKEY_ALLOWLIST), and nothing else")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload plan: %v\n%s%s", err, planUsage, fs.FlagUsages())
@@ -93,6 +94,17 @@ func planCmd(ctx context.Context, args []string, env cliEnv) int {
 		// Invalid configuration: 104 whichever command met it (issue 47 item 3).
 		fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
 		return configerr.Exit
+	}
+	if *pubkeys {
+		// The identities mix in the run's secret, as the run derives them.
+		if _, err := sc.SetIdentitySecret(envLookup(env.Env)); err != nil {
+			fmt.Fprintf(env.Stderr, "buzzload plan: %s\n", termtext.Lines(err.Error()))
+			return configerr.Exit
+		}
+		for _, pk := range sc.PubKeys() {
+			fmt.Fprintln(env.Stdout, pk)
+		}
+		return 0
 	}
 	if *capOnly {
 		return planCapacity(env, fs.Arg(0), sc, *asJSON, *failRate, *latency)

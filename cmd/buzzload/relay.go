@@ -72,12 +72,21 @@ func relayCmd(ctx context.Context, args []string, env cliEnv) int {
 		defer os.RemoveAll(dir)
 		cfg.OperatorSecretFile = filepath.Join(dir, "operator.key")
 	}
+	allow, err := readAllowlist(fs, envLookup(env.Env))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
+		return 2
+	}
 	r, err := relay.New(cfg)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
 		return 1
 	}
 	defer r.Close() // removes a generated secret file on every return
+	if err := r.AllowPubkeys(allow...); err != nil {
+		fmt.Fprintf(env.Stderr, "buzzload relay: %s\n", termtext.Lines(err.Error()))
+		return 2
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := r.Start(ctx); err != nil {
@@ -188,6 +197,8 @@ func relayConfig(args []string, env cliEnv) (relay.Config, *pflag.FlagSet, error
 	fs.Int64Var(&cfg.BuzzV1RetentionSeconds, "buzz-v1-retention-seconds", cfg.BuzzV1RetentionSeconds, "/buzz/v1 unread horizon [BUZZ_V1_RETENTION_SECONDS]")
 	str(&cfg.PairingRelayURL, "pairing-relay-url", "BUZZ_PAIRING_RELAY_URL", "another relay URL accepted in NIP-42 relay tags")
 	dur(&cfg.DrainOnClose, "drain-timeout", "BUZZ_DRAIN_TIMEOUT", "how long shutdown waits for sockets to close")
+	boolean(&cfg.PubkeyAllowlist, "pubkey-allowlist", "BUZZ_PUBKEY_ALLOWLIST", "refuse a pubkey-only NIP-42 AUTH from a key not on the allowlist (--allowlist), as Buzz does")
+	fs.String("allowlist", "", "file of hex pubkeys, one a line (# comments), for --pubkey-allowlist (`buzzload plan --pubkeys` writes a run's) [BUZZLOAD_RELAY_ALLOWLIST]")
 	fs.Bool("verbose", false, "log relay errors to stderr")
 	fs.BoolP("help", "h", false, "show this help")
 	registerProfileFlags(fs)
@@ -219,4 +230,33 @@ func relayLookup(environ []string) func(string) (string, bool) {
 		v, ok := m[k]
 		return v, ok
 	}
+}
+
+// readAllowlist reads --allowlist (or BUZZLOAD_RELAY_ALLOWLIST): hex
+// pubkeys one a line, blank lines and # comments skipped; a bad line is an
+// error naming the file and the line.
+func readAllowlist(fs *pflag.FlagSet, lookup func(string) (string, bool)) ([]string, error) {
+	path, _ := fs.GetString("allowlist")
+	if !fs.Changed("allowlist") {
+		path, _ = lookup("BUZZLOAD_RELAY_ALLOWLIST")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--allowlist: %w", err)
+	}
+	var out []string
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if len(line) != 64 || strings.Trim(line, "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("--allowlist %s:%d: %q is not a hex pubkey (64 lowercase hex digits)", path, i+1, termtext.Clean(line[:min(len(line), 80)]))
+		}
+		out = append(out, line)
+	}
+	return out, nil
 }

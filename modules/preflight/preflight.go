@@ -109,10 +109,58 @@ func Check(ctx context.Context, sc *scenario.Scenario, tgt relayclient.Target, k
 			return nil, &Error{What: "WebSocket NIP-42 AUTH of the run's identities", URL: tgt.WSURL,
 				Err: fmt.Errorf("%w: the relay requires relay membership (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true) and this identity is not a member: seed the run (buzzload seed, or the script's setup) so its owner adds them with kind 9030, or have an admin add them", err)}
 		}
+		if g, ok := AuthGate(err.Error()); ok {
+			return nil, &Error{What: "WebSocket NIP-42 AUTH (" + g.Name + ")", URL: tgt.WSURL, Err: fmt.Errorf("%w: %s", err, g.Advice)}
+		}
 		return nil, &Error{What: "WebSocket (connect and NIP-42 AUTH)", URL: tgt.WSURL, Err: err}
 	}
 	c.Close()
 	return limits, nil
+}
+
+// Gate is one of Buzz's admission gates, named with the setting that turns
+// it on and what to do about it.
+type Gate struct {
+	Name, Advice string
+}
+
+// authGates are Buzz's AUTH refusals after the signature checks, in
+// handle_auth's order (handlers/auth.rs; docs/buzz-names.md §b, §c), and
+// NIP-FI's denial texts. Each stops the run at the preflight (exit 111)
+// instead of a run of refused sessions.
+var authGates = []struct {
+	text string
+	gate Gate
+}{
+	{"blocked: you are banned from this community", Gate{"community ban",
+		"an owner or moderator of the community banned this identity (Buzz's moderation state, always on): lift the ban, or run with another run_id so the run's identities are new"}},
+	{"error: internal error checking restriction state", Gate{"community ban",
+		"the relay could not read its ban state (its database) and refuses every AUTH until it can"}},
+	{"auth-required: verification failed", Gate{"pubkey allowlist or signature",
+		"the relay refused the AUTH event: either its pubkey allowlist is on (BUZZ_PUBKEY_ALLOWLIST=true) and does not list this identity — list the run's identities (`buzzload plan --pubkeys SCENARIO.toml`) in its pubkey_allowlist table — or the AUTH's relay tag is not the URL the relay expects (check ws_url and any proxy in front of it)"}},
+	{"restricted: dntls approval pending", Gate{"DNTLS admission",
+		"BUZZ_DNTLS_ADMISSION=approve: this identity's application waits for a DNTLS admin's approval; approve the run's identities or run with BUZZ_DNTLS_ADMISSION=auto"}},
+	{"error: internal error applying DNTLS admission", Gate{"DNTLS admission",
+		"the relay failed to apply its DNTLS admission (BUZZ_DNTLS_ADMISSION) and refuses the AUTH"}},
+	{"auth-required: authentication required", Gate{"NIP-FI",
+		"the relay enforces NIP-FI enterprise admission (BUZZ_NIP_FI_MODE=enforce) and the upgrade carried no Nostr-Federated-Identity token"}},
+	{"restricted: evidence rejected", Gate{"NIP-FI",
+		"the relay enforces NIP-FI (BUZZ_NIP_FI_MODE=enforce) and refused the Nostr-Federated-Identity token (its issuer, signature, audience or age; BUZZ_NIP_FI_ISSUERS)"}},
+	{"restricted: authorization denied", Gate{"NIP-FI",
+		"the relay enforces NIP-FI (BUZZ_NIP_FI_MODE=enforce) and the token's identity is not authorised"}},
+	{"restricted: authorization unavailable", Gate{"NIP-FI",
+		"the relay enforces NIP-FI but cannot verify tokens now (its issuers' keys not loaded, or BUZZ_NIP_FI_MODE=deny_protected)"}},
+}
+
+// AuthGate names the admission gate an AUTH refusal (or an upgrade's
+// denial body) comes from; ok is false for any other failure.
+func AuthGate(refusal string) (Gate, bool) {
+	for _, g := range authGates {
+		if strings.Contains(refusal, g.text) {
+			return g.gate, true
+		}
+	}
+	return Gate{}, false
 }
 
 // notRelayMember is Buzz's AUTH refusal on a closed relay (handlers/auth.rs).

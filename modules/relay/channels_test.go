@@ -3,6 +3,7 @@ package relay
 import (
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/buzzload/buzzload/modules/nostr"
@@ -101,5 +102,25 @@ func TestPutUserReSignsTheWholeGroupState(t *testing.T) {
 		if second[k].ID == first[k].ID || second[k].CreatedAt <= first[k].CreatedAt {
 			t.Errorf("%d not re-signed after an unchanged 9000: created_at %d then %d", k, first[k].CreatedAt, second[k].CreatedAt)
 		}
+	}
+}
+
+// Issue 41 item 3: with BUZZ_PUBKEY_ALLOWLIST on, a pubkey-only AUTH from
+// a key not on the allowlist is refused with Buzz's text, the same as a
+// bad signature (handlers/auth.rs); a listed key is admitted, and an
+// invalid entry is refused by name.
+func TestPubkeyAllowlistGatesAuth(t *testing.T) {
+	r := startRelay(t, func(c *Config) { c.PubkeyAllowlist = true })
+	alice, bob := key("alice"), key("bob")
+	if err := r.AllowPubkeys(alice.PubKey()); err != nil {
+		t.Fatal(err)
+	}
+	authed(t, r, alice)
+	c := dial(t, r)
+	e := c.authEvent(bob)
+	c.send("AUTH", e)
+	c.expectOK(e.ID, false, "auth-required: verification failed")
+	if err := r.AllowPubkeys("NPUB"); err == nil || !strings.Contains(err.Error(), `"NPUB"`) {
+		t.Errorf("an invalid allowlist entry: %v", err)
 	}
 }

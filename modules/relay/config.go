@@ -57,6 +57,13 @@ type Config struct {
 	// authenticate (AUTH: "restricted: not a relay member") or use the HTTP
 	// bridge (403 relay_membership_required); NIP-11 advertises NIP 43.
 	RequireRelayMembership bool `envconfig:"BUZZ_REQUIRE_RELAY_MEMBERSHIP"`
+	// PubkeyAllowlist is Buzz's BUZZ_PUBKEY_ALLOWLIST (docs/buzz-names.md
+	// §c; handlers/auth.rs handle_auth): a pubkey-only NIP-42 AUTH from a key
+	// not on the allowlist is refused "auth-required: verification failed",
+	// the text of a bad signature. Buzz keeps the list in its database
+	// (pubkey_allowlist); here Relay.AllowPubkeys fills it (`buzzload relay
+	// --allowlist FILE`, or a run listing its own identities).
+	PubkeyAllowlist bool `envconfig:"BUZZ_PUBKEY_ALLOWLIST"`
 	// ReadStateSnapshot serves the desktop's read-state snapshot extension
 	// (NIP-11 read_state_snapshot, a /query filter with read_state_snapshot:1
 	// answered by an object). Off reproduces the tenant-aware Buzz bridges

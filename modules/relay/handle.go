@@ -146,6 +146,14 @@ func (k *conn) handleAuth(msg [][]byte) {
 		k.ok(ev.ID, false, "auth-required: verification failed")
 		return
 	}
+	if !k.r.allowed(ev.PubKey, owner) {
+		// handlers/auth.rs: the allowlist gate, after bans, before the
+		// relay-membership gate, with the bad signature's text.
+		k.authFailed = true
+		k.r.stats.authFailed.Add(1)
+		k.ok(ev.ID, false, "auth-required: verification failed")
+		return
+	}
 	if !k.c.admitted(ev.PubKey, owner) {
 		// handlers/auth.rs: the relay-membership gate after verification.
 		k.authFailed = true

@@ -35,6 +35,9 @@ type Relay struct {
 	upgrader websocket.Upgrader
 	faults   *Faults
 
+	allowMu   sync.RWMutex
+	allowlist map[string]bool // Config.PubkeyAllowlist's keys (hex)
+
 	mu         sync.RWMutex
 	comms      map[string]*community // by normalised host; tombstoned ones stay
 	deployHost string

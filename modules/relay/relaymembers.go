@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -183,3 +184,36 @@ func (r *Relay) nip43Events(c *community, kind int, target string) []*entry {
 	}
 	return out
 }
+
+// AllowPubkeys adds hex pubkeys to the allowlist Config.PubkeyAllowlist
+// enforces (Buzz's pubkey_allowlist table); one that is not a valid pubkey
+// is an error naming it.
+func (r *Relay) AllowPubkeys(pks ...string) error {
+	r.allowMu.Lock()
+	defer r.allowMu.Unlock()
+	if r.allowlist == nil {
+		r.allowlist = map[string]bool{}
+	}
+	for _, pk := range pks {
+		if !validPubKey(pk) {
+			return fmt.Errorf("allowlist: %q is not a 64-hex-digit lowercase pubkey", pk)
+		}
+		r.allowlist[pk] = true
+	}
+	return nil
+}
+
+// allowed is the allowlist gate of handlers/auth.rs: it applies to a
+// pubkey-only AUTH (an agent's NIP-OA AUTH is judged by its owner, as
+// Buzz's gate is on pubkey-only NIP-42).
+func (r *Relay) allowed(pk, oaOwner string) bool {
+	if !r.cfg.PubkeyAllowlist || oaOwner != "" {
+		return true
+	}
+	r.allowMu.RLock()
+	defer r.allowMu.RUnlock()
+	return r.allowlist[pk]
+}
+
+// AllowlistOn says whether AUTH is gated by the allowlist.
+func (r *Relay) AllowlistOn() bool { return r.cfg.PubkeyAllowlist }

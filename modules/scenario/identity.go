@@ -174,3 +174,21 @@ func (s *Scenario) SharedTarget() bool {
 // NoSecretWarning is what a run against a shared relay without an identity
 // secret is told.
 const NoSecretWarning = "identities derive from run_id alone: anyone who reads a report can sign as this run's members and community owners on the target; set " + IdentitySecretEnv + " (or an operator key) on every runner (docs/security.md)"
+
+// PubKeys is every identity the run authenticates with pubkey-only NIP-42:
+// each community's owner, then every client of every kind at the peak (an
+// agent's own key too: its AUTH carries a NIP-OA tag, but a relay may still
+// list it). An operator who turns on Buzz's BUZZ_PUBKEY_ALLOWLIST lists
+// these (`buzzload plan --pubkeys`); the embedded relay lists them itself.
+func (s *Scenario) PubKeys() []string {
+	out := make([]string, 0, s.Shape.Communities)
+	for n := range s.Shape.Communities {
+		out = append(out, s.OwnerKeys(n).PubKey())
+	}
+	for k := range NumKinds {
+		for _, g := range s.Clients(k, s.PeakUsers(), Shard{Count: 1}) {
+			out = append(out, s.PubKey(g))
+		}
+	}
+	return out
+}
