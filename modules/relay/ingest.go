@@ -111,6 +111,14 @@ func (r *Relay) ingestEvent(c *community, ev *nostr.Event, auth ingestAuth) inge
 	if len(ev.Content) > r.cfg.MaxContentBytes {
 		return rejectf("invalid: content exceeds maximum size of %d bytes (got %d)", r.cfg.MaxContentBytes, len(ev.Content))
 	}
+	if k == nostr.KindProjectRevision {
+		// NIP-MP: accepted only as a valid revision envelope. The OK
+		// prefix Buzz puts before the envelope's error was not determined
+		// (docs/buzz-names.md §d): "invalid: " as for its other validation.
+		if why := projectRevisionError(ev); why != "" {
+			return reject("invalid: " + why)
+		}
+	}
 	if ev.PubKey != auth.pubkey && k != nostr.KindGiftWrap {
 		return ingestResult{message: "invalid: event pubkey does not match authenticated identity", status: http.StatusForbidden}
 	}
