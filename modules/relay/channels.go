@@ -121,16 +121,17 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string, cm *commi
 	}
 	switch ev.Kind {
 	case nostr.KindPutUser:
-		// Buzz applies one member per 9000: the target is the FIRST p tag
-		// (extract_p_tag), the role a separate ["role", r] tag
-		// (validate_admin_event / handle_put_user in handlers/side_effects.rs).
-		// Other p tags are ignored and the event is still accepted.
+		// Buzz applies one member per 9000: the target is the first VALID
+		// p tag (extract_p_tag skips a value that is not 32 bytes of hex and
+		// takes the next), the role a separate ["role", r] tag, one with no
+		// value counting as absent (extract_tag_value: None)
+		// (validate_admin_event / handle_put_user in handlers/side_effects.rs;
+		// buzz-contract.md rows 2 and 3). Other p tags are ignored and the
+		// event is still accepted.
 		target := ""
 		for _, t := range ev.Tags {
-			if len(t) >= 1 && t[0] == "p" {
-				if len(t) >= 2 && validPubKey(t[1]) {
-					target = t[1]
-				}
+			if len(t) >= 2 && t[0] == "p" && hex64(t[1]) {
+				target = strings.ToLower(t[1])
 				break
 			}
 		}
@@ -138,11 +139,8 @@ func (r *Relay) membership(c *community, ev *nostr.Event, chID string, cm *commi
 			return reject("invalid: missing p tag"), nil
 		}
 		role, hasRole := "", false
-		if t := ev.Tag("role"); len(t) >= 1 {
-			hasRole = true
-			if len(t) >= 2 {
-				role = t[1]
-			}
+		if t := ev.Tag("role"); len(t) >= 2 {
+			hasRole, role = true, t[1]
 			if !memberRoles[role] {
 				return reject("invalid: invalid role: " + role), nil
 			}

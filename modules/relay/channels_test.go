@@ -124,3 +124,30 @@ func TestPubkeyAllowlistGatesAuth(t *testing.T) {
 		t.Errorf("an invalid allowlist entry: %v", err)
 	}
 }
+
+// buzz-contract.md rows 2 and 3: a 9000's target is its first VALID p
+// (extract_p_tag skips a value that is not 32 bytes of hex), and a role tag
+// with no value counts as absent. Fails without the fix: `[p "zz"], [p
+// dave]` was refused "invalid: missing p tag" and `[role]` "invalid:
+// invalid role: ".
+func TestPutUserTakesTheFirstValidP(t *testing.T) {
+	r := startRelay(t, nil)
+	alice, dave, carol := key("alice"), key("dave"), key("carol")
+	a := authed(t, r, alice)
+	ch := a.createChannel("general", "private")
+	a.mustPublish(ev(t, alice, 9000, "", []string{"h", ch}, []string{"p", "zz"}, []string{"p", dave.PubKey()}))
+	a.mustPublish(ev(t, alice, 9000, "", []string{"h", ch}, []string{"p", carol.PubKey()}, []string{"role"}))
+	evs, reason := a.req("m", map[string]any{"kinds": []int{39002}, "#d": []string{ch}})
+	if reason != "" || len(evs) != 1 {
+		t.Fatalf("39002: %d events, %q", len(evs), reason)
+	}
+	roles := map[string]string{}
+	for _, tg := range evs[0].Tags {
+		if len(tg) >= 4 && tg[0] == "p" {
+			roles[tg[1]] = tg[3]
+		}
+	}
+	if roles[dave.PubKey()] != "member" || roles[carol.PubKey()] != "member" {
+		t.Errorf("members %v: want dave and carol added as members", roles)
+	}
+}
