@@ -1,13 +1,18 @@
 package extension_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/buzzload/buzzload/modules/fitoken/fitokentest"
 	"github.com/buzzload/buzzload/modules/nostr"
 	"github.com/buzzload/buzzload/modules/relay"
 	"github.com/buzzload/buzzload/modules/report"
+	"github.com/buzzload/buzzload/modules/scenario"
 )
 
 // ledgerSmoke is tinySmoke without history reads on connect (a dropped
@@ -181,5 +186,50 @@ func TestAllowlistedEmbeddedRelayRunsTheRun(t *testing.T) {
 	}
 	if s := rl.Stats(); s.AuthFailed != 0 || s.AuthOK == 0 {
 		t.Errorf("AUTH: %d accepted, %d refused", s.AuthOK, s.AuthFailed)
+	}
+}
+
+// Issue 41 item 2: against the embedded relay enforcing NIP-FI, with the
+// run's tokens from a file ([target] nip_fi_tokens_file) and a 2-second
+// session lease, the run passes: every upgrade and bridge call carries its
+// identity's assertion, and each lease's end is an ordinary reconnect (no
+// failed session, no disruption). Fails without the tokens (exit 111 at the
+// preflight, NIP-FI named) or with the lease counted as a lost connection.
+func TestNIPFIEnforcedRunHoldsThroughLeases(t *testing.T) {
+	dir := t.TempDir()
+	is := fitokentest.New("https://login.test", "https://relay.test")
+	sc, err := scenario.Parse("tiny.toml", []byte(ledgerSmoke()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := map[string]string{}
+	for _, pk := range sc.PubKeys() {
+		toks[pk] = is.Mint(pk, time.Hour)
+	}
+	b, _ := json.Marshal(toks)
+	path := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rl *relay.Relay
+	toml := strings.Replace(ledgerSmoke(), "[target]\n", "[target]\nnip_fi_tokens_file = \""+path+"\"\n", 1)
+	r := runInline(t, dir, mustRead(t, "../scenarios/local-smoke.js"), "local-smoke.toml", toml,
+		func(c *relay.Config) {
+			c.NIPFIMode, c.NIPFIIssuers, c.NIPFIMaxAssertionAgeSecs = "enforce", is.IssuersJSON(), 3600
+			c.NIPFIMaxConnectionLifetimeSecs = 2
+		}, func(x *relay.Relay) { rl = x }, nil)
+	if !r.report.OK {
+		r.dump(t)
+		t.Fatalf("the run failed under NIP-FI: %q", r.report.AbortReason)
+	}
+	s := rl.Stats()
+	if s.AuthFailed != 0 || s.AuthOK <= int64(len(toks)) {
+		t.Errorf("AUTH: %d accepted (want more than the %d identities: sessions renewed at their leases), %d refused", s.AuthOK, len(toks), s.AuthFailed)
+	}
+	if len(r.report.Drills) > 0 {
+		t.Errorf("leases reported as disruptions: %+v", r.report.Drills)
+	}
+	if strings.Contains(r.stdout+r.stderr, toks[sc.PubKeys()[0]]) {
+		t.Error("a token reached the output")
 	}
 }

@@ -448,6 +448,9 @@ func (m *Module) load(path string, data []byte, lo loadOptions) (*loaded, error)
 	if _, err := sc.SetIdentitySecret(m.opts.LookupEnv); err != nil {
 		return nil, fmt.Errorf("%s: identity secret: %w", path, err)
 	}
+	if err := sc.SetFederatedIdentity(m.opts.LookupEnv); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	l := newLoaded(m, sc, lo.shard)
 	if set != nil {
 		l.expected = report.NewExpectedTally(set)

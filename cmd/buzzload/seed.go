@@ -155,6 +155,10 @@ func loadScenarioArgs(name, usageText string, fs *pflag.FlagSet, args []string, 
 		fmt.Fprintf(env.Stderr, "%s: identity secret: %s\n", name, termtext.Lines(err.Error()))
 		return nil, configerr.Exit, false // a malformed key: invalid configuration
 	}
+	if err := sc.SetFederatedIdentity(envLookup(env.Env)); err != nil {
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, termtext.Lines(err.Error()))
+		return nil, configerr.Exit, false
+	}
 	if !sc.IdentitiesSecret() && sc.SharedTarget() {
 		fmt.Fprintf(env.Stderr, "%s: warning: %s\n", name, scenario.NoSecretWarning)
 	}

@@ -106,7 +106,9 @@ func (d *Detector) ConnEnded(e relayclient.ConnEnd) {
 	}
 	c := d.client(e.Self, e.Host)
 	c.conns = max(c.conns-1, 0)
-	if e.ByUs {
+	if e.ByUs || e.Reason == relayclient.LeaseReason {
+		// A NIP-FI session lease's end is an ordinary reconnect, as the
+		// schedule's own session end is (issue 41 item 2).
 		return
 	}
 	cur := d.at(e.At)

@@ -235,7 +235,7 @@ func (c *Client) Global() int { return c.cfg.Global }
 func (c *Client) PubKey() string { return c.keys.PubKey() }
 
 func (c *Client) target() relayclient.Target {
-	t := relayclient.Target{WSURL: c.ep.WSURL, HTTPURL: c.ep.HTTPURL, LocalAddr: c.cfg.LocalAddr}
+	t := relayclient.Target{WSURL: c.ep.WSURL, HTTPURL: c.ep.HTTPURL, LocalAddr: c.cfg.LocalAddr, Identity: c.ep.Identity}
 	if c.sc.Target.CommunityHostTemplate != "" {
 		t.Host = c.ep.Host
 		t.ConnectAddr = c.ep.DialAddr
@@ -275,6 +275,10 @@ func (s *session) fail(err error) {
 	s.unhalt()
 }
 
+// leaseEnd ends the session as its schedule would (EndSession: no
+// failure recorded, the next session connects without a backoff).
+func (s *session) leaseEnd() { s.unhalt() }
+
 // failure is why the session failed, nil while it has not.
 func (s *session) failure() error {
 	s.mu.Lock()
@@ -291,7 +295,7 @@ func (s *session) end() End {
 	if s.stopCtx.Err() != nil {
 		return End{Reason: EndStopped}
 	}
-	return End{Reason: EndSession}
+	return End{Reason: EndSession} // the schedule's end, or a NIP-FI lease's
 }
 
 // Session runs one session of the client: it waits out its backoff if the
@@ -418,6 +422,12 @@ func (c *Client) connect(s *session) (*relayclient.Conn, error) {
 		Target: c.target(), Keys: c.keys, OATag: c.oaTag, Sink: c.sink,
 		ConnectTimeout: c.connectTimeout(), Header: c.cfg.Header,
 		OnDisconnect: func(err error) {
+			if err != nil && strings.Contains(err.Error(), relayclient.LeaseReason) {
+				// NIP-FI's session lease ended: an ordinary reconnect
+				// with a fresh assertion, not a lost connection.
+				s.leaseEnd()
+				return
+			}
 			if err != nil {
 				s.fail(fmt.Errorf("connection lost: %w", err))
 			}

@@ -47,12 +47,12 @@ const preflightTimeout = 10 * time.Second
 func Target(sc *scenario.Scenario, seeding bool) relayclient.Target {
 	t := sc.Target
 	if t.CommunityHostTemplate == "" {
-		return relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+		return relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL, Identity: sc.Endpoint(0).Identity}
 	}
 	if !seeding {
 		return CommunityTarget(sc, 0)
 	}
-	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL, Identity: sc.Endpoint(0).Identity}
 	if u, err := url.Parse(t.WSURL); err == nil && t.ConnectAddr != "" {
 		tgt.Host, tgt.ConnectAddr = u.Host, t.ConnectAddr
 	}
@@ -63,7 +63,7 @@ func Target(sc *scenario.Scenario, seeding bool) relayclient.Target {
 // Host and dial address (the URL's own host without a template).
 func CommunityTarget(sc *scenario.Scenario, n int) relayclient.Target {
 	ep := sc.Endpoint(n)
-	return relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr}
+	return relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr, Identity: ep.Identity}
 }
 
 // DeploymentTarget is where a seed (or teardown) reaches the deployment
@@ -142,8 +142,12 @@ var authGates = []struct {
 		"BUZZ_DNTLS_ADMISSION=approve: this identity's application waits for a DNTLS admin's approval; approve the run's identities or run with BUZZ_DNTLS_ADMISSION=auto"}},
 	{"error: internal error applying DNTLS admission", Gate{"DNTLS admission",
 		"the relay failed to apply its DNTLS admission (BUZZ_DNTLS_ADMISSION) and refuses the AUTH"}},
+	{`HTTP 401: "authentication required`, Gate{"NIP-FI",
+		"the relay enforces NIP-FI enterprise admission (BUZZ_NIP_FI_MODE=enforce) and refused the upgrade without a Nostr-Federated-Identity token: give the run its tokens ([target] nip_fi_tokens_file or nip_fi_token_command, or $BUZZLOAD_NIP_FI_TOKENS_FILE / $BUZZLOAD_NIP_FI_TOKEN_COMMAND)"}},
+	{`HTTP 403: "evidence rejected`, Gate{"NIP-FI",
+		"the relay enforces NIP-FI (BUZZ_NIP_FI_MODE=enforce) and refused the Nostr-Federated-Identity token at the upgrade (its issuer, signature, audience, age or nostr_pubkey; BUZZ_NIP_FI_ISSUERS)"}},
 	{"auth-required: authentication required", Gate{"NIP-FI",
-		"the relay enforces NIP-FI enterprise admission (BUZZ_NIP_FI_MODE=enforce) and the upgrade carried no Nostr-Federated-Identity token"}},
+		"the relay enforces NIP-FI enterprise admission (BUZZ_NIP_FI_MODE=enforce) and the upgrade carried no Nostr-Federated-Identity token: give the run its tokens ([target] nip_fi_tokens_file or nip_fi_token_command)"}},
 	{"restricted: evidence rejected", Gate{"NIP-FI",
 		"the relay enforces NIP-FI (BUZZ_NIP_FI_MODE=enforce) and refused the Nostr-Federated-Identity token (its issuer, signature, audience or age; BUZZ_NIP_FI_ISSUERS)"}},
 	{"restricted: authorization denied", Gate{"NIP-FI",

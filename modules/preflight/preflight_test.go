@@ -10,13 +10,15 @@ import (
 // gate (issue 41 item 3; docs/buzz-names.md §b, §c).
 func TestAuthGateNamesEachGate(t *testing.T) {
 	for refusal, want := range map[string]string{
-		`auth: error: blocked: you are banned from this community`:      "community ban",
-		`auth: error: auth-required: verification failed`:               "BUZZ_PUBKEY_ALLOWLIST",
-		`auth: error: restricted: dntls approval pending`:               "BUZZ_DNTLS_ADMISSION=approve",
-		`auth: error: error: internal error applying DNTLS admission`:   "BUZZ_DNTLS_ADMISSION",
-		`auth: error: restricted: evidence rejected`:                    "BUZZ_NIP_FI_MODE=enforce",
-		`auth: error: auth-required: authentication required`:           "Nostr-Federated-Identity",
-		`auth: error: error: internal error checking restriction state`: "ban state",
+		`auth: error: blocked: you are banned from this community`:               "community ban",
+		`auth: error: auth-required: verification failed`:                        "BUZZ_PUBKEY_ALLOWLIST",
+		`auth: error: restricted: dntls approval pending`:                        "BUZZ_DNTLS_ADMISSION=approve",
+		`auth: error: error: internal error applying DNTLS admission`:            "BUZZ_DNTLS_ADMISSION",
+		`auth: error: restricted: evidence rejected`:                             "BUZZ_NIP_FI_MODE=enforce",
+		`auth: error: auth-required: authentication required`:                    "Nostr-Federated-Identity",
+		`auth: error: error: internal error checking restriction state`:          "ban state",
+		`connect: error: upgrade refused: HTTP 401: "authentication required\n"`: "nip_fi_token_command",
+		`connect: error: upgrade refused: HTTP 403: "evidence rejected\n"`:       "BUZZ_NIP_FI_ISSUERS",
 	} {
 		g, ok := AuthGate(refusal)
 		if !ok || !strings.Contains(g.Name+" "+g.Advice, want) {

@@ -117,6 +117,10 @@ func (r *Relay) serveBridge(w http.ResponseWriter, req *http.Request, c *communi
 	if !ok {
 		return
 	}
+	if g, ok := req.Context().Value(fiGrantKey{}).(fiGrant); ok && g.pubkey != caller.pubkey {
+		fiDeny(w, false) // the assertion names another key than the NIP-98 signer
+		return
+	}
 	if !c.admitted(caller.pubkey, caller.oaOwner) {
 		writeMembershipRequired(w)
 		return

@@ -64,6 +64,14 @@ type Config struct {
 	// (pubkey_allowlist); here Relay.AllowPubkeys fills it (`buzzload relay
 	// --allowlist FILE`, or a run listing its own identities).
 	PubkeyAllowlist bool `envconfig:"BUZZ_PUBKEY_ALLOWLIST"`
+	// NIP-FI enterprise admission (nipfi.go; docs/buzz-names.md §b): mode
+	// off or enforce, the issuers (a JSON array; the embedded relay takes
+	// each issuer's keys inline as "jwks"), the assertions' maximum age and
+	// an optional cap on a session's lease.
+	NIPFIMode                      string `envconfig:"BUZZ_NIP_FI_MODE"`
+	NIPFIIssuers                   string `envconfig:"BUZZ_NIP_FI_ISSUERS"`
+	NIPFIMaxAssertionAgeSecs       int64  `envconfig:"BUZZ_NIP_FI_MAXIMUM_ASSERTION_AGE_SECS"`
+	NIPFIMaxConnectionLifetimeSecs int64  `envconfig:"BUZZ_NIP_FI_MAX_CONNECTION_LIFETIME_SECS"`
 	// ReadStateSnapshot serves the desktop's read-state snapshot extension
 	// (NIP-11 read_state_snapshot, a /query filter with read_state_snapshot:1
 	// answered by an object). Off reproduces the tenant-aware Buzz bridges

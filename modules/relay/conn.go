@@ -44,6 +44,7 @@ type conn struct {
 	pub        *btcec.PublicKey // pubkey parsed, for signature checks
 	agentOwner string           // NIP-OA owner, "" for humans
 	authFailed bool             // reader goroutine only
+	fi         *fiGrant         // the NIP-FI assertion of the upgrade (nil: NIP-FI off)
 
 	subs      map[string]*subscription // reader goroutine only
 	authTimer *time.Timer              // the AUTH deadline, stopped once authenticated
@@ -79,6 +80,18 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		io.WriteString(w, unmappedBody)
 		return
 	}
+	var fi *fiGrant
+	if r.fi != nil {
+		// WS-NIP-FI: the field is verified at the upgrade, its key bound
+		// to the later NIP-42 AUTH (handleAuth).
+		g, missing, err := r.fi.verify(req.Header, time.Now())
+		if err != nil {
+			r.logf(" INFO relay: %s: NIP-FI refused an upgrade: %v", c.host, err)
+			fiDeny(w, missing)
+			return
+		}
+		fi = &g
+	}
 	ow := &owningWriter{ResponseWriter: w}
 	ws, err := r.upgrader.Upgrade(ow, req, nil)
 	if err != nil {
@@ -110,12 +123,12 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	go func() {
 		defer r.connWG.Done()
 		defer r.conns.Add(-1)
-		r.runConn(c, ws, ow.owned, nc, expected)
+		r.runConn(c, ws, ow.owned, nc, expected, fi)
 	}()
 }
 
 // runConn serves one upgraded socket until it closes.
-func (r *Relay) runConn(c *community, ws *websocket.Conn, owned *ownedConn, nc net.Conn, expected string) {
+func (r *Relay) runConn(c *community, ws *websocket.Conn, owned *ownedConn, nc net.Conn, expected string, fi *fiGrant) {
 	k := &conn{
 		r: r, c: c, ws: ws, nc: nc,
 		queue:     newSendQueue(),
@@ -123,6 +136,15 @@ func (r *Relay) runConn(c *community, ws *websocket.Conn, owned *ownedConn, nc n
 		challenge: randomHex(32),
 		expected:  expected,
 		subs:      map[string]*subscription{},
+		fi:        fi,
+	}
+	if fi != nil {
+		// The session lease: min(the token's exp, the lifetime cap).
+		lease := time.AfterFunc(time.Until(fi.deadline), func() {
+			r.logf(" INFO relay: %s: NIP-FI session lease expired — closing connection", c.host)
+			k.closeWith(websocket.ClosePolicyViolation, fiLeaseReason)
+		})
+		defer lease.Stop()
 	}
 	owned.k.Store(k) // from here the writer is the socket's only writer (owned.go)
 	c.addConn(k)

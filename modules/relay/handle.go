@@ -146,6 +146,13 @@ func (k *conn) handleAuth(msg [][]byte) {
 		k.ok(ev.ID, false, "auth-required: verification failed")
 		return
 	}
+	if k.fi != nil && k.fi.pubkey != ev.PubKey {
+		// FI-INV-05: the asserted key must be the key NIP-42 proves.
+		k.authFailed = true
+		k.r.stats.authFailed.Add(1)
+		k.ok(ev.ID, false, fiRejectedWS)
+		return
+	}
 	if !k.r.allowed(ev.PubKey, owner) {
 		// handlers/auth.rs: the allowlist gate, after bans, before the
 		// relay-membership gate, with the bad signature's text.

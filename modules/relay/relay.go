@@ -35,6 +35,8 @@ type Relay struct {
 	upgrader websocket.Upgrader
 	faults   *Faults
 
+	fi *fiPolicy // NIP-FI enforcement (nil: off)
+
 	allowMu   sync.RWMutex
 	allowlist map[string]bool // Config.PubkeyAllowlist's keys (hex)
 
@@ -77,6 +79,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	r := &Relay{cfg: cfg, comms: map[string]*community{}, closed: make(chan struct{}), operators: map[string]bool{}}
 	var err error
+	if r.fi, err = parseNIPFI(cfg.NIPFIMode, cfg.NIPFIIssuers, cfg.NIPFIMaxAssertionAgeSecs, cfg.NIPFIMaxConnectionLifetimeSecs); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	if cfg.RelaySecret != "" {
 		r.relayKeys, err = nostr.NewKeys(cfg.RelaySecret)
 	} else {
@@ -376,6 +381,16 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	switch {
 	case path == "/query" || path == "/events" || path == "/count":
+		// Protected by NIP-FI's HTTP guard (router.rs nip_fi_assertion_guard).
+		if r.fi != nil {
+			g, missing, err := r.fi.verify(req.Header, time.Now())
+			if err != nil {
+				r.logf(" INFO relay: %s: NIP-FI refused %s: %v", c.host, path, err)
+				fiDeny(w, missing)
+				return
+			}
+			req = req.WithContext(context.WithValue(req.Context(), fiGrantKey{}, g))
+		}
 		r.serveBridge(w, req, c)
 	case strings.HasPrefix(path, "/buzz/v1/") && r.cfg.BuzzV1:
 		r.serveBuzzV1(w, req, c)

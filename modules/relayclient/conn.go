@@ -187,12 +187,21 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		EnableCompression: false, // never: permessage-deflate costs ~830 KiB per connection
 	}
 	hdr := cfg.Header
-	if ep.host != "" {
+	if ep.host != "" || (cfg.Target.Identity != nil && cfg.Keys != nil) {
 		hdr = hdr.Clone()
 		if hdr == nil {
 			hdr = http.Header{}
 		}
+	}
+	if ep.host != "" {
 		hdr.Set("Host", ep.host)
+	}
+	if cfg.Target.Identity != nil && cfg.Keys != nil {
+		tok, err := cfg.Target.Identity.Assertion(ctx, cfg.Keys.PubKey())
+		if err != nil {
+			return fail(OutcomeError, err.Error(), 0)
+		}
+		hdr.Set(FIHeader, "Bearer "+tok)
 	}
 	ws, resp, err := d.DialContext(ctx, ep.dialURL, hdr)
 	if err != nil {

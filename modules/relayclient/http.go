@@ -247,6 +247,15 @@ func (h *HTTP) Do(ctx context.Context, req Request) (Response, Result) {
 			return end(OutcomeError, what+": NIP-98: "+err.Error(), 0)
 		}
 		hr.Header.Set("Authorization", auth)
+		if id := h.cfg.Target.Identity; id != nil && !strings.HasPrefix(req.Path, "/operator/") {
+			// NIP-FI guards every bridge route but the exempt ones
+			// (router.rs NIP_FI_EXEMPT_PREFIXES: /operator/ among them).
+			tok, err := id.Assertion(ctx, h.cfg.Keys.PubKey())
+			if err != nil {
+				return end(OutcomeError, what+": "+err.Error(), 0)
+			}
+			hr.Header.Set(FIHeader, "Bearer "+tok)
+		}
 		if h.oaHeader != "" {
 			hr.Header.Set("x-auth-tag", h.oaHeader)
 		}

@@ -1,6 +1,7 @@
 package relayclient
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -22,7 +23,25 @@ type Target struct {
 	Host        string // community host (authority, may carry a port); "" = the URLs' own host
 	ConnectAddr string // host:port dialled instead, in plaintext; used only together with Host
 	LocalAddr   string // optional local source IP for every dial (e.g. 127.0.0.2), to spread ephemeral ports
+	// Identity supplies NIP-FI assertions for a relay that enforces NIP-FI
+	// (nil: none sent): each WebSocket upgrade and signed bridge request
+	// carries `Nostr-Federated-Identity: Bearer <its token>`.
+	Identity FederatedIdentity
 }
+
+// FederatedIdentity supplies the NIP-FI assertion (a compact JWS) for a
+// hex pubkey (modules/fitoken; docs/buzz-names.md §b).
+type FederatedIdentity interface {
+	Assertion(ctx context.Context, pubkey string) (string, error)
+}
+
+// FIHeader is NIP-FI's client-attached field.
+const FIHeader = "Nostr-Federated-Identity"
+
+// LeaseReason is the close reason of a NIP-FI session lease's end (the
+// embedded relay's; Buzz's close frame was not determined): the session
+// ends as an ordinary reconnect, not a lost connection.
+const LeaseReason = "NIP-FI session lease expired"
 
 // wsEndpoint is a resolved WebSocket target.
 type wsEndpoint struct {

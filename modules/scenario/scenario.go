@@ -24,6 +24,8 @@ type Scenario struct {
 	// never in the file, never printed.
 	identitySecret []byte
 	aimed          bool // a copy aimed at the embedded relay (drill.go)
+	// fi supplies NIP-FI assertions (SetFederatedIdentity; nil: none).
+	fi FederatedIdentity
 
 	RunID      string     `toml:"run_id"`
 	Target     Target     `toml:"target"`
@@ -95,6 +97,13 @@ type Target struct {
 	// CommunityHostTemplate makes community n's host, with {run} and {n}.
 	CommunityHostTemplate string  `toml:"community_host_template"`
 	ConnectTimeoutSecs    float64 `toml:"connect_timeout_secs"`
+	// NIP-FI assertions for a relay that enforces NIP-FI (docs/buzz-names.md
+	// §b): a JSON file of hex pubkey → compact JWS, or a command run (sh -c)
+	// for each identity with BUZZLOAD_NIP_FI_PUBKEY set, printing its token.
+	// $BUZZLOAD_NIP_FI_TOKENS_FILE / $BUZZLOAD_NIP_FI_TOKEN_COMMAND win.
+	// The tokens are never printed.
+	NIPFITokensFile   string `toml:"nip_fi_tokens_file"`
+	NIPFITokenCommand string `toml:"nip_fi_token_command"`
 	// LocalIPs are the source addresses of the clients' WebSocket
 	// connections, in k6's localIPs format (localaddr.Parse); "" lets the
 	// kernel choose.

@@ -1,14 +1,17 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/buzzload/buzzload/modules/fitoken"
 	"github.com/buzzload/buzzload/modules/nostr"
 )
 
@@ -58,6 +61,45 @@ type Endpoint struct {
 	// DialAddr, when not empty, is the host:port to dial in plaintext instead
 	// of resolving Host (target.connect_addr with a host template).
 	DialAddr string
+	// Identity supplies NIP-FI assertions (nil: none are sent).
+	Identity FederatedIdentity
+}
+
+// FederatedIdentity supplies the NIP-FI assertion for a hex pubkey
+// (relayclient.FederatedIdentity's method; modules/fitoken).
+type FederatedIdentity interface {
+	Assertion(ctx context.Context, pubkey string) (string, error)
+}
+
+// SetFederatedIdentity prepares the run's NIP-FI token source from the
+// environment (BUZZLOAD_NIP_FI_TOKENS_FILE, BUZZLOAD_NIP_FI_TOKEN_COMMAND)
+// or [target] nip_fi_tokens_file / nip_fi_token_command (a relative file
+// from the scenario's directory). Neither set: none.
+func (s *Scenario) SetFederatedIdentity(lookupEnv func(string) (string, bool)) error {
+	file, command := s.Target.NIPFITokensFile, s.Target.NIPFITokenCommand
+	if lookupEnv != nil {
+		if v, ok := lookupEnv("BUZZLOAD_NIP_FI_TOKENS_FILE"); ok && v != "" {
+			file, command = v, ""
+		} else if v, ok := lookupEnv("BUZZLOAD_NIP_FI_TOKEN_COMMAND"); ok && v != "" {
+			file, command = "", v
+		}
+	}
+	switch {
+	case file != "" && command != "":
+		return errors.New("target.nip_fi_tokens_file and target.nip_fi_token_command: set one, not both")
+	case file != "":
+		if !filepath.IsAbs(file) && s.File != "" && file == s.Target.NIPFITokensFile {
+			file = filepath.Join(filepath.Dir(s.File), file)
+		}
+		src, err := fitoken.FromFile(file)
+		if err != nil {
+			return err
+		}
+		s.fi = src
+	case command != "":
+		s.fi = fitoken.FromCommand(command)
+	}
+	return nil
 }
 
 // Endpoint is community n's endpoint. With a host template the URLs keep
@@ -67,7 +109,7 @@ type Endpoint struct {
 func (s *Scenario) Endpoint(n int) Endpoint {
 	t := s.Target
 	if t.CommunityHostTemplate == "" {
-		e := Endpoint{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+		e := Endpoint{WSURL: t.WSURL, HTTPURL: t.HTTPURL, Identity: s.fi}
 		if u, err := url.Parse(t.WSURL); err == nil {
 			e.Host = u.Host
 		}
@@ -79,6 +121,7 @@ func (s *Scenario) Endpoint(n int) Endpoint {
 		HTTPURL:  withHost(t.HTTPURL, "http", host),
 		Host:     host,
 		DialAddr: t.ConnectAddr,
+		Identity: s.fi,
 	}
 }
 

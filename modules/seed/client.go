@@ -111,7 +111,7 @@ func (n *rpc) community(c int, keys *nostr.Keys, oa []string) (*relayclient.HTTP
 	}
 	ep := n.sc.Endpoint(c)
 	h, err := relayclient.NewHTTP(relayclient.HTTPConfig{
-		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr},
+		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr, Identity: ep.Identity},
 		Keys:   keys, OATag: oa, Sink: n.sink, Transport: n.transport, Timeout: n.timeout,
 	})
 	if err != nil {
@@ -136,7 +136,7 @@ func (n *rpc) operator(keys *nostr.Keys, origin string) (*relayclient.HTTP, erro
 	if origin == "" {
 		origin = u.Scheme + "://" + u.Host
 	}
-	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL}
+	tgt := relayclient.Target{WSURL: t.WSURL, HTTPURL: t.HTTPURL, Identity: n.sc.Endpoint(0).Identity}
 	if t.ConnectAddr != "" && t.CommunityHostTemplate != "" {
 		tgt.Host, tgt.ConnectAddr = u.Host, t.ConnectAddr
 	}

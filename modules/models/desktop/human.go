@@ -65,7 +65,7 @@ func ConfigFor(hc HumanConfig) (Config, error) {
 	}
 	ep := sc.Endpoint(info.Community)
 	cfg := Config{
-		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr, LocalAddr: hc.LocalAddr},
+		Target: relayclient.Target{WSURL: ep.WSURL, HTTPURL: ep.HTTPURL, Host: ep.Host, ConnectAddr: ep.DialAddr, LocalAddr: hc.LocalAddr, Identity: ep.Identity},
 		Keys:   sc.Keys(hc.Global), Sink: hc.Sink, Transport: hc.Transport, Header: hc.Header,
 		ConnectTimeout: scenario.Secs(sc.Target.ConnectTimeoutSecs), BeforeConnect: hc.BeforeConnect,
 		RootMarker: scenario.RootMarker(sc.RunID),
