@@ -411,11 +411,13 @@ func (c *Client) open(sp SubSpec) {
 			case relayclient.OutcomeOK:
 				c.post(EOSE{Sub: id, At: r.Start.Add(r.Duration), Sent: r.Start, Count: int(replayed.Load())})
 			case relayclient.OutcomePending: // our Close, or the connection's end
+			case relayclient.OutcomeThrottled: // a rate-limited CLOSED before the EOSE: retried
+				c.post(SubClosed{Sub: id, At: r.Start.Add(r.Duration), Reason: r.Error})
 			default:
 				c.post(SubFailed{Sub: id, At: r.Start.Add(r.Duration)})
 			}
 		},
-		OnClosed: func(reason string, at time.Time) { c.post(SubClosed{Sub: id, At: at}) },
+		OnClosed: func(reason string, at time.Time) { c.post(SubClosed{Sub: id, At: at, Reason: reason}) },
 	}
 	s, err := conn.Subscribe(SubFilters(sp, &c.ident), opt)
 	if err != nil {

@@ -52,10 +52,12 @@ type SubFailed struct {
 	At  time.Time
 }
 
-// SubClosed says the relay closed subscription Sub after its EOSE.
+// SubClosed says the relay closed subscription Sub after its EOSE, or
+// refused it before one with a throttle; Reason is the CLOSED's message.
 type SubClosed struct {
-	Sub string
-	At  time.Time
+	Sub    string
+	At     time.Time
+	Reason string
 }
 
 // ReadSettled says a read finished. OK is the outcome of its main

@@ -2,7 +2,10 @@ package desktop
 
 import (
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/buzzload/buzzload/modules/relayclient"
 )
 
 type connState uint8
@@ -54,6 +57,7 @@ type routeState struct {
 	replacing    string
 	since        int64
 	lastReplaced time.Time // its kept-open subscription's last (re)placement: the backstop counts from it
+	retryAt      time.Time // a throttled subscription is sent again then (zero: none waits)
 }
 
 // Model is the desktop client's decisions as a state machine (events and
@@ -127,6 +131,13 @@ func (m *Model) NextWake() time.Time {
 	if m.probe != "" && m.probeAt.Add(m.p.ProbeWindow).Before(w) {
 		w = m.probeAt.Add(m.p.ProbeWindow)
 	}
+	if m.state == stateConnected {
+		for _, r := range m.routes {
+			if !r.retryAt.IsZero() && r.retryAt.Before(w) {
+				w = r.retryAt
+			}
+		}
+	}
 	return w
 }
 
@@ -167,9 +178,16 @@ func (m *Model) Step(ev Event) []Action {
 		m.subFailed(e.Sub, e.At)
 	case SubClosed:
 		at = e.At
-		if rec := m.subs[e.Sub]; rec != nil && rec.live && rec.route >= 0 &&
-			m.routes[rec.route].sub == e.Sub && m.state == stateConnected {
-			// A relay CLOSED on a live route ends the session, as for
+		rec := m.subs[e.Sub]
+		switch {
+		case rec == nil || rec.route < 0 || rec.role != rolePrimary || m.routes[rec.route].sub != e.Sub || m.state != stateConnected:
+		case strings.HasPrefix(e.Reason, "rate-limited:"):
+			// A throttle is not a failure: the route subscribes again
+			// after the relay's `retry in Ns`, jittered (issue 41 item 4,
+			// as the basic human and the agent do).
+			m.retryRoute(rec, e.At, relayclient.RetryIn(e.Reason))
+		case rec.live:
+			// Any other CLOSED on a live route ends the session, as for
 			// the basic human.
 			m.sessionFailed(e.At)
 		}
@@ -195,6 +213,37 @@ func (m *Model) Step(ev Event) []Action {
 }
 
 func (m *Model) emit(a Action) { m.out = append(m.out, a) }
+
+// retryRoute forgets rec's throttled subscription and has its route
+// subscribe again after wait (at least a second) plus up to half of it.
+func (m *Model) retryRoute(rec *subRec, at time.Time, wait time.Duration) {
+	wait = max(wait, time.Second)
+	if m.p.Jitter != nil {
+		wait += time.Duration(m.p.Jitter() * float64(wait/2))
+	}
+	r := &m.routes[rec.route]
+	if !rec.settled {
+		m.settle(rec) // frees its setup slot
+	}
+	delete(m.subs, r.sub)
+	r.sub, r.retryAt = "", at.Add(wait)
+}
+
+// reopenDue subscribes again the throttled routes whose wait is over.
+func (m *Model) reopenDue(at time.Time) {
+	if m.state != stateConnected {
+		return
+	}
+	for i := range m.routes {
+		r := &m.routes[i]
+		if r.retryAt.IsZero() || at.Before(r.retryAt) {
+			continue
+		}
+		r.retryAt = time.Time{}
+		r.sub = m.open(SubSpec{Op: r.Kind.Op(), Route: r.Kind, Channels: r.Channels, Since: r.since,
+			LiveOnly: !r.Kind.Replays()}, i, rolePrimary, "")
+	}
+}
 
 func (m *Model) begin(at time.Time) {
 	m.start = at
@@ -294,7 +343,7 @@ func (m *Model) connected(at time.Time) {
 		r := &m.routes[i]
 		r.prevCaughtUp, r.caughtUp = r.caughtUp, false
 		r.settled, r.held, r.replacing = false, false, ""
-		r.since = m.since
+		r.since, r.retryAt = m.since, time.Time{}
 		if r.lastReplaced.IsZero() {
 			// The replacement backstop runs from the last replacement
 			// (the PR), not from every connect: with renewals shorter

@@ -502,3 +502,51 @@ func TestAnOwedProfileReadRunsWhenTheProfileRouteNextEstablishes(t *testing.T) {
 		t.Errorf("reads %q: want the owed statuses only", got)
 	}
 }
+
+// Issue 41 item 4: a rate-limited CLOSED of a live route — after its EOSE
+// or instead of one — is a throttle, not a failure: the session goes on
+// and the route subscribes again once the relay's `retry in Ns` has passed.
+// Any other CLOSED on a live route still ends the session. Fails without
+// the retry: the throttled route ended the session.
+func TestAThrottledRouteSubscribesAgainAfterItsHint(t *testing.T) {
+	for _, beforeEOSE := range []bool{false, true} {
+		s := newSim(t, params(ModeCurrent, 5))
+		s.start()
+		s.connected()
+		if !beforeEOSE {
+			s.quiesce()
+		}
+		route := 0
+		id := s.m.routes[route].sub
+		delete(s.sent, id)
+		delete(s.wire, id)
+		s.mark()
+		s.do(SubClosed{Sub: id, At: s.now, Reason: "rate-limited: quota exceeded; retry in 3s"})
+		if !s.m.Connected() || slices.Contains(s.log, "disconnect") {
+			t.Fatalf("before EOSE %v: a throttled route ended the session: %v", beforeEOSE, s.log)
+		}
+		if w := s.m.NextWake(); w.After(s.now.Add(3 * time.Second)) {
+			// with Jitter unset the wait is the hint itself
+			t.Errorf("next wake %v after the throttle, want by the 3 s hint", w.Sub(s.now))
+		}
+		s.advance(2 * time.Second)
+		if s.m.routes[route].sub != "" {
+			t.Fatalf("before EOSE %v: subscribed again before the hint", beforeEOSE)
+		}
+		s.advance(1500 * time.Millisecond)
+		again := s.m.routes[route].sub
+		if again == "" || again == id {
+			t.Fatalf("before EOSE %v: not subscribed again after the hint: %v", beforeEOSE, s.log)
+		}
+		if _, sent := s.wire[again]; !sent {
+			t.Errorf("before EOSE %v: the new REQ was not sent", beforeEOSE)
+		}
+	}
+	s := newSim(t, params(ModeCurrent, 5))
+	s.coldStart()
+	s.mark()
+	s.do(SubClosed{Sub: s.m.routes[0].sub, At: s.now, Reason: "restricted: not a member"})
+	if s.m.Connected() {
+		t.Error("a restricted CLOSED of a live route did not end the session")
+	}
+}

@@ -14,6 +14,7 @@ func (m *Model) wake(e Wake) {
 	if m.state == stateWaiting && !at.Before(m.reconnectAt) {
 		m.connect(m.kind)
 	}
+	m.reopenDue(at)
 	if m.probe != "" && !at.Before(m.probeAt.Add(m.p.ProbeWindow)) {
 		if m.lastFrame.After(m.probeAt) {
 			m.probe = ""
