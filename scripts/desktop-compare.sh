@@ -76,4 +76,27 @@ done
 
 "$buzzload" compare "$out/legacy.json" "$out/current.json" | tee "$out/compare.txt"
 
+# The desktop PR's smoke ratios (current/legacy), and which were fitted by
+# the scenario's knobs (docs/guide.md, "the desktop app"): each ratio of
+# this run beside the PR's, within 10 % or not.
+python3 - "$out/compare.txt" <<'PY'
+import sys
+pr = {"desktop_roster": (0.25, "fitted"), "desktop_read_state": (0.25, "fitted"),
+      "desktop_profiles": (0.25, "fitted"), "desktop_nip11": (0.25, "fitted"),
+      "desktop_unread": (0.34, "independent"), "desktop_live_eose": (0.55, "independent"),
+      "desktop_window": (0.62, "independent")}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 4 and f[0] in pr:
+        try:
+            a, b = float(f[1]), float(f[2])
+        except ValueError:
+            continue
+        want, kind = pr[f[0]]
+        got = b / a if a else 0
+        ok = abs(got - want) <= 0.1 * want
+        why = "" if ok else ("  (docs/guide.md: a rule of the app's Rust that could not be read; not the tier share)" if f[0] == "desktop_window" else "")
+        print("desktop-compare: %-20s PR %.2f  here %.2f  %s  %s%s" % (f[0], want, got, "within 10 %" if ok else "NOT within 10 %", kind, why))
+PY
+
 exit "$status"

@@ -550,3 +550,39 @@ func TestAThrottledRouteSubscribesAgainAfterItsHint(t *testing.T) {
 		t.Error("a restricted CLOSED of a live route did not end the session")
 	}
 }
+
+// Issue 41 item 12 (audit desktop.md): a tick before the membership
+// subscription's EOSE reads neither the roster nor the unreads — the EOSE
+// establishes them. Fails without the gate: the tick read the roster and
+// repaired unreads while membership was still replaying.
+func TestATickWaitsForTheMembershipSubscription(t *testing.T) {
+	for _, mode := range []Mode{ModeCurrent, ModeLegacy} {
+		p := params(mode, 5)
+		p.Tick = 5 * time.Second
+		s := newSim(t, p)
+		s.start()
+		s.connected()
+		var membership string
+		for i, r := range s.m.routes {
+			if r.Kind == RouteMembership {
+				membership = s.m.routes[i].sub
+			}
+		}
+		for len(s.sent) > 1 || len(s.reads) > 0 { // answer all but membership
+			for id := range s.sent {
+				if id != membership {
+					delete(s.sent, id)
+					s.do(EOSE{Sub: id, At: s.now})
+				}
+			}
+			s.settle(nil)
+		}
+		s.mark()
+		s.advance(6 * time.Second) // one tick, within membership's EOSE timeout
+		for _, l := range s.readLog() {
+			if strings.Contains(l, "roster") || strings.Contains(l, "unread") {
+				t.Errorf("%v: the tick read %q before membership's EOSE", mode, l)
+			}
+		}
+	}
+}

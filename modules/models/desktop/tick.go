@@ -51,8 +51,10 @@ func (m *Model) tick(at time.Time) {
 	}
 	if m.p.Mode == ModeLegacy {
 		m.replaceChannels(func(*routeState) bool { return true })
-		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
-		m.repair(true, at)
+		if m.membershipSettled() { // as below
+			m.read(Read{Key: ReadKey{Kind: ReadRoster}})
+			m.repair(true, at)
+		}
 		return
 	}
 	due := func(last time.Time) bool { return last.IsZero() || at.Sub(last) >= m.p.Backstop }
@@ -60,6 +62,12 @@ func (m *Model) tick(at time.Time) {
 	// that missed its EOSE retries at the next tick even when a sibling's
 	// succeeded.
 	m.replaceChannels(func(r *routeState) bool { return due(r.lastReplaced) })
+	if !m.membershipSettled() {
+		// The membership route's EOSE establishes the roster and the
+		// unread repair (establish); a tick before it would read them
+		// twice (audit desktop.md, issue 41 item 12).
+		return
+	}
 	if m.rosterOwed || due(m.lastRoster) {
 		m.read(Read{Key: ReadKey{Kind: ReadRoster}})
 	}
@@ -82,4 +90,15 @@ func (m *Model) replaceChannels(due func(*routeState) bool) {
 		}
 		r.replacing = m.open(SubSpec{Op: OpLiveEOSE, Route: r.Kind, Channels: r.Channels, Since: r.since, LiveOnly: true}, i, roleReplacement, r.sub)
 	}
+}
+
+// membershipSettled: this connection's membership subscription has its
+// EOSE (or its failure) in, or the model has none.
+func (m *Model) membershipSettled() bool {
+	for _, r := range m.routes {
+		if r.Kind == RouteMembership {
+			return r.settled
+		}
+	}
+	return true
 }
