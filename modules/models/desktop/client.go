@@ -370,7 +370,7 @@ func (c *Client) connect(a Connect) {
 		ConnectTimeout: c.cfg.ConnectTimeout, EOSETimeout: c.cfg.Params.EOSETimeout,
 		OnDisconnect: func(err error) {
 			if err != nil { // nil: our own Close
-				c.post(Disconnected{At: time.Now(), Epoch: epoch})
+				c.post(Disconnected{At: time.Now(), Epoch: epoch, Lease: strings.Contains(err.Error(), relayclient.LeaseReason)})
 			}
 		},
 	})

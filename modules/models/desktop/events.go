@@ -30,6 +30,9 @@ type ConnectFailed struct {
 type Disconnected struct {
 	At    time.Time
 	Epoch int
+	// Lease: the relay ended a NIP-FI session lease (relayclient.LeaseReason):
+	// an ordinary reconnect, not a failure.
+	Lease bool
 }
 
 // EOSE says subscription Sub's EOSE arrived at At after Count replayed

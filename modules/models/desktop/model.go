@@ -168,7 +168,12 @@ func (m *Model) Step(ev Event) []Action {
 	case Disconnected:
 		at = e.At
 		if e.Epoch == m.epoch && m.state == stateConnected {
-			m.sessionFailed(e.At)
+			if e.Lease {
+				m.endSession(e.At) // a healthy session: no backoff, reconnect now
+				m.connect(connReconnect)
+			} else {
+				m.sessionFailed(e.At)
+			}
 		}
 	case EOSE:
 		at = e.At
