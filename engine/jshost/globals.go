@@ -20,7 +20,8 @@ type globals struct {
 }
 
 // globalFns are the globals built on first use.
-var globalFns = [...]string{"open", "require", "console", "setTimeout", "setInterval", "clearTimeout", "clearInterval"}
+var globalFns = [...]string{"open", "require", "console", "setTimeout", "setInterval", "clearTimeout", "clearInterval",
+	"TextEncoder", "TextDecoder"}
 
 var globalNames = append([]string{"global", "__VU", "__ITER", "__ENV"}, globalFns[:]...)
 
@@ -69,6 +70,10 @@ func (g *globals) build(i int) sobek.Value {
 		return rt.ToValue(v.timers.setTimeout)
 	case "setInterval":
 		return rt.ToValue(v.timers.setInterval)
+	case "TextEncoder": // k6 v2.2 (textcodec.go)
+		return newTextEncoder(v)
+	case "TextDecoder":
+		return newTextDecoder(v)
 	default: // clearTimeout, clearInterval
 		return rt.ToValue(v.timers.clear)
 	}

@@ -52,8 +52,12 @@ func (l *Logger) Log(level Level, msg string, fields ...string) {
 	b.WriteString(strconv.Quote(l.now().Format(time.RFC3339)))
 	b.WriteString(" level=")
 	b.WriteString(level.String())
-	b.WriteString(" msg=")
-	b.WriteString(quoteIfNeeded(msg))
+	if msg != "" {
+		// logrus's text formatter leaves an empty message out, as k6's
+		// console.log("") shows (`level=info source=console`).
+		b.WriteString(" msg=")
+		b.WriteString(quoteIfNeeded(msg))
+	}
 	type kv struct{ k, v string }
 	var kvs []kv
 	for i := 0; i+1 < len(fields); i += 2 {
