@@ -120,11 +120,8 @@ func Consolidate(l Layers) (Consolidated, error) {
 	if c.Options, err = opts.Resolve(); err != nil {
 		return c, configerr.New(err)
 	}
-	if l.SummaryMode == "legacy" {
-		c.Warnings = append(c.Warnings, "the legacy summary layout is not available; printing the compact one")
-	}
 	mode := l.SummaryMode
-	if mode == "legacy" || mode == "disabled" {
+	if mode == "disabled" {
 		mode = "compact"
 	}
 	if err := (summary.Options{Mode: mode, TrendStats: c.Options.SummaryTrendStats, TimeUnit: c.Options.SummaryTimeUnit}).Validate(); err != nil {

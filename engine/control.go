@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/thresholds"
@@ -35,12 +34,11 @@ const (
 // ErrStoppedByAPI is the cause when PATCH /v1/status stops the run (exit 103).
 var ErrStoppedByAPI = errors.New("test run stopped from REST API")
 
-// ErrNotPaused is returned by Resume when the run is not paused: k6
-// answers 500 ("Pause error") to a second resume.
-var ErrNotPaused = errors.New("execution is not paused")
+// ErrAlreadyPaused answers a pause of a run held by --paused (k6 v2.2).
+var ErrAlreadyPaused = errors.New("execution is already paused")
 
-// ErrPauseRunning is returned when a pause is asked of a run that has
-// started: buzzload pauses only before the start (--paused).
+// ErrPauseRunning is returned when a pause or resume is asked of a run
+// whose scenarios are not known yet and that was not started paused.
 var ErrPauseRunning = errors.New("pausing a run that has started is not supported; start it with --paused")
 
 // ErrNotLoaded is returned by the setup and teardown calls before the
@@ -70,9 +68,6 @@ type Control struct {
 	done    chan struct{} // closed when the run's last phase ended
 	stopCh  chan struct{} // closed by Stop
 	r       *runner       // nil until Run starts
-	// external: the plan has an externally-controlled scenario (set when
-	// the test is loaded; SetVUs before the start reads it).
-	external atomic.Bool
 }
 
 // NewControl is the control of a run that waits for a resume when paused.
@@ -124,9 +119,6 @@ func (c *Control) Status() StatusInfo {
 	if r != nil {
 		if s := r.sched.Load(); s != nil {
 			st.VUs, st.VUsMax = s.ActiveVUs(), s.AllocatedVUs()
-			if e := s.External(); e != nil {
-				st.VUs, st.VUsMax = e.Status() // what was asked for, as k6 reports it
-			}
 		} else if p := r.poolRef.Load(); p != nil {
 			st.VUsMax = p.Allocated()
 		}
@@ -135,47 +127,28 @@ func (c *Control) Status() StatusInfo {
 	return st
 }
 
-// SetVUs changes an externally-controlled scenario's VUs and maximum
-// (PATCH /v1/status vus, vus-max), with k6's refusals; a run without one,
-// or not started yet, refuses too.
-func (c *Control) SetVUs(vus, vusMax *int64) error {
-	c.mu.Lock()
-	r := c.r
-	c.mu.Unlock()
-	var s *executor.Scheduler
-	if r != nil {
-		s = r.sched.Load()
-	}
-	if s == nil {
-		// Before the start: k6's refusal when no scenario could take it.
-		if c.external.Load() {
-			return errors.New("the scenarios have not started yet")
-		}
-		return executor.ErrNoExternal
-	}
-	e := s.External()
-	if e == nil {
-		return executor.ErrNoExternal
-	}
-	return e.Update(vus, vusMax)
-}
-
-// SetPaused resumes a paused run (false) or refuses: a run that is not
-// paused cannot be resumed again, and buzzload pauses only before the start.
+// SetPaused is the REST API's pause and resume as k6 v2.2 answers them
+// (internal/execution/scheduler.go SetPaused, read 2026-12-06): a run held
+// by --paused before its start resumes (false) or is already paused
+// (true); otherwise, since no executor of k6 v2 can pause once started
+// (externally-controlled, the one that could, is gone), every pause and
+// resume names the first scenario's executor.
 func (c *Control) SetPaused(paused bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case paused && c.paused:
+	if c.paused {
+		if paused {
+			return ErrAlreadyPaused
+		}
+		c.paused = false
+		close(c.resumed)
 		return nil
-	case paused:
-		return ErrPauseRunning
-	case !c.paused:
-		return ErrNotPaused
 	}
-	c.paused = false
-	close(c.resumed)
-	return nil
+	if c.r != nil && c.r.plan != nil && len(c.r.plan.Scenarios) > 0 {
+		b := c.r.plan.Scenarios[0].Base()
+		return fmt.Errorf("%s executor '%s' doesn't support pause and resume operations after its start", b.Type, b.Name)
+	}
+	return ErrPauseRunning
 }
 
 // Stop ends the run as k6's REST stop does: exit 103, teardown and the

@@ -25,7 +25,6 @@ var k6ExecutorOrder = map[string][]string{
 	"ramping-vus":           {"startVUs", "stages", "gracefulRampDown"},
 	"constant-arrival-rate": {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
 	"ramping-arrival-rate":  {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
-	"externally-controlled": {"vus", "duration", "maxVUs"},
 }
 
 // orderedJSON writes m with the keys of order first (null when absent, dns

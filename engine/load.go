@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/buzzload/buzzload/engine/configerr"
-	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/thresholds"
@@ -48,13 +47,6 @@ func (r *runner) loadConsolidated(ctx context.Context) (Consolidated, error) {
 		return c, err
 	}
 	r.opts, r.tuple, r.plan = c.Options, c.Tuple, c.Plan
-	if ctl := r.cfg.Control; ctl != nil && c.Plan != nil {
-		for _, sc := range c.Plan.Scenarios {
-			if _, ok := sc.(*executor.ExternallyControlledConfig); ok {
-				ctl.external.Store(true)
-			}
-		}
-	}
 	r.testWide = metrics.TagsFromMap(r.opts.Tags)
 	r.stageNames = stageNames(r.plan)
 

@@ -298,15 +298,7 @@ func (r *runner) run(ctx context.Context) Result {
 	}
 
 	// The pool exists before anything reads it (gauges, k6/execution).
-	// A run with an externally-controlled scenario may raise vus-max while
-	// it goes: its pool has room for executor.MaxRaisedVUs more.
-	room := int64(0)
-	for _, sc := range r.plan.Scenarios {
-		if _, ok := sc.(*executor.ExternallyControlledConfig); ok {
-			room = executor.MaxRaisedVUs
-		}
-	}
-	r.pool = executor.NewGrowablePool(r.newVU, r.tuple, r.plan.MaxVUs, r.plan.MaxVUs+room)
+	r.pool = executor.NewGrowablePool(r.newVU, r.tuple, r.plan.MaxVUs, r.plan.MaxVUs)
 	r.poolRef.Store(r.pool)
 
 	// vus / vus_max every second from the start of VU init.

@@ -16,7 +16,7 @@ import (
 // summaryOptions are the engine/summary switches of this run.
 func (r *runner) summaryOptions() summary.Options {
 	mode := r.cfg.SummaryMode
-	if mode == "legacy" || mode == "disabled" {
+	if mode == "disabled" {
 		mode = "compact"
 	}
 	_, noColor := lookupEnv(r.cfg.ProcessEnv, "NO_COLOR")

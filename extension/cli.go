@@ -51,7 +51,7 @@ func (m *Module) writeReport(path string, data []byte) error {
 }
 
 // FinishReports is called once the run is over. With a report path
-// (--report) and no sc.report call (no handleSummary, --no-summary, a
+// (--report) and no sc.report call (no handleSummary, --summary-mode=disabled, a
 // custom script), it builds the report of the run's scenario and writes
 // it there. It returns every report file that could not be written.
 func (m *Module) FinishReports() error {

@@ -44,7 +44,7 @@ func runModes(t *testing.T, dir string) (current, legacy string) {
 	}
 	for _, mode := range []string{"current", "legacy"} {
 		p := filepath.Join(dir, mode+".json")
-		if code, _, stderr := runCLI(t, "run", "-q", "--no-summary", "-e", "MODE="+mode, "--result", p, script); code != 0 {
+		if code, _, stderr := runCLI(t, "run", "-q", "--summary-mode=disabled", "-e", "MODE="+mode, "--result", p, script); code != 0 {
 			t.Fatalf("%s run exit %d: %s", mode, code, stderr)
 		}
 	}

@@ -115,7 +115,7 @@ func TestDialRulesApplyToHTTPAndWebSockets(t *testing.T) {
 			srv.mu.Lock()
 			srv.by = map[string][]string{}
 			srv.mu.Unlock()
-			args := append([]string{"run", "-q", "--no-summary", "-e", "OPTS=" + c.opts, "-e", "HTTP_URL=" + c.httpURL,
+			args := append([]string{"run", "-q", "--summary-mode=disabled", "-e", "OPTS=" + c.opts, "-e", "HTTP_URL=" + c.httpURL,
 				"-e", "WS_URL=" + c.wsURL, "-e", "WANT_HTTP=" + c.wantHTTP, "-e", "WANT_WS=" + c.wantWS}, c.flags...)
 			code, _, stderr := runCLIEnv(t, c.env, append(args, script)...)
 			if code != 0 {

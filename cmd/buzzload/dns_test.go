@@ -170,7 +170,7 @@ func TestDNSOptionSelectsAndFilters(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"run", "-q", "--no-summary", "--address", "", "-e", "OPTS=" + c.opts, "-e", "HOST=" + c.host,
+			args := append([]string{"run", "-q", "--summary-mode=disabled", "--address", "", "-e", "OPTS=" + c.opts, "-e", "HOST=" + c.host,
 				"-e", "PORT=" + srv.port, "-e", "WANT_CODE=" + c.wantCode, "-e", "WANT_ERR=" + c.wantErr}, c.flags...)
 			code, stderr := runWithLookup(t, c.env, append(args, script)...)
 			if code != 0 {

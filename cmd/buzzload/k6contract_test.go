@@ -486,3 +486,36 @@ export default function () {}`})
 		}
 	}
 }
+
+// What k6 v2 removed is refused as k6 v2.2.0 refuses it (observed 6 Dec
+// 2026): --no-summary is an unknown flag and --summary-mode=legacy (or
+// K6_SUMMARY_MODE=legacy) an invalid summary mode, both exit 255 before
+// anything runs; a script with the externally-controlled executor stops
+// at the start with 104 and no summary. K6_NO_SUMMARY is ignored.
+func TestWhatK6V2Removed(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"ok.js": `export default function () {}`,
+		"ec.js": `export const options = { scenarios: { x: { executor: "externally-controlled", vus: 1, maxVUs: 2, duration: "2s" } } };
+export default function () {}`,
+	})
+	for _, c := range []struct {
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{nil, []string{"run", "--no-summary", "ok.js"}, 255, "unknown flag: --no-summary"},
+		{nil, []string{"run", "--summary-mode=legacy", "ok.js"}, 255, "invalid summary mode"},
+		{[]string{"K6_SUMMARY_MODE=legacy"}, []string{"run", "ok.js"}, 255, "invalid summary mode"},
+		{nil, []string{"run", "ec.js"}, 104, `unknown executor type \"externally-controlled\"`},
+		{[]string{"K6_NO_SUMMARY=true"}, []string{"run", "--iterations", "1", "ok.js"}, 0, "TOTAL RESULTS"},
+	} {
+		code, out, errs := runBin(t, dir, c.env, c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("%v %v: exit %d, want %d and %q\n%s%s", c.env, c.args, code, c.code, c.want, out, errs)
+		}
+		if c.code == 104 && strings.Contains(out, "TOTAL RESULTS") {
+			t.Errorf("%v: a summary after a refused start", c.args)
+		}
+	}
+}

@@ -82,7 +82,7 @@ func writeLocalIPsScript(t *testing.T) string {
 func TestLocalIPsBindEachVUToItsAddress(t *testing.T) {
 	srv := newSourceServer(t)
 	script := writeLocalIPsScript(t)
-	code, _, stderr := runCLIEnv(t, nil, "run", "-q", "--no-summary",
+	code, _, stderr := runCLIEnv(t, nil, "run", "-q", "--summary-mode=disabled",
 		"-e", "BASE="+srv.srv.URL, "-e", "SCRIPT_IPS=127.0.0.2-127.0.0.4", "-e", "VUS=4", script)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -108,7 +108,7 @@ export default function () {
 	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runCLIEnv(t, nil, "run", "-q", "--no-summary", "-e", "BASE="+srv.srv.URL, script)
+	code, _, stderr := runCLIEnv(t, nil, "run", "-q", "--summary-mode=disabled", "-e", "BASE="+srv.srv.URL, script)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
@@ -142,7 +142,7 @@ func TestLocalIPsLayers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newSourceServer(t)
-			args := []string{"run", "-q", "--no-summary", "-c", cfg, "-e", "BASE=" + srv.srv.URL}
+			args := []string{"run", "-q", "--summary-mode=disabled", "-c", cfg, "-e", "BASE=" + srv.srv.URL}
 			if c.scriptIP == `""` {
 				args = append(args, "-e", "SCRIPT_IPS=")
 			} else if c.scriptIP != "" {
@@ -175,7 +175,7 @@ export default function () {
 	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runCLIEnv(t, nil, "run", "-q", "--no-summary", "--local-ips", "192.0.2.1", "-e", "BASE="+srv.srv.URL, script)
+	code, _, stderr := runCLIEnv(t, nil, "run", "-q", "--summary-mode=disabled", "--local-ips", "192.0.2.1", "-e", "BASE="+srv.srv.URL, script)
 	if code != 0 || !strings.Contains(stderr, "status=0") || !strings.Contains(stderr, "assign requested address") {
 		t.Fatalf("exit %d (want 0: every request failed and was counted)\n%s", code, stderr)
 	}

@@ -42,7 +42,6 @@ type runEnv struct {
 	Out                  *string `envconfig:"K6_OUT"`
 	SummaryExport        *string `envconfig:"K6_SUMMARY_EXPORT"`
 	SummaryMode          *string `envconfig:"K6_SUMMARY_MODE"`
-	NoSummary            *bool   `envconfig:"K6_NO_SUMMARY"`
 	SummaryTrendStats    *string `envconfig:"K6_SUMMARY_TREND_STATS"`
 	SummaryTimeUnit      *string `envconfig:"K6_SUMMARY_TIME_UNIT"`
 	NoThresholds         *bool   `envconfig:"K6_NO_THRESHOLDS"`
@@ -71,7 +70,7 @@ type runFlags struct {
 	summaryExport, summaryMode, trendStats, timeUnit   string
 	segment, sequence, systemTags, config, startAt     string
 	result                                             string
-	noSummary, noThresholds, quiet, verbose            bool
+	noThresholds, quiet, verbose                       bool
 	noSetup, noTeardown, includeSystemEnv, throw, help bool
 	http                                               httpFlags
 	buzz                                               buzzFlags
@@ -90,8 +89,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "script environment variable KEY=VALUE (repeatable)")
 	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, experimental-prometheus-rw (K6_PROMETHEUS_RW_*), web-dashboard (K6_WEB_DASHBOARD_*), cloud[=name] (K6_CLOUD_*)")
 	fs.StringVar(&f.summaryExport, "summary-export", "", "write the end-of-test summary JSON to this file")
-	fs.StringVar(&f.summaryMode, "summary-mode", "", "summary mode: compact, full, legacy or disabled")
-	fs.BoolVar(&f.noSummary, "no-summary", false, "no end-of-test summary (same as --summary-mode=disabled)")
+	fs.StringVar(&f.summaryMode, "summary-mode", "", "summary mode: compact, full or disabled")
 	fs.StringVar(&f.trendStats, "summary-trend-stats", "", "trend stats in the summary, e.g. avg,min,med,max,p(90),p(95)")
 	fs.StringVar(&f.timeUnit, "summary-time-unit", "", "fixed time unit in the summary: s, ms or us")
 	fs.BoolVar(&f.noThresholds, "no-thresholds", false, "do not evaluate thresholds")
@@ -406,18 +404,15 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 	cfg.NoThresholds = pickBool("no-thresholds", f.noThresholds, e.NoThresholds)
 	cfg.SummaryExport = pickStr("summary-export", f.summaryExport, e.SummaryExport)
 	cfg.SummaryMode = pickStr("summary-mode", f.summaryMode, e.SummaryMode)
-	if pickBool("no-summary", f.noSummary, e.NoSummary) {
-		if cfg.SummaryMode != "" && cfg.SummaryMode != "disabled" {
-			return cfg, optErr("--no-summary and --summary-mode=%s contradict each other", cfg.SummaryMode)
-		}
-		cfg.SummaryMode = "disabled"
-	}
+	// k6 v2.0 removed --no-summary (an unknown flag now; K6_NO_SUMMARY is
+	// ignored) and the legacy layout: k6 v2.2.0 answers any other mode
+	// "invalid summary mode", exit 255 (observed), as this does.
 	switch cfg.SummaryMode {
 	case "":
 		cfg.SummaryMode = "compact"
-	case "compact", "full", "legacy", "disabled":
+	case "compact", "full", "disabled":
 	default:
-		return cfg, optErr("--summary-mode %q: want compact, full, legacy or disabled", cfg.SummaryMode)
+		return cfg, fmt.Errorf("invalid summary mode %q: want compact, full or disabled (legacy was removed in k6 v2.0)", cfg.SummaryMode)
 	}
 	cfg.Outputs = f.outs
 	if !changed("out") && e.Out != nil {

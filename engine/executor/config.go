@@ -24,6 +24,8 @@ const (
 	RampingVUs           = "ramping-vus"
 	ConstantArrivalRate  = "constant-arrival-rate"
 	RampingArrivalRate   = "ramping-arrival-rate"
+	// ExternallyControlled was removed in k6 v2.0.0 (#5846): a script that
+	// names it is refused at the start (exit 104), as k6 v2 refuses it.
 	ExternallyControlled = "externally-controlled"
 )
 
@@ -103,7 +105,6 @@ var executorKeys = map[string][]string{
 	RampingVUs:           {"startVUs", "stages", "gracefulRampDown"},
 	ConstantArrivalRate:  {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
 	RampingArrivalRate:   {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
-	ExternallyControlled: {"vus", "maxVUs", "duration"},
 }
 
 // ParseScenarios parses the `scenarios` object of the options into validated
@@ -133,15 +134,6 @@ func ParseScenarios(raw json.RawMessage) ([]Config, []string, error) {
 			continue
 		}
 		configs = append(configs, c)
-	}
-	ext := 0
-	for _, c := range configs {
-		if _, ok := c.(*ExternallyControlledConfig); ok {
-			ext++
-		}
-	}
-	if ext > 1 {
-		errs = append(errs, configerr.Errorf("", "scenarios", "at most one externally-controlled scenario: the REST API sets one scenario's VUs"))
 	}
 	if len(errs) > 0 {
 		return nil, warnings, errors.Join(errs...)
@@ -179,6 +171,9 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 		return nil, nil, errors.Join(p.errs...)
 	}
 	keys, ok := executorKeys[typ]
+	if !ok && typ == ExternallyControlled {
+		return nil, nil, configerr.Errorf(name, "executor", "unknown executor type %q: the externally-controlled executor was removed in k6 v2.0.0 (one of %s)", typ, strings.Join(ExecutorTypes(), ", "))
+	}
 	if !ok {
 		return nil, nil, configerr.Errorf(name, "executor", "unknown executor %q (one of %s)", typ, strings.Join(ExecutorTypes(), ", "))
 	}
@@ -205,16 +200,6 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 		} else {
 			c = &PerVUIterationsConfig{BaseConfig: base, VUs: vus, Iterations: iters, MaxDuration: maxDur}
 		}
-	case ExternallyControlled:
-		cc := &ExternallyControlledConfig{BaseConfig: base, VUs: 1, MaxVUs: -1}
-		p.integer("vus", &cc.VUs)
-		p.integer("maxVUs", &cc.MaxVUs)
-		p.required("duration")
-		p.duration("duration", &cc.Duration)
-		if cc.MaxVUs < 0 {
-			cc.MaxVUs = cc.VUs // k6: maxVUs defaults to vus
-		}
-		c = cc
 	case ConstantVUs:
 		cc := &ConstantVUsConfig{BaseConfig: base, VUs: 1}
 		p.integer("vus", &cc.VUs)
@@ -281,7 +266,7 @@ func ParseScenario(name string, raw json.RawMessage) (Config, []string, error) {
 
 // ExecutorTypes lists the supported executor names.
 func ExecutorTypes() []string {
-	return []string{SharedIterations, PerVUIterations, ConstantVUs, RampingVUs, ConstantArrivalRate, RampingArrivalRate, ExternallyControlled}
+	return []string{SharedIterations, PerVUIterations, ConstantVUs, RampingVUs, ConstantArrivalRate, RampingArrivalRate}
 }
 
 // fieldParser reads typed fields out of one JSON object and collects errors

@@ -88,9 +88,8 @@ func TestValidationErrorsNameScenarioAndKey(t *testing.T) {
 	}{
 		{"unknown executor", `{"s":{"executor":"warp-speed"}}`, `scenarios.s.executor: unknown executor "warp-speed"`},
 		{"missing executor", `{"s":{"vus":1}}`, `scenarios.s.executor: is required`},
-		{"externally-controlled maxVUs below vus", `{"s":{"executor":"externally-controlled","vus":3,"maxVUs":2,"duration":"1s"}}`, `scenarios.s.maxVUs: must be at least vus (3), got 2`},
-		{"externally-controlled needs a duration", `{"s":{"executor":"externally-controlled","vus":1}}`, `scenarios.s.duration`},
-		{"one externally-controlled scenario", `{"a":{"executor":"externally-controlled","duration":"1s"},"b":{"executor":"externally-controlled","duration":"1s"}}`, `at most one externally-controlled scenario`},
+		// k6 v2.2.0: "unknown executor type 'externally-controlled'", exit 104 (observed).
+		{"externally-controlled removed in k6 v2", `{"s":{"executor":"externally-controlled","vus":1,"duration":"1s"}}`, `scenarios.s.executor: unknown executor type "externally-controlled": the externally-controlled executor was removed in k6 v2.0.0`},
 		{"bad scenario name", `{"a b":{"executor":"constant-vus","duration":"1s"}}`, `scenarios.a b: invalid scenario name`},
 		{"shared-iterations iterations below vus", `{"s":{"executor":"shared-iterations","vus":5,"iterations":3}}`, `scenarios.s.iterations: the number of iterations (3) can't be less than the number of VUs (5)`},
 		{"maxDuration below 1s", `{"s":{"executor":"per-vu-iterations","maxDuration":"500ms"}}`, `scenarios.s.maxDuration: must be at least 1s`},

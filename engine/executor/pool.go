@@ -68,8 +68,9 @@ func NewPool(factory VUFactory, t *segment.Tuple, capacity int64) *Pool {
 }
 
 // NewGrowablePool is NewPool for limit VUs whose limit Raise may lift up
-// to capacity during the run (the externally-controlled executor's
-// vus-max); the idle channel is sized for capacity.
+// to capacity during the run (the engine passes limit = capacity since
+// k6 v2 removed the externally-controlled executor's vus-max); the idle
+// channel is sized for capacity.
 func NewGrowablePool(factory VUFactory, t *segment.Tuple, limit, capacity int64) *Pool {
 	if t == nil {
 		t = segment.FullTuple()

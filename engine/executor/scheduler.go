@@ -147,13 +147,7 @@ type Scheduler struct {
 	errOnce sync.Once
 	err     error
 	cancel  context.CancelFunc
-	// ext is the externally-controlled scenario's control (nil without one).
-	ext *External
 }
-
-// External is the control of the run's externally-controlled scenario, or
-// nil (the REST API's PATCH /v1/status vus and vus-max).
-func (s *Scheduler) External() *External { return s.ext }
 
 // NewScheduler prepares to run plan on pool. obs may be nil.
 func NewScheduler(plan *Plan, pool *Pool, obs Observer) *Scheduler {

@@ -13,8 +13,6 @@ package restapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -23,7 +21,6 @@ import (
 	"strings"
 
 	"github.com/buzzload/buzzload/engine"
-	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
 
@@ -31,7 +28,6 @@ import (
 type Run interface {
 	Status() engine.StatusInfo
 	SetPaused(paused bool) error
-	SetVUs(vus, vusMax *int64) error
 	Stop()
 	Metrics() (*metrics.Snapshot, map[string]bool)
 	SetupData() json.RawMessage
@@ -177,9 +173,9 @@ type statusPatch struct {
 	} `json:"data"`
 }
 
-// patchStatus stops the run when asked, else resumes it and sets an
-// externally-controlled scenario's VUs (k6's order: a stop wins over the
-// other attributes).
+// patchStatus stops the run when asked, else resumes it; VU changes are
+// refused as k6 v2.2 refuses them (k6's order: a stop wins over the other
+// attributes, a pause error over the VU one).
 func patchStatus(run Run, w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r)
 	if !ok {
@@ -201,39 +197,13 @@ func patchStatus(run Run, w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if a.VUs != nil || a.VUsMax != nil {
-			vus, err := intAttr(a.VUs)
-			vusMax, err2 := intAttr(a.VUsMax)
-			if err = errors.Join(err, err2); err != nil {
-				writeError(w, http.StatusBadRequest, "Invalid data", err.Error())
-				return
-			}
-			if err := run.SetVUs(vus, vusMax); err != nil {
-				// k6 v1.8.1: 500 "Execution config error" without an
-				// externally-controlled scenario, else 400 "Config update
-				// error" with the reason (observed).
-				if errors.Is(err, executor.ErrNoExternal) {
-					writeError(w, http.StatusInternalServerError, "Execution config error", err.Error())
-				} else {
-					writeError(w, http.StatusBadRequest, "Config update error", err.Error())
-				}
-				return
-			}
+			// k6 v2.2 (api/v1/status_routes.go): no executor takes live
+			// VU changes since externally-controlled was removed.
+			writeError(w, http.StatusInternalServerError, "Execution config error", "live VU configuration updates are not supported")
+			return
 		}
 	}
 	writeDoc(w, http.StatusOK, statusDoc(run.Status()))
-}
-
-// intAttr reads a vus or vus-max attribute: absent is nil, else a whole
-// number.
-func intAttr(raw *json.RawMessage) (*int64, error) {
-	if raw == nil {
-		return nil, nil
-	}
-	var v int64
-	if err := json.Unmarshal(*raw, &v); err != nil {
-		return nil, fmt.Errorf("vus and vus-max must be whole numbers: %s", *raw)
-	}
-	return &v, nil
 }
 
 // --- setup ----------------------------------------------------------------
