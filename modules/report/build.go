@@ -113,7 +113,7 @@ func Build(in Input, t Totals) *Report {
 	}
 	r.Limits.MaxDrift = in.MaxDrift
 	r.Version, r.Target = in.Version, in.Target
-	r.Drift = Drift(in.Windows, r.Steps, in.Warmup.Seconds(), in.MaxDrift, in.Abort.MaxErrorRate)
+	r.Drift = Drift(in.Windows, r.Steps, in.Warmup.Seconds(), in.MaxDrift, in.Abort.MaxErrorRate, in.Abort.MaxP99Ms)
 	r.AbortReason = verdict(r, in.RunEnd)
 	r.OK = r.AbortReason == ""
 	r.Checks = checksOf(r)

@@ -103,7 +103,7 @@ func MergeReports(names []string, reps []*Report, thresholdsFailed []string, joi
 	out.Durability = mergeDurability(reps)
 	out.Unacked = mergeUnacked(reps)
 	out.RelayMetrics = mergeRelayMetrics(out, names, reps)
-	out.Drift = Drift(out.Windows, out.Steps, first.Limits.WarmupSecs, first.Limits.MaxDrift, first.Limits.MaxErrorRate)
+	out.Drift = Drift(out.Windows, out.Steps, first.Limits.WarmupSecs, first.Limits.MaxDrift, first.Limits.MaxErrorRate, first.Limits.MaxP99Ms)
 	out.Sweep = first.Sweep
 	for _, r := range reps {
 		if r.Sweep != nil && !r.Sweep.OK {
