@@ -37,8 +37,11 @@ type Layers struct {
 // options, the segment and the execution plan.
 type Consolidated struct {
 	Options Resolved
-	// Exec is the merged execution options (shortcuts or scenarios).
-	Exec  executor.ExecutionOptions
+	// Exec is the merged execution options (shortcuts or scenarios);
+	// Written is the same before k6 v2.1's bare-vus rule rewrote it, as
+	// `inspect` prints a script's options.
+	Exec    executor.ExecutionOptions
+	Written executor.ExecutionOptions
 	Tuple *segment.Tuple
 	Plan  *executor.Plan
 	// Merged is the consolidated options JSON as test.options shows it.
@@ -111,7 +114,8 @@ func Consolidate(l Layers) (Consolidated, error) {
 	// k6's inspect shows these as null until set, its execution
 	// requirements and archives too (observed on v1.8.1).
 	for k, unset := range map[string]bool{"noSetup": opts.NoSetup == nil, "setupTimeout": opts.SetupTimeout == nil,
-		"noTeardown": opts.NoTeardown == nil, "teardownTimeout": opts.TeardownTimeout == nil, "throw": opts.Throw == nil} {
+		"noTeardown": opts.NoTeardown == nil, "teardownTimeout": opts.TeardownTimeout == nil, "throw": opts.Throw == nil,
+		"handleSummaryTimeout": opts.HandleSummaryTimeout == nil} { // v2.2 prints it too (observed)
 		if unset {
 			c.Unset = append(c.Unset, k)
 		}
@@ -132,6 +136,13 @@ func Consolidate(l Layers) (Consolidated, error) {
 	c.Warnings = append(c.Warnings, warns...)
 	if err != nil {
 		return c, err
+	}
+	c.Written = exec
+	if exec.BareVUs() {
+		// As k6 v2.1+ records it: the scenarios are the shortcut's, and
+		// iterations is set to vus.
+		exec.Scenarios, exec.Iterations = nil, exec.VUs
+		c.Exec = exec
 	}
 	if l.Exports != nil {
 		for _, sc := range configs {

@@ -74,11 +74,6 @@ func TestConsolidateLayers(t *testing.T) {
 			wantWarn: "There were unknown fields in the cfg.json: nope",
 		},
 		{
-			name:     "legacy summary mode warns",
-			l:        Layers{SummaryMode: "legacy", Exports: []string{"default"}},
-			wantWarn: "legacy summary layout is not available",
-		},
-		{
 			name:     "a scenario's exec must be exported (104)",
 			l:        Layers{Script: json.RawMessage(`{"scenarios": {"s": {"executor": "shared-iterations", "exec": "nope"}}}`), Exports: []string{"default"}},
 			wantErr:  "executor s: function 'nope' not found in exports",

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/buzzload/buzzload/engine/executor"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
 )
@@ -65,15 +66,63 @@ func (in *Inspection) RequirementsJSON(withRequirements, withDefaults bool) (jso
 	for _, k := range in.Unset {
 		m[k] = nil
 	}
+	switch {
+	case !withRequirements:
+		// k6 v2.2.0 (observed): inspect prints the options as written —
+		// scenarios only when given, iterations before the bare-vus rule.
+		m["scenarios"], m["iterations"] = nil, nil
+		if w := in.Written; w.Scenarios != nil {
+			var sc any
+			if json.Unmarshal(w.Scenarios, &sc) == nil {
+				m["scenarios"] = sc
+			}
+		}
+		if in.Written.Iterations != nil {
+			m["iterations"] = *in.Written.Iterations
+		}
+	case in.Exec.Scenarios == nil:
+		// Its execution requirements print the scenario the shortcuts
+		// made with only what they set (the rest null).
+		if sc, ok := m["scenarios"].(map[string]any); ok {
+			for _, v := range sc {
+				if o, ok := v.(map[string]any); ok {
+					shortcutFieldsOnly(o, in.Exec)
+				}
+			}
+		}
+	}
 	// k6 lists the system tags sorted (a set).
 	if tags, ok := m["systemTags"].([]any); ok {
 		sort.Slice(tags, func(i, j int) bool { return fmt.Sprint(tags[i]) < fmt.Sprint(tags[j]) })
 	}
-	// handleSummaryTimeout is not in k6's options struct: k6 prints none.
-	delete(m, "handleSummaryTimeout")
 	var tail [][2]any
 	if withRequirements {
 		tail = [][2]any{{"totalDuration", in.Plan.MaxDuration.String()}, {"maxVUs", in.Plan.MaxVUs}}
 	}
 	return k6Inspect(m, tail)
+}
+
+// shortcutFieldsOnly nulls the fields of a shortcut scenario that no
+// shortcut option set (k6 v2.2.0's --execution-requirements, observed).
+func shortcutFieldsOnly(o map[string]any, e executor.ExecutionOptions) {
+	o["startTime"], o["gracefulStop"], o["exec"] = nil, nil, nil
+	set := func(k string, isSet bool) {
+		if !isSet {
+			o[k] = nil
+		}
+	}
+	switch o["executor"] {
+	case executor.SharedIterations:
+		set("vus", e.VUs != nil)
+		set("maxDuration", e.Duration != nil)
+	case executor.ConstantVUs:
+		set("vus", e.VUs != nil)
+	case executor.RampingVUs:
+		set("startVUs", e.VUs != nil)
+		set("gracefulRampDown", false)
+	case executor.PerVUIterations:
+		set("vus", false)
+		set("iterations", false)
+		set("maxDuration", false)
+	}
 }

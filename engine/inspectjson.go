@@ -7,14 +7,16 @@ import (
 )
 
 // k6's inspect prints its whole options struct in the struct's order, an
-// unset option as null (observed on k6 v1.8.1; issue 28 item 4): these are
-// its keys in that order, and each executor's after the common ones.
+// unset option as null (observed on k6 v1.8.1, issue 28 item 4, and on
+// k6 v2.2.0, which added handleSummaryTimeout and features, issue 46):
+// these are its keys in that order, and each executor's after the common
+// ones.
 var k6OptionOrder = []string{"paused", "vus", "duration", "iterations", "stages", "scenarios", "executionSegment",
-	"executionSegmentSequence", "noSetup", "setupTimeout", "noTeardown", "teardownTimeout", "rps", "dns", "maxRedirects",
+	"executionSegmentSequence", "noSetup", "setupTimeout", "noTeardown", "teardownTimeout", "handleSummaryTimeout", "rps", "dns", "maxRedirects",
 	"userAgent", "batch", "batchPerHost", "httpDebug", "insecureSkipTLSVerify", "tlsCipherSuites", "tlsVersion", "tlsAuth",
 	"throw", "thresholds", "blacklistIPs", "blockHostnames", "hosts", "noConnectionReuse", "noVUConnectionReuse",
 	"minIterationDuration", "ext", "summaryTrendStats", "summaryTimeUnit", "systemTags", "tags", "metricSamplesBufferSize",
-	"noCookiesReset", "discardResponseBodies"}
+	"noCookiesReset", "discardResponseBodies", "features"}
 
 var k6ScenarioCommon = []string{"executor", "startTime", "gracefulStop", "env", "exec", "tags"}
 

@@ -3,15 +3,16 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
-// inspect prints what k6 v1.8.1 prints, byte for byte (issue 28 item 4):
-// its whole options struct in its order with null for what is unset, the
-// defaults shown with --execution-requirements and for an archive, and an
-// archive's requirements equal its script's. The golden files are k6
-// v1.8.1's own output for testdata/inspect/script.js.
+// inspect prints what k6 v2.2.0 prints, byte for byte (issue 28 item 4,
+// issue 46): its whole options struct in its order with null for what is
+// unset (v2.2 added handleSummaryTimeout and features), the defaults shown
+// with --execution-requirements and for an archive, an archive's
+// requirements equal its script's, and no newline at the end. The golden
+// files are k6 v2.2.0's own output for testdata/inspect/script.js (v1.8.1's
+// differed only by those two keys and the newline).
 func TestInspectPrintsWhatK6Prints(t *testing.T) {
 	dir := t.TempDir()
 	src, err := os.ReadFile(filepath.Join("testdata", "inspect", "script.js"))
@@ -21,12 +22,21 @@ func TestInspectPrintsWhatK6Prints(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "script.js"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range []string{"shortcut-stages.js", "bare-vus.js"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "inspect", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	golden := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", "inspect", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return strings.TrimSpace(string(b))
+		return string(b) // byte for byte: k6 v2.2.0 ends it without a newline
 	}
 	if code, _, errs := runBin(t, dir, nil, "archive", "-O", "a.tar", "script.js"); code != 0 {
 		t.Fatalf("archive: exit %d %s", code, errs)
@@ -35,13 +45,20 @@ func TestInspectPrintsWhatK6Prints(t *testing.T) {
 		args   []string
 		golden string
 	}{
-		{[]string{"inspect", "script.js"}, "k6-v1.8.1-inspect.json"},
-		{[]string{"inspect", "--execution-requirements", "script.js"}, "k6-v1.8.1-requirements.json"},
-		{[]string{"inspect", "--execution-requirements", "a.tar"}, "k6-v1.8.1-requirements.json"},
-		{[]string{"inspect", "a.tar"}, "k6-v1.8.1-archive-inspect.json"},
+		{[]string{"inspect", "script.js"}, "k6-v2.2.0-inspect.json"},
+		{[]string{"inspect", "--execution-requirements", "script.js"}, "k6-v2.2.0-requirements.json"},
+		{[]string{"inspect", "--execution-requirements", "a.tar"}, "k6-v2.2.0-requirements.json"},
+		{[]string{"inspect", "a.tar"}, "k6-v2.2.0-archive-inspect.json"},
+		// Shortcut scenarios: none printed as written, only the fields the
+		// shortcuts set in the requirements; a bare vus (k6 v2.1's rule)
+		// replaces the scenarios there.
+		{[]string{"inspect", "shortcut-stages.js"}, "k6-v2.2.0-shortcut-stages.json"},
+		{[]string{"inspect", "--execution-requirements", "shortcut-stages.js"}, "k6-v2.2.0-shortcut-stages-requirements.json"},
+		{[]string{"inspect", "bare-vus.js"}, "k6-v2.2.0-bare-vus.json"},
+		{[]string{"inspect", "--execution-requirements", "bare-vus.js"}, "k6-v2.2.0-bare-vus-requirements.json"},
 	} {
 		code, out, errs := runBin(t, dir, nil, c.args...)
-		if code != 0 || strings.TrimSpace(out) != golden(c.golden) {
+		if code != 0 || out != golden(c.golden) {
 			t.Errorf("%v: exit %d %s\ngot:\n%s\nwant (%s):\n%s", c.args, code, errs, out, c.golden, golden(c.golden))
 		}
 	}

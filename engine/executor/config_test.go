@@ -186,14 +186,15 @@ func TestShortcuts(t *testing.T) {
 			&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, ""},
 		{"an empty stages list does not conflict with duration", `{"duration":"2s","stages":[]}`,
 			&ConstantVUsConfig{BaseConfig: base(ConstantVUs), VUs: 1, Duration: 2 * time.Second}, ""},
-		{"v1: bare vus is ignored with a warning", `{"vus":10}`,
-			&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, "will be ignored"},
+		// k6 v2.1+ (observed on v2.2.0): a bare vus runs that many VUs once each.
+		{"v2: bare vus gives shared-iterations of vus", `{"vus":10}`,
+			&SharedIterationsConfig{BaseConfig: base(SharedIterations), VUs: 10, Iterations: 10, MaxDuration: 10 * time.Minute}, ""},
 		{"empty stages warn", `{"stages":[]}`,
 			&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, "stages option is empty"},
 		{"empty scenarios warn", `{"scenarios":{}}`,
 			&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: 10 * time.Minute}, "scenarios option is empty"},
-		{"v1: vus next to scenarios is ignored", `{"vus":7,"scenarios":{"s":{"executor":"constant-vus","duration":"1s"}}}`,
-			&ConstantVUsConfig{BaseConfig: BaseConfig{Name: "s", Type: ConstantVUs, GracefulStop: 30 * time.Second, Exec: "default"}, VUs: 1, Duration: time.Second}, ""},
+		{"v2: vus replaces scenarios with k6's warning", `{"vus":7,"scenarios":{"s":{"executor":"constant-vus","duration":"1s"}}}`,
+			&SharedIterationsConfig{BaseConfig: base(SharedIterations), VUs: 7, Iterations: 7, MaxDuration: 10 * time.Minute}, "`vus=7` overrides scenarios configuration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -139,9 +139,15 @@ func ParseStagesEnv(s string) ([]Stage, error) {
 // DefaultScenarioName is the name of the scenario the shortcuts create.
 const DefaultScenarioName = "default"
 
+// BareVUs is k6 v2.1's rule 4: vus set, and neither iterations, duration
+// nor stages (not even an empty list).
+func (o ExecutionOptions) BareVUs() bool {
+	return o.VUs != nil && o.Iterations == nil && o.Duration == nil && o.Stages == nil
+}
+
 // DeriveScenarios turns the merged execution options into scenarios, applying the
-// shortcut rules of §2.10 with k6 v1.x semantics for a bare `vus` (ignored,
-// with a warning: one VU runs one iteration). The first rule that matches
+// shortcut rules of §2.10 with k6 v2.1+ semantics for a bare `vus` (that
+// many VUs, one iteration each, replacing scenarios). The first rule that matches
 // wins; conflicts are *configerr.Error values (exit 104).
 func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 	vus := int64(1)
@@ -192,6 +198,16 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 			return nil, nil, withScenarios("stages")
 		}
 		return one(&RampingVUsConfig{BaseConfig: base(RampingVUs), StartVUs: vus, Stages: o.Stages, GracefulRampDown: DefaultGracefulRampDown})
+	case o.BareVUs():
+		// k6 v2.1+ (lib/executor/execution_config_shortcuts.go, read in
+		// v2.2.0): a bare vus runs that many VUs, one iteration each, and
+		// replaces any scenarios, with k6's warning.
+		var w []string
+		if o.Scenarios != nil {
+			w = append(w, fmt.Sprintf("`vus=%d` overrides scenarios configuration", *o.VUs))
+		}
+		cs, _, err := one(&SharedIterationsConfig{BaseConfig: base(SharedIterations), VUs: *o.VUs, Iterations: *o.VUs, MaxDuration: DefaultMaxDuration})
+		return cs, w, err
 	}
 	var warnings []string
 	if o.Scenarios != nil {
@@ -203,9 +219,6 @@ func (o ExecutionOptions) DeriveScenarios() ([]Config, []string, error) {
 	}
 	if o.Stages != nil {
 		warnings = append(warnings, "the stages option is empty; running one iteration of one VU")
-	}
-	if o.VUs != nil && *o.VUs != 1 {
-		warnings = append(warnings, fmt.Sprintf("the vus option (%d) without duration, iterations, stages or scenarios will be ignored; running one iteration of one VU", *o.VUs))
 	}
 	cs, _, err := one(&PerVUIterationsConfig{BaseConfig: base(PerVUIterations), VUs: 1, Iterations: 1, MaxDuration: DefaultMaxDuration})
 	return cs, warnings, err
