@@ -42,8 +42,8 @@ type Consolidated struct {
 	// `inspect` prints a script's options.
 	Exec    executor.ExecutionOptions
 	Written executor.ExecutionOptions
-	Tuple *segment.Tuple
-	Plan  *executor.Plan
+	Tuple   *segment.Tuple
+	Plan    *executor.Plan
 	// Merged is the consolidated options JSON as test.options shows it.
 	Merged json.RawMessage
 	// Defaulted names the options no layer set that took k6's default

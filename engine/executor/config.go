@@ -18,12 +18,12 @@ import (
 
 // Executor type names as scripts spell them.
 const (
-	SharedIterations     = "shared-iterations"
-	PerVUIterations      = "per-vu-iterations"
-	ConstantVUs          = "constant-vus"
-	RampingVUs           = "ramping-vus"
-	ConstantArrivalRate  = "constant-arrival-rate"
-	RampingArrivalRate   = "ramping-arrival-rate"
+	SharedIterations    = "shared-iterations"
+	PerVUIterations     = "per-vu-iterations"
+	ConstantVUs         = "constant-vus"
+	RampingVUs          = "ramping-vus"
+	ConstantArrivalRate = "constant-arrival-rate"
+	RampingArrivalRate  = "ramping-arrival-rate"
 	// ExternallyControlled was removed in k6 v2.0.0 (#5846): a script that
 	// names it is refused at the start (exit 104), as k6 v2 refuses it.
 	ExternallyControlled = "externally-controlled"
@@ -99,12 +99,12 @@ var scenarioName = regexp.MustCompile(`^[0-9a-zA-Z_-]+$`)
 var commonKeys = []string{"executor", "startTime", "gracefulStop", "exec", "env", "tags", "options"}
 
 var executorKeys = map[string][]string{
-	SharedIterations:     {"vus", "iterations", "maxDuration"},
-	PerVUIterations:      {"vus", "iterations", "maxDuration"},
-	ConstantVUs:          {"vus", "duration"},
-	RampingVUs:           {"startVUs", "stages", "gracefulRampDown"},
-	ConstantArrivalRate:  {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
-	RampingArrivalRate:   {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
+	SharedIterations:    {"vus", "iterations", "maxDuration"},
+	PerVUIterations:     {"vus", "iterations", "maxDuration"},
+	ConstantVUs:         {"vus", "duration"},
+	RampingVUs:          {"startVUs", "stages", "gracefulRampDown"},
+	ConstantArrivalRate: {"rate", "timeUnit", "duration", "preAllocatedVUs", "maxVUs"},
+	RampingArrivalRate:  {"startRate", "timeUnit", "stages", "preAllocatedVUs", "maxVUs"},
 }
 
 // ParseScenarios parses the `scenarios` object of the options into validated
