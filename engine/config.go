@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/features"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/output"
 )
@@ -46,6 +47,9 @@ type RunConfig struct {
 	Env, CLI Layer
 
 	// Runtime options (flags and env only).
+	// Features is the --features flag (k6 v2.1's feature flags; the
+	// environment and the config file's "features" are read by the run).
+	Features      features.Source
 	NoThresholds  bool
 	SummaryMode   string // compact (default), full, legacy, disabled
 	SummaryExport string

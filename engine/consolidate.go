@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/buzzload/buzzload/engine/configerr"
@@ -31,6 +32,10 @@ type Layers struct {
 	// Exports are the script's exported names; every scenario's exec must
 	// be one. Nil skips the check (inspect of options alone).
 	Exports []string
+	// MergeRunTags merges the tags option across the layers instead of
+	// the highest replacing the rest (k6 v2.2's merge-run-tags feature
+	// flag: internal/cmd/config.go mergeRunTags).
+	MergeRunTags bool
 }
 
 // Consolidated is what the layers decide: the options, the execution
@@ -105,6 +110,19 @@ func Consolidate(l Layers) (Consolidated, error) {
 		opts = opts.Apply(a.Options)
 	}
 	opts = opts.Apply(l.Env.Options).Apply(l.CLI.Options)
+	if l.MergeRunTags {
+		layers := []map[string]string{fileOpts.Tags, scriptOpts.Tags}
+		for _, a := range l.Archived {
+			layers = append(layers, a.Options.Tags)
+		}
+		merged := map[string]string{}
+		for _, t := range append(layers, l.Env.Options.Tags, l.CLI.Options.Tags) {
+			maps.Copy(merged, t)
+		}
+		if len(merged) > 0 {
+			opts.Tags = merged
+		}
+	}
 	if opts.SummaryTrendStats == nil {
 		c.Defaulted = append(c.Defaulted, "summaryTrendStats")
 	}

@@ -77,7 +77,7 @@ var knownOptionKeys = map[string]bool{
 	"blockHostnames": true, "hosts": true, "dns": true, "ext": true,
 	"cloud": true, "console": true, "consoleOutput": true, "linger": true, "noUsageReport": true,
 	"compatibilityMode": true, "summaryMode": true, "noThresholds": true, "noSummary": true,
-	"tlsMinVersion": true,
+	"tlsMinVersion": true, "features": true, // k6 v2.1 (resolved by the run: load.go)
 }
 
 // ParseOptionsJSON reads one JSON layer (config file or script options).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/features"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/output"
@@ -77,19 +79,21 @@ type RunInfo struct {
 
 // runner is one `buzzload run`.
 type runner struct {
-	cfg    RunConfig
-	log    *jshost.Logger
-	now    func() time.Time
-	reg    *metrics.Registry
-	bi     *metrics.Builtins
-	coll   *metrics.Collector
-	bundle *jshost.Bundle
-	opts   Resolved
-	plan   *executor.Plan
-	tuple  *segment.Tuple
-	thr    *thresholds.Set
-	ev     *thresholds.Evaluator
-	outs   []output.Output
+	cfg RunConfig
+	log *jshost.Logger
+	// features are k6 v2.1's feature flags, resolved at load (load.go).
+	features features.Flags
+	now      func() time.Time
+	reg      *metrics.Registry
+	bi       *metrics.Builtins
+	coll     *metrics.Collector
+	bundle   *jshost.Bundle
+	opts     Resolved
+	plan     *executor.Plan
+	tuple    *segment.Tuple
+	thr      *thresholds.Set
+	ev       *thresholds.Evaluator
+	outs     []output.Output
 	// outNames are the --out kinds of outs (the extra outputs unnamed);
 	// outCounts their counts once stopped (output.Counter).
 	outNames  []string
@@ -258,7 +262,17 @@ func (r *runner) run(ctx context.Context) Result {
 		}
 	}
 	for _, arg := range r.cfg.Outputs {
-		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: r.cfg.ProcessEnv, SystemTags: r.opts.SystemTags,
+		env := r.cfg.ProcessEnv
+		if r.features.NativeHistograms {
+			// The native-histograms flag drives the remote-write output's
+			// own switch, as k6 v2.2's does.
+			env = maps.Clone(env)
+			if env == nil {
+				env = map[string]string{}
+			}
+			env["K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM"] = "true"
+		}
+		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: env, SystemTags: r.opts.SystemTags,
 			Warn:       func(m string) { r.log.Log(jshost.LevelWarn, m) },
 			ScriptPath: cmp.Or(r.cfg.TestName, r.cfg.Script), ScriptEnv: r.cfg.ScriptEnv, Options: r.merged,
 			MaxVUs: r.plan.MaxVUs, Duration: r.plan.MaxDuration, Version: r.cfg.Version})

@@ -519,3 +519,47 @@ export default function () {}`,
 		}
 	}
 }
+
+// k6 v2.1's feature flags, as k6 v2.2.0 was observed to run them (6 Dec
+// 2026): `features` lists them (the same bytes), --features enables them
+// (an unknown one is an error line and the run goes on), freeze-env makes
+// __ENV refuse assignments, merge-run-tags merges the tags of the layers,
+// every enabled flag is a k6_feature_<name> run tag, and K6_FEATURES
+// carries the enabled ones into __ENV. Script options cannot enable them.
+func TestFeatureFlags(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"fe.js": `export const options = { tags: { s: "1" } };
+export default function () {
+  console.log("K6_FEATURES=" + __ENV.K6_FEATURES + " frozen=" + Object.isFrozen(__ENV));
+  try { __ENV.X = "1"; console.log("assigned"); } catch (e) { console.log("refused " + e.name); }
+}`,
+		"so.js":  `export const options = { features: ["freeze-env"] }; export default function () {}`,
+		"c.json": `{"tags": {"f": "1"}}`,
+	})
+	code, out, _ := runBin(t, dir, nil, "features")
+	want := "FEATURE             LIFECYCLE      DESCRIPTION\nfreeze-env          Experimental   Freeze __ENV object to prevent modifications from JS code\n" +
+		"merge-run-tags      Experimental   Merge run tags across config layers instead of replacing\nnative-histograms   Experimental   Use native histograms for trend metrics\n"
+	if code != 0 || out != want {
+		t.Errorf("features: exit %d\n%s", code, out)
+	}
+	code, out, errs := runBin(t, dir, nil, "run", "-q", "--features", "freeze-env,bogus", "--features", "merge-run-tags",
+		"-c", "c.json", "--tag", "c=1", "--iterations", "1", "--out", "json=o.json", "fe.js")
+	for _, w := range []string{`msg="Unknown feature flag" feature=bogus outcome=unknown source=cli`,
+		`msg="Experimental feature enabled" feature=freeze-env lifecycle=experimental`,
+		`msg="K6_FEATURES=freeze-env,merge-run-tags frozen=true"`, `msg="refused TypeError"`} {
+		if !strings.Contains(out+errs, w) {
+			t.Errorf("run: exit %d, no %s in\n%s%s", code, w, out, errs)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "o.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := `"tags":{"c":"1","f":"1","group":"","k6_feature_freeze_env":"true","k6_feature_merge_run_tags":"true","s":"1","scenario":"default"}`
+	if code != 0 || !strings.Contains(string(raw), tags) {
+		t.Errorf("the samples' tags are not %s:\n%.600s", tags, raw)
+	}
+	if _, out, errs := runBin(t, dir, nil, "run", "-q", "--iterations", "1", "so.js"); !strings.Contains(out+errs, "Feature flags in script options are not supported; use --features, K6_FEATURES, or the JSON config") {
+		t.Errorf("script options' features: no warning\n%s%s", out, errs)
+	}
+}

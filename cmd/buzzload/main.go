@@ -51,6 +51,7 @@ func commands() map[string]command {
 		"report":          {"write a run's result or Buzz report as one self-contained HTML page", reportCmd},
 		"plan":            {"simulate a scenario's clients without sockets: what the relay would see", planCmd},
 		"version":         {"print the version and commit", versionCmd},
+		"features":        {"list the feature flags --features can enable (k6 features)", featuresCmd},
 		"archive":         {"pack a script and the files it reads into one tar (k6 archive)", archiveCmd},
 		"inspect":         {"print a test's options and execution requirements as JSON (k6 inspect)", inspectCmd},
 	}

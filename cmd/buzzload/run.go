@@ -19,6 +19,7 @@ import (
 	"github.com/buzzload/buzzload/engine/archive"
 	"github.com/buzzload/buzzload/engine/configerr"
 	"github.com/buzzload/buzzload/engine/executor"
+	"github.com/buzzload/buzzload/engine/features"
 	"github.com/buzzload/buzzload/engine/jshost"
 	"github.com/buzzload/buzzload/engine/jshost/dnsresolve"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
@@ -60,7 +61,8 @@ type runEnv struct {
 
 // runFlags are the parsed command-line flags.
 type runFlags struct {
-	fs *pflag.FlagSet
+	features []string // --features (k6 v2.1)
+	fs       *pflag.FlagSet
 	// dash is the web dashboard's settings (takeDashboard), nil without one.
 	dash *webdashboard.Config
 
@@ -90,6 +92,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.StringArrayVarP(&f.outs, "out", "o", nil, "output type[=arg] (repeatable): json=file, csv=file, experimental-prometheus-rw (K6_PROMETHEUS_RW_*), web-dashboard (K6_WEB_DASHBOARD_*), cloud[=name] (K6_CLOUD_*)")
 	fs.StringVar(&f.summaryExport, "summary-export", "", "write the end-of-test summary JSON to this file")
 	fs.StringVar(&f.summaryMode, "summary-mode", "", "summary mode: compact, full or disabled")
+	fs.StringArrayVar(&f.features, "features", nil, "enable feature flags (comma-separated; `buzzload features` lists them)")
 	fs.StringVar(&f.trendStats, "summary-trend-stats", "", "trend stats in the summary, e.g. avg,min,med,max,p(90),p(95)")
 	fs.StringVar(&f.timeUnit, "summary-time-unit", "", "fixed time unit in the summary: s, ms or us")
 	fs.BoolVar(&f.noThresholds, "no-thresholds", false, "do not evaluate thresholds")
@@ -404,6 +407,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 	cfg.NoThresholds = pickBool("no-thresholds", f.noThresholds, e.NoThresholds)
 	cfg.SummaryExport = pickStr("summary-export", f.summaryExport, e.SummaryExport)
 	cfg.SummaryMode = pickStr("summary-mode", f.summaryMode, e.SummaryMode)
+	cfg.Features = features.Source{Values: f.features, Supplied: changed("features")}
 	// k6 v2.0 removed --no-summary (an unknown flag now; K6_NO_SUMMARY is
 	// ignored) and the legacy layout: k6 v2.2.0 answers any other mode
 	// "invalid summary mode", exit 255 (observed), as this does.

@@ -44,6 +44,10 @@ type Config struct {
 	Helpers fs.FS
 	// Env is the script's __ENV (system env, when included, plus -e).
 	Env map[string]string
+	// FreezeEnv makes __ENV a frozen object (k6 v2.2's freeze-env feature
+	// flag: internal/js/env.go): assignments are refused, a TypeError in
+	// module code.
+	FreezeEnv bool
 	// Logger gets console output and script errors; nil discards.
 	Logger *Logger
 	// Collector receives samples (each VU records through its own buffer);

@@ -195,6 +195,16 @@ func (v *VU) importMeta(o *sobek.Object, m sobek.ModuleRecord) {
 }
 
 func (v *VU) envObject(env map[string]string, keys []string) *sobek.Object {
+	if v.b.cfg.FreezeEnv {
+		o := v.rt.NewObject()
+		for _, k := range keys {
+			_ = o.DefineDataProperty(k, v.rt.ToValue(env[k]), sobek.FLAG_FALSE, sobek.FLAG_FALSE, sobek.FLAG_TRUE)
+		}
+		if freeze, ok := sobek.AssertFunction(v.rt.Get("Object").ToObject(v.rt).Get("freeze")); ok {
+			_, _ = freeze(sobek.Undefined(), o)
+		}
+		return o
+	}
 	return v.rt.NewDynamicObject(&envView{rt: v.rt, base: env, keys: keys})
 }
 
