@@ -36,7 +36,7 @@ type httpEnv struct {
 }
 
 func (h *httpFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&h.userAgent, "user-agent", "", "User-Agent header of k6/http requests (default buzzload/<version> (https://github.com/buzzload/buzzload))")
+	fs.StringVar(&h.userAgent, "user-agent", "", "User-Agent header of k6/http requests (default buzzload/<version>)")
 	fs.Int64Var(&h.batch, "batch", 20, "max parallel requests of one http.batch call")
 	fs.Int64Var(&h.batchPerHost, "batch-per-host", 6, "max parallel http.batch requests per host")
 	fs.Int64Var(&h.maxRedirects, "max-redirects", 10, "redirects k6/http follows")

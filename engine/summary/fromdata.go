@@ -89,22 +89,18 @@ func (r *renderer) dataThresholds(d *SummaryData, keys []string) {
 	for _, k := range keys {
 		if len(d.Metrics[k].Thresholds) > 0 {
 			with = append(with, k)
-			p, _, _ := strings.Cut(k, "{")
-			parents[p] = true
+			if !strings.Contains(k, "{") {
+				parents[k] = true
+			}
 		}
 	}
 	if len(with) == 0 {
 		return
 	}
-	for p := range parents {
-		if d.Metrics[p] == nil || len(d.Metrics[p].Thresholds) == 0 {
-			with = append(with, p)
-		}
-	}
 	sortKeys(with)
 	r.title("THRESHOLDS")
 	for _, key := range with {
-		indent := r.thresholdKey(key)
+		indent := r.thresholdKey(key, parents)
 		md := d.Metrics[key]
 		var srcs []string
 		if md != nil {

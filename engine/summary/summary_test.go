@@ -380,3 +380,21 @@ func sortStrings(s []string) {
 		}
 	}
 }
+
+// A sub-metric threshold whose parent has none is headed by its whole name
+// at the metrics' indent, as k6 v2.2.0 prints it (observed:
+// `http_req_duration{status:200}` then `✓ 'max<5000' max=…`); under a
+// parent with thresholds it stays the indented {selector}. Fails with the
+// earlier layout (a bare parent heading, the selector indented).
+func TestSubmetricThresholdWithoutItsParent(t *testing.T) {
+	_, in := newRun(t, Options{}, `{"http_req_duration{expected_response:true}":["max<100"],"my_counter":["count>2"]}`)
+	got, err := Text(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := got[strings.Index(got, "THRESHOLDS"):strings.Index(got, "TOTAL RESULTS")]
+	if !strings.Contains(block, "\n    http_req_duration{expected_response:true}\n    ✗ 'max<100'") ||
+		strings.Contains(block, "\n    http_req_duration\n") {
+		t.Errorf("THRESHOLDS block:\n%s", block)
+	}
+}

@@ -407,7 +407,7 @@ func (c *client) emit(res *result, s *spec, ec emitCtx) []metrics.Sample {
 	if res.err != nil {
 		add("error_code", strconv.Itoa(res.err.code))
 		if res.err.msg != "" {
-			add("error", res.err.msg)
+			add("error", res.err.text()) // k6's message, as the response's error
 		}
 	}
 	var expected bool

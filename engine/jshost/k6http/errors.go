@@ -77,6 +77,11 @@ func classify(err error, timedOut bool) *reqError {
 		return nil
 	}
 	re := classifyWhole(err, timedOut)
+	if m := k6Message(re.code, err); m != "" && re.cause == "" {
+		c := *re
+		c.cause = m
+		return &c
+	}
 	var uErr *url.Error
 	if re.cause == "" && re.code != codeTimeout && errors.As(err, &uErr) && uErr.Err != nil {
 		c := *re
@@ -84,6 +89,39 @@ func classify(err error, timedOut bool) *reqError {
 		return &c
 	}
 	return re
+}
+
+// k6Message is k6's own message for the codes it names one for (the
+// response's error and the error tag; lib/netext/httpext/error_codes.go,
+// read in v2.2.0 and observed: "dial: connection refused", "lookup: no
+// such host"), "" for the others.
+func k6Message(code int, err error) string {
+	op := "read"
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		op = opErr.Op
+	}
+	switch code {
+	case codeDialRefused:
+		return "dial: connection refused"
+	case codeDialTimeout:
+		return "dial: i/o timeout"
+	case codeReset:
+		return op + ": connection reset by peer"
+	case codeBrokenPipe:
+		return op + ": broken pipe"
+	case codeNoIP:
+		return "lookup: no such host"
+	case codeBlacklistedIP:
+		return "ip is blacklisted"
+	case codeBlockedHostname:
+		return "hostname is blocked"
+	case codeUnknownCA:
+		return "x509: unknown authority"
+	case codeHostMismatch:
+		return "x509: certificate doesn't match hostname"
+	}
+	return ""
 }
 
 func classifyWhole(err error, timedOut bool) *reqError {
@@ -170,7 +208,9 @@ func classifyWhole(err error, timedOut bool) *reqError {
 	}
 	var uErr *url.Error
 	if errors.As(err, &uErr) && strings.Contains(msg, "unsupported protocol scheme") {
-		return &reqError{code: codeGeneric, msg: msg} // k6 v1.8.1: 1000, not 1020
+		// k6: 1000, not 1020; the response's error and the error tag are
+		// the bare cause (v2.2.0, observed: `unsupported protocol scheme ""`).
+		return &reqError{code: codeGeneric, msg: msg, cause: uErr.Err.Error()}
 	}
 	if strings.Contains(msg, "http2: ") {
 		return &reqError{code: codeHTTP2, msg: msg}
@@ -182,5 +222,7 @@ func classifyWhole(err error, timedOut bool) *reqError {
 }
 
 func invalidURL(raw string, err error) *reqError {
-	return &reqError{code: codeInvalidURL, msg: fmt.Sprintf("invalid URL %q: %v", raw, err)}
+	// k6 v2.2.0's text (observed): `invalid URL: parse "<url>": <why>`.
+	_ = raw // named by the parse error itself
+	return &reqError{code: codeInvalidURL, msg: fmt.Sprintf("invalid URL: %v", err)}
 }

@@ -53,10 +53,10 @@ type Config struct {
 	Resolvers *dnsresolve.Shared
 }
 
-// DefaultUserAgent is ours, in k6's format ("Grafana k6/<version>
-// (https://github.com/grafana/k6)").
+// DefaultUserAgent is ours, in k6 v2.2's format (observed: "Grafana
+// k6/2.2.0", no URL since v2): name/version.
 func DefaultUserAgent(version string) string {
-	return "buzzload/" + version + " (https://github.com/buzzload/buzzload)"
+	return "buzzload/" + version
 }
 
 // Module is k6/http; it is shared by every VU.

@@ -17,7 +17,7 @@ export default function () {
     "get 200": (r) => r.status === 200 && r.status_text === "200 OK",
     "echo method": () => e.method === "GET" && e.query === "a=1",
     "echo header": () => e.headers["X-Test"] === "yes",
-    "default user agent": () => /^buzzload\/\S+ \(https:\/\/github\.com\/buzzload\/buzzload\)$/.test(e.headers["User-Agent"]),
+    "default user agent": () => /^buzzload\/\S+$/.test(e.headers["User-Agent"]), // k6 v2.2: "Grafana k6/2.2.0"
     "proto": (r) => r.proto === "HTTP/1.1",
     "remote ip": (r) => r.remote_ip === "127.0.0.1" && r.remote_port > 0,
     "headers joined": (r) => r.headers["X-Multi"] === "a, b" && r.headers["Content-Type"] === "application/json",

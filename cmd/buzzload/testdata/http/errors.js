@@ -3,7 +3,7 @@
 // error_code, and are logged as "Request Failed".
 // args: -i 1
 // exit: 0
-// count-stderr: Request Failed = 4
+// count-stderr: Request Failed = 5
 // stderr: connect: connection refused
 import http from "k6/http";
 import { check } from "k6";
@@ -28,6 +28,12 @@ export default function () {
   });
   const reset = http.get(`${__ENV.BASE}/close`);
   check(reset, { "closed connection is an error": (r) => r.status === 0 && r.error_code >= 1000 });
+  // k6 v2.2.0 (observed): a URL that parses without a scheme is sent and
+  // refused by the transport, 1000 with the bare cause.
   const bad = http.get("not a url");
-  check(bad, { "invalid url 1020": (r) => r.error_code === 1020 });
+  check(bad, { "no scheme: 1000": (r) => r.error_code === 1000 && r.error === 'unsupported protocol scheme ""' });
+  // k6 v2.2.0's text for a URL without a scheme (observed).
+  const noScheme = http.get("127.0.0.1:1/x");
+  check(noScheme, { "no scheme: k6's text": (r) => r.error_code === 1020 &&
+    r.error === 'invalid URL: parse "127.0.0.1:1/x": first path segment in URL cannot contain colon' });
 }
