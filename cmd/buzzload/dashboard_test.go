@@ -62,8 +62,12 @@ func TestWebDashboardLiveAndExport(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	windows := 0
+	name := ""
 	for windows < 2 && sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "data: ") {
+		if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			name = n
+		}
+		if strings.HasPrefix(sc.Text(), "data: ") && name == "window" {
 			var w struct {
 				EndS    float64 `json:"end_s"`
 				Metrics map[string]json.RawMessage

@@ -284,7 +284,10 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		delete(d.subs, ch)
 		d.mu.Unlock()
 	}()
-	_, _ = w.Write([]byte(": buzzload web dashboard\n\n"))
+	// The configuration at once, as k6's dashboard sends its own when a
+	// browser connects (issue 46): a live page learns the period and how
+	// many windows it should have before the next one closes.
+	_, _ = w.Write(event("config", d.configEvent()))
 	fl.Flush()
 	for {
 		select {
@@ -300,6 +303,17 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// configEvent is the "config" event's data: the title, the period, when
+// the run's clock started and the windows closed so far.
+func (d *Dashboard) configEvent() []byte {
+	b, _ := json.Marshal(struct {
+		Title   string  `json:"title"`
+		PeriodS float64 `json:"period_s"`
+		Windows int     `json:"windows"`
+	}{d.title, d.cfg.Period.Seconds(), len(d.agg.windows())})
+	return b
 }
 
 func (d *Dashboard) publish(w Window) {

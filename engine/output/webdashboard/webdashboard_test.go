@@ -196,9 +196,12 @@ func TestDashboardServesAndExports(t *testing.T) {
 		}
 		close(events)
 	}()
+	if e := <-events; e != "config" {
+		t.Fatalf("first event %q, want the configuration at once", e)
+	}
 	d.AddSamples([]metrics.Sample{{Metric: m["iterations"], Value: 5}})
 	if e := <-events; e != "window" {
-		t.Fatalf("first event %q", e)
+		t.Fatalf("second event %q", e)
 	}
 	page, err := http.Get(d.URL() + "/")
 	if err != nil {
@@ -290,5 +293,40 @@ func TestDashboardRefusesAForeignHost(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("Host %q: %d, want %d", host, resp.StatusCode, want)
 		}
+	}
+}
+
+// A browser that connects gets the configuration at once, as k6's
+// dashboard sends its own (issue 46), not after a whole period: with an
+// hour's period the first event still comes before any window. Fails
+// without it: nothing arrives until the first period closes.
+func TestEventStreamSendsItsConfigOnConnect(t *testing.T) {
+	d := New(Config{Host: "127.0.0.1", Port: 0, Period: time.Hour}, "x.js", func(s string) { t.Log(s) }, View{Render: testRender, Ops: testOps})
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	resp, err := http.Get(d.URL() + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := make(chan string, 2)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if l := sc.Text(); strings.HasPrefix(l, "event: ") || strings.HasPrefix(l, "data: ") {
+				got <- l
+			}
+		}
+	}()
+	select {
+	case l := <-got:
+		d := <-got
+		if l != "event: config" || !strings.Contains(d, `"period_s":3600`) || !strings.Contains(d, `"windows":0`) {
+			t.Errorf("first event %q %q", l, d)
+		}
+	case <-time.After(10 * time.Second): // a bound, not a wait: the event is due at once
+		t.Fatal("no event within 10 s of connecting (the period is an hour)")
 	}
 }
