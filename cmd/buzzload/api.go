@@ -22,9 +22,10 @@ import (
 // address given explicitly (docs/k6-compat.md §4.5).
 const ExitAPIFailed = 106
 
-// defaultAPIAddress is k6 v1's REST API address (on by default there;
-// `--address ""` turns it off).
-const defaultAPIAddress = "localhost:6565"
+// defaultAPIAddress is none: k6 v2 serves its REST API only when
+// --address (or K6_ADDRESS) names one (v1 listened on localhost:6565 by
+// default; k6-operator's runners pass --address=0.0.0.0:6565).
+const defaultAPIAddress = ""
 
 // apiFlags are `run`'s REST API flags, as k6-operator's runners pass them
 // (`--address=0.0.0.0:6565 --paused`, `--linger` in PLZ mode).
@@ -34,7 +35,7 @@ type apiFlags struct {
 }
 
 func (a *apiFlags) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&a.address, "address", "a", defaultAPIAddress, `address of k6's REST API (GET/PATCH /v1/status, /v1/metrics, /v1/setup, ...); "" turns it off [K6_ADDRESS]`)
+	fs.StringVarP(&a.address, "address", "a", defaultAPIAddress, `address for k6's REST API (GET/PATCH /v1/status, /v1/metrics, /v1/setup, ...), e.g. localhost:6565; the server is disabled when not set [K6_ADDRESS]`)
 	fs.BoolVarP(&a.paused, "paused", "p", false, "initialise the VUs, then wait for a resume through the REST API before setup and the start [K6_PAUSED]")
 	fs.BoolVarP(&a.linger, "linger", "l", false, "after the test, keep the REST API up until a signal or a stop through it [K6_LINGER]")
 }

@@ -563,3 +563,24 @@ export default function () {
 		t.Errorf("script options' features: no warning\n%s%s", out, errs)
 	}
 }
+
+// The REST API starts only when --address (or K6_ADDRESS) names where, as
+// in k6 v2 ("the server is disabled when not set"): with localhost:6565
+// taken, a run without --address says nothing of it and passes, one that
+// names it fails with 106. Fails with k6 v1's default (a warning that the
+// API could not start on localhost:6565).
+func TestRESTAPIOnlyWithAnAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "localhost:6565")
+	if err != nil {
+		t.Skipf("localhost:6565 is in use here: %v", err)
+	}
+	defer l.Close()
+	dir := writeFiles(t, map[string]string{"s.js": `export default function () {}`})
+	code, out, errs := runBin(t, dir, nil, "run", "-q", "--iterations", "1", "s.js")
+	if code != 0 || strings.Contains(out+errs, "REST API") {
+		t.Errorf("without --address: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runBin(t, dir, nil, "run", "-q", "--address", "localhost:6565", "--iterations", "1", "s.js"); code != ExitAPIFailed {
+		t.Errorf("--address localhost:6565 while taken: exit %d, want %d\n%s", code, ExitAPIFailed, errs)
+	}
+}
