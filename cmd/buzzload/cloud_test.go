@@ -59,7 +59,7 @@ func TestCloudOutputSendsWhatK6Sends(t *testing.T) {
 		t.Fatalf("requests: %v", paths(reqs))
 	}
 	for _, r := range reqs {
-		if r.Header.Get("Authorization") != "Token "+token || !strings.HasPrefix(r.Header.Get("User-Agent"), "k6cloud/1.8.1 (buzzload/") ||
+		if r.Header.Get("Authorization") != "Token "+token || !strings.HasPrefix(r.Header.Get("User-Agent"), "k6cloud/2.2.0 (buzzload/") ||
 			len(r.Header.Get("K6-Idempotency-Key")) != 16 {
 			t.Fatalf("%s headers: %v", r.Path, r.Header)
 		}

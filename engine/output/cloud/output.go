@@ -129,8 +129,10 @@ func New(p Params) (*Output, error) {
 	}, nil
 }
 
-// k6Protocol is the k6 release whose cloud protocol the output speaks.
-const k6Protocol = "1.8.1"
+// k6Protocol is the k6 release whose cloud protocol the output speaks:
+// k6 v2.2.0 sent the same create, push and finish as v1.8.1 for
+// testdata/cloud/probe.js (captured 6 Dec 2026), as "k6cloud/2.2.0".
+const k6Protocol = "2.2.0"
 
 // userAgent is k6's ("k6cloud/<version>") with the k6 release whose
 // requests buzzload's match, buzzload's own version after it: a cloud that
