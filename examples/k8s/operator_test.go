@@ -21,8 +21,9 @@ import (
 	"github.com/buzzload/buzzload/modules/seed"
 )
 
-// The commands below are k6-operator's (main at e2c9571, docs
-// k6-operator.md), rendered for loopback: the initializer's `sh -c` script
+// The commands below are k6-operator v1.6.0's (read in its source, tag
+// cf0ae21, 6 Dec 2026 — the same as main at e2c9571; docs k6-operator.md),
+// rendered for loopback: the initializer's `sh -c` script
 // (pkg/resources/jobs/initializer.go, the .spec.arguments form), the
 // runner's command line (runner.go, segmentation.go) and the starter's curl
 // (containers/curl_start.go). Only the address differs: 127.0.0.1:<port>
