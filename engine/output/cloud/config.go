@@ -94,7 +94,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 }
 
 // scriptOptions is what k6 takes from options.cloud (or the older
-// options.ext.loadimpact): name, projectID, token, stackID.
+// not options.ext.loadimpact since k6 v2): name, projectID, token, stackID.
 type scriptOptions struct {
 	Name      *string `json:"name"`
 	ProjectID *int64  `json:"projectID"`
@@ -122,9 +122,10 @@ type Inputs struct {
 func ParseConfig(in Inputs) (Config, string, error) {
 	cfg := Defaults()
 	var warn string
+	// options.ext.loadimpact is ignored, as k6 v2 ignores it (#5774;
+	// observed on v2.2.0: no warning, the create names the script).
 	var opts struct {
 		Cloud json.RawMessage `json:"cloud"`
-		Ext   map[string]json.RawMessage
 	}
 	if len(in.Options) > 0 {
 		if err := json.Unmarshal(in.Options, &opts); err != nil {
@@ -132,11 +133,6 @@ func ParseConfig(in Inputs) (Config, string, error) {
 		}
 	}
 	src := opts.Cloud
-	if src == nil {
-		if src = opts.Ext["loadimpact"]; src != nil {
-			warn = "The options.ext.loadimpact option is deprecated, please use options.cloud instead"
-		}
-	}
 	if src != nil && string(src) != "null" {
 		var so scriptOptions
 		if err := json.Unmarshal(src, &so); err != nil {

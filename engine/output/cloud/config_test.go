@@ -30,9 +30,10 @@ func TestConfigLayers(t *testing.T) {
 	if cfg.Name != "k6 test" {
 		t.Fatalf("name %q", cfg.Name)
 	}
-	_, warn, _ = ParseConfig(Inputs{ScriptPath: "a.js", Options: []byte(`{"ext":{"loadimpact":{"name":"x"}}}`)})
-	if !strings.Contains(warn, "options.ext.loadimpact option is deprecated") {
-		t.Fatalf("warn %q", warn)
+	// k6 v2.2.0 (observed): options.ext.loadimpact is ignored, silently.
+	cfg, warn, _ = ParseConfig(Inputs{ScriptPath: "a.js", Options: []byte(`{"ext":{"loadimpact":{"name":"x","projectID":55}}}`)})
+	if cfg.Name != "a.js" || cfg.ProjectID != 0 || warn != "" {
+		t.Fatalf("ext.loadimpact: name %q, project %d, warn %q", cfg.Name, cfg.ProjectID, warn)
 	}
 }
 
