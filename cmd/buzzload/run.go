@@ -416,7 +416,7 @@ func buildRunConfig(f *runFlags, script string, env cliEnv) (engine.RunConfig, e
 		cfg.SummaryMode = "compact"
 	case "compact", "full", "disabled":
 	default:
-		return cfg, fmt.Errorf("invalid summary mode %q: want compact, full or disabled (legacy was removed in k6 v2.0)", cfg.SummaryMode)
+		return cfg, fmt.Errorf("invalid summary mode %q (--summary-mode, K6_SUMMARY_MODE): want compact, full or disabled (legacy was removed in k6 v2.0)", cfg.SummaryMode)
 	}
 	cfg.Outputs = f.outs
 	if !changed("out") && e.Out != nil {

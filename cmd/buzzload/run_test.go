@@ -214,7 +214,7 @@ func TestRunFlagErrors(t *testing.T) {
 	}{
 		{"unknown flag", []string{"run", "--frobnicate", "x.js"}, 255, "unknown flag"},
 		{"no script", []string{"run"}, 255, "one script"},
-		{"bad summary mode", []string{"run", "--summary-mode=loud", "x.js"}, 104, "summary-mode"},
+		{"bad summary mode", []string{"run", "--summary-mode=loud", "x.js"}, 255, "invalid summary mode \"loud\" (--summary-mode"}, // k6 v2.2: 255
 		{"bad env flag", []string{"run", "-e", "1BAD=x", "x.js"}, 104, "1BAD"},
 		{"bad tag", []string{"run", "--tag", "novalue", "x.js"}, 104, "novalue"},
 		{"bad stage", []string{"run", "-s", "10s", "x.js"}, 104, "stage"},
