@@ -165,6 +165,11 @@ func Run(ctx context.Context, cfg RunConfig) Result {
 			// its line, not the JS stack wrapped around it (issue 47 item 3).
 			r.log.Log(jshost.LevelError, ce.Error())
 		default:
+			var to *jshost.TimeoutError
+			if errors.As(res.Err, &to) {
+				r.log.Log(jshost.LevelError, res.Err.Error(), "hint", to.Hint())
+				break
+			}
 			r.log.Log(jshost.LevelError, res.Err.Error())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/grafana/sobek"
 )
@@ -31,14 +32,24 @@ func (e *AbortError) Error() string {
 }
 
 // TimeoutError is a setup, teardown or handleSummary call that ran past its
-// timeout (exit 100, 101, 102).
+// timeout (exit 100, 101; handleSummary's ends nothing in k6 v2.2).
 type TimeoutError struct {
 	Phase   string
-	Timeout string
+	Timeout time.Duration
+	// Where the script was when it was stopped ("handleSummary
+	// (file:///…:3:77(8))"), "" if unknown.
+	Where string
 }
 
+// Error is k6 v2.2.0's text (observed): "setup() execution timed out after
+// 1 seconds".
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%s() execution timed out after %s", e.Phase, e.Timeout)
+	return fmt.Sprintf("%s() execution timed out after %.f seconds", e.Phase, e.Timeout.Seconds())
+}
+
+// Hint is the log line's hint k6 v2.2.0 gives with it (observed).
+func (e *TimeoutError) Hint() string {
+	return "You can increase the time limit via the " + e.Phase + "Timeout option"
 }
 
 // errInterrupted marks a VU interrupted because its context ended.
@@ -52,10 +63,14 @@ func jsError(err error) error {
 	}
 	var ie *sobek.InterruptedError
 	if errors.As(err, &ie) {
-		if inner, ok := ie.Value().(error); ok {
-			return inner
+		inner, ok := ie.Value().(error)
+		if !ok {
+			inner = errInterrupted
 		}
-		return errInterrupted
+		if _, at, found := strings.Cut(ie.Error(), " at "); found && errors.Is(inner, errInterrupted) {
+			return &interruptedAt{err: inner, where: at}
+		}
+		return inner
 	}
 	var ex *sobek.Exception
 	if errors.As(err, &ex) {
@@ -125,3 +140,13 @@ func typeName(v sobek.Value) string {
 	}
 	return strconv.Quote(v.String())
 }
+
+// interruptedAt is an interrupted call with where the script was then
+// (k6 v2.2.0 logs "context canceled at handleSummary (file:///…)").
+type interruptedAt struct {
+	err   error
+	where string
+}
+
+func (e *interruptedAt) Error() string { return e.err.Error() }
+func (e *interruptedAt) Unwrap() error { return e.err }

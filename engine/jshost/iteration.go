@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,7 +208,25 @@ func (v *VU) logException(err error) {
 	if v.scenario != nil {
 		fields = append(fields, "scenario", v.scenario.Name, "executor", v.scenario.Executor)
 	}
-	v.b.cfg.Logger.Log(LevelError, err.Error(), fields...)
+	msg, hint := ExceptionText(err)
+	if hint != "" {
+		fields = append(fields, "hint", hint)
+	}
+	v.b.cfg.Logger.Log(LevelError, msg, fields...)
+}
+
+// ExceptionText is a thrown exception as k6 v2.2.0 logs it (observed): its
+// stack trace ending in a newline, hinted "script exception".
+func ExceptionText(err error) (msg, hint string) {
+	msg = err.Error()
+	var ex *sobek.Exception
+	if errors.As(err, &ex) {
+		if !strings.HasSuffix(msg, "\n") {
+			msg += "\n"
+		}
+		return msg, "script exception"
+	}
+	return msg, ""
 }
 
 func (v *VU) emitIteration(start, end time.Time) {

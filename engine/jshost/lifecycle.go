@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/grafana/sobek"
@@ -46,7 +47,12 @@ func (b *Bundle) runLifecycle(ctx context.Context, name string, phase jsmodule.P
 	if err != nil {
 		if errors.Is(context.Cause(cctx), errLifecycleTimeout) {
 			vu.Close()
-			return nil, nil, &TimeoutError{Phase: name, Timeout: timeout.String()}
+			te := &TimeoutError{Phase: name, Timeout: timeout}
+			var at *interruptedAt
+			if errors.As(err, &at) {
+				te.Where = strings.TrimSpace(at.where)
+			}
+			return nil, nil, te
 		}
 		var ab *AbortError
 		if errors.As(err, &ab) {

@@ -1,5 +1,5 @@
 // exit: 100
-// stderr: setup() execution timed out after 200ms
+// stderr: msg="setup() execution timed out after 0 seconds" hint="You can increase the time limit via the setupTimeout option"
 export const options = { setupTimeout: "200ms" };
 export function setup() { for (;;) {} }
 export default function () {}
