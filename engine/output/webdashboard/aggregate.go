@@ -56,11 +56,12 @@ type OpPoint struct {
 }
 
 // maxWindows bounds the windows kept: past it the older half is merged
-// pairwise (an hour at 10 s is kept whole, a day in 270 to 360 windows).
-// A soak window holds about 6 KB (60 metrics, the ops): 720 let the
-// dashboard grow by 3.3 MB over the 2½-hour soak's last two hours, most of
-// its growth (docs/benchmarks.md, issue 43); 360 bounds it at about 2 MB.
-const maxWindows = 360
+// pairwise (the last half hour at 10 s kept whole, a day in 135 to 180
+// windows). A soak window holds about 6–7 KB (60 metrics, the ops): at 720
+// the dashboard grew by 3.3 MB over the 2½-hour soak's last two hours, and
+// at 360 it still grew until an hour in, past the soak's 30-minute warm-up
+// (docs/benchmarks.md, issue 43); at 180 it is flat from half an hour on.
+const maxWindows = 180
 
 // OpMetrics name the metrics an operation view is read from (the caller's:
 // the engine knows no extension's metrics): a Trend of successes' latency,
