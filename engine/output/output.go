@@ -124,12 +124,9 @@ func New(arg string, p Params) (Output, error) {
 
 // newCloud makes `--out cloud[=NAME]` from k6's settings.
 func newCloud(arg, name string, p Params) (Output, error) {
-	cfg, warn, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: p.ScriptPath})
+	cfg, err := cloud.ParseConfig(cloud.Inputs{Arg: name, Env: p.Env, ScriptEnv: p.ScriptEnv, Options: p.Options, ScriptPath: p.ScriptPath})
 	if err != nil {
 		return nil, fmt.Errorf("--out %s: %w", arg, err)
-	}
-	if warn != "" && p.Warn != nil {
-		p.Warn(warn)
 	}
 	thr := map[string][]string{}
 	if p.Thresholds != nil {

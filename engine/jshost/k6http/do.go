@@ -273,7 +273,7 @@ func (c *client) roundTrip(ctx context.Context, s *spec, method string, u *url.U
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rdr)
 	if err != nil {
-		res.err = invalidURL(u.String(), err)
+		res.err = invalidURL(err)
 		return res
 	}
 	req.Header = s.headers.Clone()

@@ -221,8 +221,7 @@ func classifyWhole(err error, timedOut bool) *reqError {
 	return &reqError{code: codeGeneric, msg: msg}
 }
 
-func invalidURL(raw string, err error) *reqError {
+func invalidURL(err error) *reqError {
 	// k6 v2.2.0's text (observed): `invalid URL: parse "<url>": <why>`.
-	_ = raw // named by the parse error itself
 	return &reqError{code: codeInvalidURL, msg: fmt.Sprintf("invalid URL: %v", err)}
 }

@@ -88,7 +88,7 @@ func (c *client) buildSpec(method string, urlV, bodyV, paramsV sobek.Value) (*sp
 	// v2.2.0 does (observed), a counted, failed request.
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, invalidURL(raw, err)
+		return nil, invalidURL(err)
 	}
 	s := &spec{
 		// The method is sent as written, as k6 does (http.request("patch", …) sends "patch").

@@ -66,7 +66,7 @@ func BenchmarkCloudRun(b *testing.B) {
 	const total = 4_000_000
 	t0 := time.Now()
 	for i := 0; i < b.N; i++ {
-		cfg, _, err := ParseConfig(Inputs{ScriptPath: "b.js", Env: map[string]string{"K6_CLOUD_HOST": srv.URL,
+		cfg, err := ParseConfig(Inputs{ScriptPath: "b.js", Env: map[string]string{"K6_CLOUD_HOST": srv.URL,
 			"K6_CLOUD_AGGREGATION_PERIOD": "1s", "K6_CLOUD_AGGREGATION_WAIT_PERIOD": "1s", "K6_CLOUD_METRIC_PUSH_INTERVAL": "100ms"}})
 		if err != nil {
 			b.Fatal(err)

@@ -119,9 +119,8 @@ type Inputs struct {
 // ParseConfig combines k6's defaults, options.cloud, the environment and
 // the --out argument, in k6's order (each later one wins). An error names
 // the setting.
-func ParseConfig(in Inputs) (Config, string, error) {
+func ParseConfig(in Inputs) (Config, error) {
 	cfg := Defaults()
-	var warn string
 	// options.ext.loadimpact is ignored, as k6 v2 ignores it (#5774;
 	// observed on v2.2.0: no warning, the create names the script).
 	var opts struct {
@@ -129,14 +128,14 @@ func ParseConfig(in Inputs) (Config, string, error) {
 	}
 	if len(in.Options) > 0 {
 		if err := json.Unmarshal(in.Options, &opts); err != nil {
-			return cfg, "", fmt.Errorf("options: %w", err)
+			return cfg, fmt.Errorf("options: %w", err)
 		}
 	}
 	src := opts.Cloud
 	if src != nil && string(src) != "null" {
 		var so scriptOptions
 		if err := json.Unmarshal(src, &so); err != nil {
-			return cfg, "", fmt.Errorf("options.cloud: %w", err)
+			return cfg, fmt.Errorf("options.cloud: %w", err)
 		}
 		setIf(&cfg.Name, so.Name)
 		setIf(&cfg.ProjectID, so.ProjectID)
@@ -144,14 +143,14 @@ func ParseConfig(in Inputs) (Config, string, error) {
 		setIf(&cfg.StackID, so.StackID)
 	}
 	if err := cfg.fromEnv(in.Env); err != nil {
-		return cfg, "", err
+		return cfg, err
 	}
 	if in.Arg != "" {
 		cfg.Name = in.Arg
 	}
 	if cfg.Name == "" {
 		if in.ScriptPath == "" {
-			return cfg, warn, errors.New("script name not set, please specify K6_CLOUD_NAME or options.cloud.name")
+			return cfg, errors.New("script name not set, please specify K6_CLOUD_NAME or options.cloud.name")
 		}
 		cfg.Name = baseName(in.ScriptPath)
 	}
@@ -160,7 +159,7 @@ func ParseConfig(in Inputs) (Config, string, error) {
 	}
 	cfg.Host = strings.TrimRight(cfg.Host, "/")
 	cfg.TestRunID = in.ScriptEnv["K6_CLOUDRUN_TEST_RUN_ID"]
-	return cfg, warn, cfg.validate()
+	return cfg, cfg.validate()
 }
 
 func (c Config) validate() error {

@@ -9,31 +9,31 @@ import (
 // k6's order: defaults, options.cloud, K6_CLOUD_*, the --out argument.
 func TestConfigLayers(t *testing.T) {
 	opts := []byte(`{"cloud":{"name":"from options","projectID":5,"token":"opt-token"}}`)
-	cfg, warn, err := ParseConfig(Inputs{Options: opts, ScriptPath: "dir/s.js",
+	cfg, err := ParseConfig(Inputs{Options: opts, ScriptPath: "dir/s.js",
 		Env: map[string]string{"K6_CLOUD_PROJECT_ID": "9", "K6_CLOUD_AGGREGATION_PERIOD": "5s", "K6_CLOUD_METRIC_PUSH_INTERVAL": "10000"}})
-	if err != nil || warn != "" {
-		t.Fatal(err, warn)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if cfg.Name != "from options" || cfg.ProjectID != 9 || cfg.Token != "opt-token" || cfg.AggregationPeriod != 5*time.Second ||
 		cfg.MetricPushInterval != 10*time.Second || cfg.Host != "https://ingest.k6.io" || cfg.AggregationWaitPeriod != 8*time.Second {
 		t.Fatalf("%+v", cfg)
 	}
-	cfg, _, _ = ParseConfig(Inputs{Arg: "from arg", Options: opts, Env: map[string]string{"K6_CLOUD_NAME": "from env"}})
+	cfg, _ = ParseConfig(Inputs{Arg: "from arg", Options: opts, Env: map[string]string{"K6_CLOUD_NAME": "from env"}})
 	if cfg.Name != "from arg" {
 		t.Fatalf("name %q", cfg.Name)
 	}
-	cfg, _, _ = ParseConfig(Inputs{ScriptPath: "/a/b/script.js"})
+	cfg, _ = ParseConfig(Inputs{ScriptPath: "/a/b/script.js"})
 	if cfg.Name != "script.js" {
 		t.Fatalf("name %q", cfg.Name)
 	}
-	cfg, _, _ = ParseConfig(Inputs{ScriptPath: "-"})
+	cfg, _ = ParseConfig(Inputs{ScriptPath: "-"})
 	if cfg.Name != "k6 test" {
 		t.Fatalf("name %q", cfg.Name)
 	}
 	// k6 v2.2.0 (observed): options.ext.loadimpact is ignored, silently.
-	cfg, warn, _ = ParseConfig(Inputs{ScriptPath: "a.js", Options: []byte(`{"ext":{"loadimpact":{"name":"x","projectID":55}}}`)})
-	if cfg.Name != "a.js" || cfg.ProjectID != 0 || warn != "" {
-		t.Fatalf("ext.loadimpact: name %q, project %d, warn %q", cfg.Name, cfg.ProjectID, warn)
+	cfg, _ = ParseConfig(Inputs{ScriptPath: "a.js", Options: []byte(`{"ext":{"loadimpact":{"name":"x","projectID":55}}}`)})
+	if cfg.Name != "a.js" || cfg.ProjectID != 0 {
+		t.Fatalf("ext.loadimpact: name %q, project %d", cfg.Name, cfg.ProjectID)
 	}
 }
 
@@ -50,7 +50,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		"K6_CLOUD_HOST=ftp://x":                "K6_CLOUD_HOST",
 	} {
 		k, v, _ := strings.Cut(env, "=")
-		_, _, err := ParseConfig(Inputs{ScriptPath: "a.js", Env: map[string]string{k: v}})
+		_, err := ParseConfig(Inputs{ScriptPath: "a.js", Env: map[string]string{k: v}})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", env, err, want)
 		}

@@ -34,7 +34,7 @@ func testOutput(t *testing.T, host string, env map[string]string) (*Output, *war
 	for k, v := range env {
 		e[k] = v
 	}
-	cfg, _, err := ParseConfig(Inputs{Env: e, ScriptPath: "/x/test.js"})
+	cfg, err := ParseConfig(Inputs{Env: e, ScriptPath: "/x/test.js"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPushesOnlyToTheGivenRun(t *testing.T) {
 
 func TestTestRunIDFromTheScriptEnvironmentIsFinished(t *testing.T) {
 	srv := capture.StartT(t)
-	cfg, _, err := ParseConfig(Inputs{Env: map[string]string{"K6_CLOUD_HOST": srv.URL}, ScriptPath: "a.js",
+	cfg, err := ParseConfig(Inputs{Env: map[string]string{"K6_CLOUD_HOST": srv.URL}, ScriptPath: "a.js",
 		ScriptEnv: map[string]string{"K6_CLOUDRUN_TEST_RUN_ID": "55"}})
 	if err != nil {
 		t.Fatal(err)
