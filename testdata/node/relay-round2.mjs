@@ -15,42 +15,12 @@
 // argv[2]: {"lagged": {"ws_url","http_url","relay_pubkey"}, "strict": {...},
 //           "operator_secret": hex (strict's)}
 import { generateSecretKey, getPublicKey, finalizeEvent, verifyEvent } from 'nostr-tools/pure'
-import { Relay } from 'nostr-tools/relay'
-import * as nip98 from 'nostr-tools/nip98'
+import { withTimeout, hexToBytes, signer, connect, fetchAll, post } from './relay-helpers.mjs'
 import { randomUUID } from 'node:crypto'
 
 const cfg = JSON.parse(process.argv[2])
 const steps = []
 const step = (s) => steps.push(s)
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const withTimeout = (p, ms, what) =>
-  Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(what + ' timed out')), ms))])
-const hexToBytes = (h) => Uint8Array.from(h.match(/../g), (b) => parseInt(b, 16))
-const now = () => Math.floor(Date.now() / 1000)
-const signer = (sk) => (kind, tags, content = '') => finalizeEvent({ kind, tags, content, created_at: now() }, sk)
-
-async function connect(url, sk) {
-  const relay = new Relay(url)
-  relay.onnotice = () => {}
-  relay.onauth = (t) => finalizeEvent(t, sk)
-  await withTimeout(relay.connect(), 5000, 'connect')
-  for (let i = 0; i < 100 && !relay.authPromise; i++) await sleep(20)
-  await withTimeout(relay.authPromise, 5000, 'auth')
-  return relay
-}
-
-function fetchAll(relay, filter) {
-  return withTimeout(new Promise((resolve, reject) => {
-    const got = []
-    let done = false
-    const sub = relay.subscribe([filter], {
-      onevent: (e) => got.push(e),
-      oneose: () => { done = true; resolve(got); sub.close() },
-      onclose: (reason) => done || reject(new Error('CLOSED ' + reason)),
-      eoseTimeout: 30000,
-    })
-  }), 30000, 'REQ')
-}
 
 // publish returns the relay's OK reason ('' when accepted).
 async function publish(relay, ev) {
@@ -60,12 +30,6 @@ async function publish(relay, ev) {
   } catch (e) {
     return String((e && e.message) || e)
   }
-}
-
-async function post(url, sk, body) {
-  const token = await nip98.getToken(url, 'POST', (e) => finalizeEvent(e, sk), true, body)
-  const resp = await fetch(url, { method: 'POST', headers: { Authorization: token, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
-  return { status: resp.status, body: await resp.json() }
 }
 
 async function main() {
