@@ -259,7 +259,13 @@ func relayMetricsText(b *strings.Builder, m *RelayMetricsReport, tc func(string)
 	if len(parts) == 0 {
 		parts = []string{"no change"}
 	}
-	fmt.Fprintf(b, "  relay metrics (%s): %s\n", strings.Join(srcs, "; "), strings.Join(parts, ", "))
+	note := ""
+	if totals["buzz_events_received_total"] > totals[SeriesStored] {
+		// A reader new to Buzz's series asks why fewer were stored: the
+		// ephemeral kinds (typing, presence) and refused events are not.
+		note = " (received counts typing, presence and refused events, which are not stored)"
+	}
+	fmt.Fprintf(b, "  relay metrics (%s): %s%s\n", strings.Join(srcs, "; "), strings.Join(parts, ", "), note)
 }
 
 // mergeRelayMetrics joins the runners' readings. Runners of one relay

@@ -43,3 +43,27 @@ func TestRelayMetricsFindings(t *testing.T) {
 		t.Errorf("one reading: %+v", cs)
 	}
 }
+
+// The console line says why the relay received more events than it stored
+// (a new reader's first question), and only then.
+func TestRelayMetricsLineExplainsReceivedOverStored(t *testing.T) {
+	m := &RelayMetricsReport{
+		Sources: []RelayMetricsSource{{Source: "embedded relay", Scrapes: 5}},
+		Series: []RelaySeries{
+			{Name: "buzz_events_received_total", Labels: map[string]string{"kind": "9"}, Type: "counter", Delta: 374},
+			{Name: SeriesStored, Labels: map[string]string{"kind": "9", "author_type": "human"}, Type: "counter", Delta: 276},
+		},
+	}
+	id := func(s string) string { return s }
+	var b strings.Builder
+	relayMetricsText(&b, m, id)
+	if !strings.Contains(b.String(), "events_received_total +374, events_stored_total +276 (received counts typing, presence and refused events") {
+		t.Errorf("line %q", b.String())
+	}
+	m.Series[0].Delta = 276
+	b.Reset()
+	relayMetricsText(&b, m, id)
+	if strings.Contains(b.String(), "received counts") {
+		t.Errorf("explained with nothing to explain: %q", b.String())
+	}
+}
