@@ -313,11 +313,11 @@ func TestTrendPercentilesWithinHistogramPrecision(t *testing.T) {
 				want := exactPercentile(vals, p)
 				got := ts.Percentile(p)
 				// Each value is read as its bucket's middle: error below
-				// 1/2048 relative, plus 1e-6 absolute (unit rounding). Linear
+				// 1/256 relative, plus 1e-6 absolute (unit rounding). Linear
 				// interpolation between two such values keeps the bound
 				// relative to the larger magnitude of the two.
 				lo, hi := vals[int(math.Floor(p/100*float64(len(vals)-1)))], vals[int(math.Ceil(p/100*float64(len(vals)-1)))]
-				tol := math.Max(math.Abs(lo), math.Abs(hi))/2048 + 1e-6
+				tol := math.Max(math.Abs(lo), math.Abs(hi))/(1<<trendSubBucketBits) + 1e-6
 				if math.Abs(got-want) > tol {
 					t.Errorf("p(%v) = %v, exact %v, diff %v > %v", p, got, want, math.Abs(got-want), tol)
 				}
@@ -369,7 +369,9 @@ func TestTrendMemoryStaysFlat(t *testing.T) {
 	before := ts.MemoryBytes()
 	add(1_000_000)
 	after := ts.MemoryBytes()
-	if after > before*3/2 || after > 200_000 {
+	// The counts widen once (2 → 4 bytes) as the busiest buckets pass
+	// 65,535; beyond that nothing may grow.
+	if after > before*2+1024 || after > 40_000 {
 		t.Fatalf("histogram grew from %d to %d bytes with 10x the samples", before, after)
 	}
 }

@@ -16,11 +16,13 @@ import (
 const (
 	trendScale   = 1e6  // histogram units per metric unit: ns for a time Trend (ms)
 	trendHighest = 1e18 // units: 1e12 ms (about 31 years) for time
-	trendSigFigs = 3
-	// With 1 as the lowest value and 3 significant digits the histogram has
-	// 2048 sub-buckets: values below 2048 have width 1, and a value v above
-	// has width 2^(bitlen(v)-11).
-	trendSubBucketBits = 11
+	trendSigFigs = 2
+	// With 1 as the lowest value and 2 significant digits the histogram has
+	// 256 sub-buckets: values below 256 have width 1, and a value v above
+	// has width 2^(bitlen(v)-8). Two digits, not three: a run-long series
+	// keeps filling rare buckets for hours, and at three digits that was the
+	// largest growth of the 2½-hour soak (issue 43, docs/benchmarks.md).
+	trendSubBucketBits = 8
 	// exactLimit is how many values a Trend also keeps as they are, so short
 	// runs and small groups get k6's exact percentiles; past it only the
 	// histogram is kept and memory stays flat.
