@@ -279,6 +279,7 @@ func (r *runner) run(ctx context.Context) Result {
 		}
 		o, err := output.New(arg, output.Params{Stdout: r.cfg.Stdout, Thresholds: r.thr, Env: env, SystemTags: r.opts.SystemTags,
 			Warn:       func(m string) { r.log.Log(jshost.LevelWarn, m) },
+			Log:        r.outputLog,
 			ScriptPath: cmp.Or(r.cfg.TestName, r.cfg.Script), ScriptEnv: r.cfg.ScriptEnv, Options: r.merged,
 			MaxVUs: r.plan.MaxVUs, Duration: r.plan.MaxDuration, Version: r.cfg.Version})
 		if s, ok := o.(output.Stopper); ok && err == nil {
@@ -563,3 +564,16 @@ func (r *runner) failFromCause(runCtx context.Context, err error) {
 // errOutputAbort marks a run an output stopped (the cloud output with
 // K6_CLOUD_STOP_ON_ERROR).
 var errOutputAbort = errors.New("stopped by an output")
+
+// outputLog writes an output's line at its level (the OpenTelemetry output
+// logs as k6 does: its final export's failure is an error line).
+func (r *runner) outputLog(level, msg string, fields ...string) {
+	l := jshost.LevelWarn
+	switch level {
+	case "info":
+		l = jshost.LevelInfo
+	case "error":
+		l = jshost.LevelError
+	}
+	r.log.Log(l, msg, fields...)
+}

@@ -222,7 +222,7 @@ func archiveLimits(getenv func(string) string) (archive.Limits, error) {
 // key, Buzz's secrets, Prometheus and Grafana Cloud credentials, the
 // identity secret. --include-system-env-vars packs every variable (as k6
 // does), so these are left out unless -e names them (issue 30 F8).
-var secretEnv = regexp.MustCompile(`^(BUZZLOAD_OPERATOR_KEY|BUZZLOAD_IDENTITY_SECRET|BUZZ_.*SECRET.*|K6_PROMETHEUS_RW_(PASSWORD|BEARER_TOKEN|CLIENT_CERTIFICATE_KEY|HEADERS_.*)|K6_CLOUD_TOKEN|.*(PASSWORD|PASSWD|SECRET|TOKEN|PRIVATE_KEY|NSEC|API_KEY|CREDENTIALS).*)$`)
+var secretEnv = regexp.MustCompile(`^(BUZZLOAD_OPERATOR_KEY|BUZZLOAD_IDENTITY_SECRET|BUZZ_.*SECRET.*|K6_PROMETHEUS_RW_(PASSWORD|BEARER_TOKEN|CLIENT_CERTIFICATE_KEY|HEADERS_.*)|K6_CLOUD_TOKEN|K6_OTEL_(HEADERS|TLS_CLIENT_KEY)|OTEL_EXPORTER_OTLP_(METRICS_)?HEADERS|.*(PASSWORD|PASSWD|SECRET|TOKEN|PRIVATE_KEY|NSEC|API_KEY|CREDENTIALS).*)$`)
 
 // withoutSecrets is env less the secret variables that no -e flag named,
 // and the names it left out, sorted.

@@ -19,7 +19,8 @@ func TestArchiveLeavesSecretsOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"BUZZLOAD_OPERATOR_KEY=opkey-0123", "K6_PROMETHEUS_RW_PASSWORD=pw-0123", "K6_PROMETHEUS_RW_BEARER_TOKEN=tok-0123",
-		"K6_CLOUD_TOKEN=cloud-0123", "BUZZ_OPERATOR_SECRET=bsec-0123", "PLAIN_SETTING=kept", "MY_TOKEN=mine-0123"}
+		"K6_CLOUD_TOKEN=cloud-0123", "BUZZ_OPERATOR_SECRET=bsec-0123",
+		"K6_OTEL_HEADERS=Authorization=Bearer%20otel-0123", "OTEL_EXPORTER_OTLP_HEADERS=x-key=hdr-0123", "PLAIN_SETTING=kept", "MY_TOKEN=mine-0123"}
 	code, _, errs := runBin(t, dir, env, "archive", "--include-system-env-vars", "-e", "MY_TOKEN=named", "s.js", "-O", "a.tar")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
@@ -33,7 +34,8 @@ func TestArchiveLeavesSecretsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"BUZZLOAD_OPERATOR_KEY", "K6_PROMETHEUS_RW_PASSWORD", "K6_PROMETHEUS_RW_BEARER_TOKEN", "K6_CLOUD_TOKEN", "BUZZ_OPERATOR_SECRET"} {
+	for _, k := range []string{"BUZZLOAD_OPERATOR_KEY", "K6_PROMETHEUS_RW_PASSWORD", "K6_PROMETHEUS_RW_BEARER_TOKEN", "K6_CLOUD_TOKEN", "BUZZ_OPERATOR_SECRET",
+		"K6_OTEL_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
 		if _, ok := a.Metadata.Env[k]; ok {
 			t.Errorf("%s was packed", k)
 		}

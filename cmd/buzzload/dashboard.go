@@ -70,6 +70,9 @@ func finishDashboard(d *webdashboard.Dashboard, rep *report.Report, stderr io.Wr
 func grafanaHint(outs []string, environ []string) string {
 	for _, o := range outs {
 		kind, arg, _ := strings.Cut(o, "=")
+		if kind == "opentelemetry" || kind == "experimental-opentelemetry" {
+			return "Grafana: dashboards/buzzload-otel.json reads these series once stored in Prometheus (its OTLP receiver or a collector)"
+		}
 		if kind != "experimental-prometheus-rw" {
 			continue
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/buzzload/buzzload/engine/metrics"
 	"github.com/buzzload/buzzload/engine/output/cloud"
+	"github.com/buzzload/buzzload/engine/output/opentelemetry"
 	"github.com/buzzload/buzzload/engine/output/prometheusrw"
 	"github.com/buzzload/buzzload/engine/thresholds"
 )
@@ -57,6 +58,10 @@ type Params struct {
 	// Warn receives an output's warnings (remote-write losses); nil writes
 	// them to stderr.
 	Warn func(msg string)
+	// Log receives an output's lines at a level ("info", "warn", "error")
+	// with key/value fields, for outputs that log as k6 does (OpenTelemetry);
+	// nil falls back to Warn for every level.
+	Log func(level, msg string, fields ...string)
 
 	// What the cloud output tells the cloud of the run: the test's path (the
 	// scenario file, not its generated script) and the script's environment (-e), the merged options (options.cloud), the plan's
@@ -118,8 +123,36 @@ func New(arg string, p Params) (Output, error) {
 		return prometheusrw.New(cfg, p.Warn)
 	case cloud.Name:
 		return newCloud(arg, rest, p)
+	case opentelemetry.Name, opentelemetry.ExperimentalName:
+		return newOpenTelemetry(kind, p)
 	}
-	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv, experimental-prometheus-rw, cloud)", arg, kind)
+	return nil, fmt.Errorf("--out %s: unknown output %q (have json, csv, experimental-prometheus-rw, opentelemetry, cloud)", arg, kind)
+}
+
+// newOpenTelemetry makes `--out opentelemetry` from the K6_OTEL_* settings;
+// the old name works with k6's warning.
+func newOpenTelemetry(kind string, p Params) (Output, error) {
+	log := p.Log
+	if log == nil {
+		warn := p.Warn
+		if warn == nil {
+			warn = func(s string) { fmt.Fprintln(os.Stderr, "WARN "+s) }
+		}
+		log = func(_, msg string, fields ...string) {
+			for i := 0; i+1 < len(fields); i += 2 {
+				msg += fmt.Sprintf(" %s=%q", fields[i], fields[i+1])
+			}
+			warn(msg)
+		}
+	}
+	if kind == opentelemetry.ExperimentalName {
+		log("warn", opentelemetry.ExperimentalWarning)
+	}
+	cfg, err := opentelemetry.ParseConfig(p.Env, p.Version)
+	if err != nil {
+		return nil, fmt.Errorf("could not create the '%s' output: %w", kind, err)
+	}
+	return opentelemetry.New(cfg, opentelemetry.Log(log)), nil
 }
 
 // newCloud makes `--out cloud[=NAME]` from k6's settings.
