@@ -211,3 +211,44 @@ func TestConfigDefaultsPrecedenceAndDescription(t *testing.T) {
 		t.Errorf("zero flush interval: %v", err)
 	}
 }
+
+// K6_OTEL_TLS_CERTIFICATE is the root the exporter trusts: with it an HTTPS
+// receiver gets the export; without it (the system roots) the export fails
+// on the unknown authority, and the run's Stop still returns.
+func TestTLSCertificateIsTheTrustedRoot(t *testing.T) {
+	r, certPEM, err := otlptest.StartHTTPS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cert := t.TempDir() + "/root.pem"
+	if err := os.WriteFile(cert, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, trusted := range []bool{true, false} {
+		env := map[string]string{"K6_OTEL_EXPORTER_PROTOCOL": "http/protobuf", "K6_OTEL_HTTP_EXPORTER_ENDPOINT": r.Addr,
+			"K6_OTEL_EXPORT_INTERVAL": "1h"}
+		if trusted {
+			env["K6_OTEL_TLS_CERTIFICATE"] = cert
+		}
+		cfg, err := ParseConfig(env, "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l logLines
+		o := New(cfg, l.log)
+		if err := o.Start(); err != nil {
+			t.Fatal(err)
+		}
+		before := len(r.Exports())
+		o.AddSamples([]metrics.Sample{testSample(testCount, 1)})
+		if err := o.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		got := len(r.Exports()) - before
+		failed := l.matching("certificate signed by unknown authority")
+		if trusted && (got != 1 || len(failed) != 0) || !trusted && (got != 0 || len(failed) != 1) {
+			t.Errorf("trusted=%v: %d exports arrived, log %q", trusted, got, l.lines)
+		}
+	}
+}

@@ -6,10 +6,12 @@ package otlptest
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -78,7 +80,26 @@ func StartHTTP() (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{Addr: l.Addr().String(), seen: make(chan struct{}, 1)}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := &http.Server{Handler: r.httpHandler()}
+	go func() { _ = srv.Serve(l) }()
+	r.closeFn = func() { _ = srv.Close() }
+	return r, nil
+}
+
+// StartHTTPS starts an OTLP/HTTP receiver over TLS on 127.0.0.1 with a
+// throwaway certificate for 127.0.0.1, returned as PEM (the root a client
+// must trust).
+func StartHTTPS() (*Receiver, []byte, error) {
+	r := &Receiver{seen: make(chan struct{}, 1)}
+	srv := httptest.NewUnstartedServer(r.httpHandler())
+	srv.StartTLS()
+	r.Addr = srv.Listener.Addr().String()
+	r.closeFn = srv.Close
+	return r, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), nil
+}
+
+func (r *Receiver) httpHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
 		if err != nil {
 			http.Error(w, err.Error(), 400)
@@ -100,10 +121,7 @@ func StartHTTP() (*Receiver, error) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		out, _ := proto.Marshal(&colmetric.ExportMetricsServiceResponse{})
 		_, _ = w.Write(out)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	r.closeFn = func() { _ = srv.Close() }
-	return r, nil
+	})
 }
 
 type grpcService struct {
