@@ -12,6 +12,7 @@ import (
 	"github.com/buzzload/buzzload/engine/features"
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/output"
+	"github.com/buzzload/buzzload/engine/output/cloud"
 )
 
 // Layer is one configuration layer above the script: the K6_* environment
@@ -61,9 +62,14 @@ type RunConfig struct {
 	// and stops them with the others. BannerLines go in the banner above
 	// "output:" (k6's "web dashboard: URL").
 	ExtraOutputs []output.Output
-	BannerLines  []string
-	Quiet        bool
-	Verbose      bool
+	// CloudRun and CloudLogs are a test run `cloud run --local-execution`
+	// provisioned and its log stream (the cloud output pushes to it; every
+	// log line goes to the stream too).
+	CloudRun    *cloud.Provisioned
+	CloudLogs   *cloud.LogPusher
+	BannerLines []string
+	Quiet       bool
+	Verbose     bool
 	// StartAt, when set, holds the run after VU init until that moment, so
 	// the instances of a distributed run start together (our stand-in for
 	// k6-operator's paused start).

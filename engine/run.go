@@ -149,6 +149,9 @@ func Run(ctx context.Context, cfg RunConfig) Result {
 		level = jshost.LevelDebug
 	}
 	r.log = jshost.NewLogger(cfg.Stderr, level)
+	if cfg.CloudLogs != nil {
+		r.log.SetTee(cfg.CloudLogs.Add)
+	}
 	res := r.run(ctx)
 	if res.Err != nil && res.ExitCode != ExitOK {
 		var ce *configerr.Error
@@ -281,7 +284,8 @@ func (r *runner) run(ctx context.Context) Result {
 			Warn:       func(m string) { r.log.Log(jshost.LevelWarn, m) },
 			Log:        r.outputLog,
 			ScriptPath: cmp.Or(r.cfg.TestName, r.cfg.Script), ScriptEnv: r.cfg.ScriptEnv, Options: r.merged,
-			MaxVUs: r.plan.MaxVUs, Duration: r.plan.MaxDuration, Version: r.cfg.Version})
+			MaxVUs: r.plan.MaxVUs, Duration: r.plan.MaxDuration, Version: r.cfg.Version,
+			CloudRun: r.cfg.CloudRun, CloudLogs: r.cfg.CloudLogs})
 		if s, ok := o.(output.Stopper); ok && err == nil {
 			s.SetStopRun(func(err error) { r.stopRun(ExitExternalAbort, err) })
 		}

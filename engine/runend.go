@@ -93,5 +93,10 @@ func (r *runner) tellEnding() func(output.Ender) {
 		}
 		results[st.Key][st.Source] = st.Evaluated && !st.OK
 	}
-	return func(e output.Ender) { e.RunEnded(code, aborted, results) }
+	return func(e output.Ender) {
+		e.RunEnded(code, aborted, results)
+		if ee, ok := e.(output.ErrorEnder); ok {
+			ee.RunError(res.Err)
+		}
+	}
 }

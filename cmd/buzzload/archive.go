@@ -51,9 +51,22 @@ func archiveCmd(ctx context.Context, args []string, env cliEnv) int {
 	if insp == nil {
 		return code
 	}
+	tar, err := packArchive(insp, "buzzload archive", env.Stderr)
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	if err := os.WriteFile(out, tar, 0o644); err != nil {
+		return logError(env.Stderr, fmt.Errorf("writing the archive: %w", err), engine.ExitGeneric)
+	}
+	return engine.ExitOK
+}
+
+// packArchive packs a loaded test as k6's archive, leaving out the
+// environment variables that hold secrets (named on stderr under who).
+func packArchive(insp *inspected, who string, stderr io.Writer) ([]byte, error) {
 	packed, left := withoutSecrets(insp.cfg.ScriptEnv, insp.envFlags)
 	if len(left) > 0 {
-		fmt.Fprintf(env.Stderr, "buzzload archive: left out of the archive as secrets: %s (name one with -e KEY=VALUE to pack it)\n", strings.Join(left, ", "))
+		fmt.Fprintf(stderr, "%s: left out of the archive as secrets: %s (name one with -e KEY=VALUE to pack it)\n", who, strings.Join(left, ", "))
 	}
 	a := &archive.Archive{Metadata: archive.Metadata{
 		Script: insp.Script, Env: packed,
@@ -63,12 +76,9 @@ func archiveCmd(ctx context.Context, args []string, env cliEnv) int {
 	}, Files: insp.Files}
 	var buf bytes.Buffer
 	if err := archive.Write(&buf, a); err != nil {
-		return logError(env.Stderr, err, engine.ExitGeneric)
+		return nil, err
 	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-		return logError(env.Stderr, fmt.Errorf("writing the archive: %w", err), engine.ExitGeneric)
-	}
-	return engine.ExitOK
+	return buf.Bytes(), nil
 }
 
 // inspectCmd is `buzzload inspect`.

@@ -53,6 +53,7 @@ func commands() map[string]command {
 		"version":         {"print the version and commit", versionCmd},
 		"features":        {"list the feature flags --features can enable (k6 features)", featuresCmd},
 		"archive":         {"pack a script and the files it reads into one tar (k6 archive)", archiveCmd},
+		"cloud":           {"run --local-execution: run here, streamed to Grafana Cloud k6 (k6 cloud run)", cloudCmd},
 		"inspect":         {"print a test's options and execution requirements as JSON (k6 inspect)", inspectCmd},
 	}
 }

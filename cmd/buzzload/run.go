@@ -25,6 +25,7 @@ import (
 	"github.com/buzzload/buzzload/engine/jshost/jsmodule"
 	"github.com/buzzload/buzzload/engine/jshost/k6http"
 	"github.com/buzzload/buzzload/engine/output"
+	"github.com/buzzload/buzzload/engine/output/cloud"
 	"github.com/buzzload/buzzload/engine/output/webdashboard"
 	"github.com/buzzload/buzzload/engine/termtext"
 	"github.com/buzzload/buzzload/extension"
@@ -119,6 +120,17 @@ func newRunFlags(stderr io.Writer) *runFlags {
 
 // runCmd is `buzzload run script.js`.
 func runCmd(ctx context.Context, args []string, env cliEnv) int {
+	return runCmdWith(ctx, args, env, runHooks{})
+}
+
+// runHooks are what `cloud run --local-execution` adds to a run: the test
+// run it provisioned and its log stream.
+type runHooks struct {
+	cloudRun  *cloud.Provisioned
+	cloudLogs *cloud.LogPusher
+}
+
+func runCmdWith(ctx context.Context, args []string, env cliEnv, hooks runHooks) int {
 	stdout, stderr := env.Stdout, env.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -159,6 +171,7 @@ func runCmd(ctx context.Context, args []string, env cliEnv) int {
 	if err == nil {
 		err = checkOutputs(f, cfg)
 	}
+	cfg.CloudRun, cfg.CloudLogs = hooks.cloudRun, hooks.cloudLogs
 	if err != nil {
 		fmt.Fprintf(stderr, "buzzload run: %s\n", termtext.Lines(err.Error()))
 		return engine.ExitCode(err)

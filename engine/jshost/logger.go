@@ -32,7 +32,12 @@ type Logger struct {
 	w   io.Writer
 	min Level
 	now func() time.Time
+	tee func(t time.Time, level, msg string, fields []string)
 }
+
+// SetTee gives every line written also to f (a cloud run's log stream).
+// Set it before the logger is used.
+func (l *Logger) SetTee(f func(t time.Time, level, msg string, fields []string)) { l.tee = f }
 
 // NewLogger returns a logger writing lines at or above min to w.
 func NewLogger(w io.Writer, min Level) *Logger {
@@ -47,9 +52,13 @@ func (l *Logger) Log(level Level, msg string, fields ...string) {
 	if l == nil || level < l.min {
 		return
 	}
+	now := l.now()
+	if l.tee != nil {
+		l.tee(now, level.String(), msg, fields)
+	}
 	var b strings.Builder
 	b.WriteString("time=")
-	b.WriteString(strconv.Quote(l.now().Format(time.RFC3339)))
+	b.WriteString(strconv.Quote(now.Format(time.RFC3339)))
 	b.WriteString(" level=")
 	b.WriteString(level.String())
 	if msg != "" {

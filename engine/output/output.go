@@ -72,6 +72,10 @@ type Params struct {
 	MaxVUs     int64
 	Duration   time.Duration
 	Version    string
+	// CloudRun and CloudLogs are a test run `cloud run --local-execution`
+	// provisioned, and its log stream: the cloud output pushes to it.
+	CloudRun  *cloud.Provisioned
+	CloudLogs *cloud.LogPusher
 }
 
 // Counter is an output that counts what it delivered and what it lost
@@ -96,6 +100,10 @@ type Describer interface{ Description() string }
 type Ender interface {
 	RunEnded(exitCode int, thresholdAborted bool, thresholds map[string]map[string]bool)
 }
+
+// ErrorEnder is an output told the error that ended the run (nil when it
+// ended by itself), after RunEnded: the cloud's notify carries its text.
+type ErrorEnder interface{ RunError(err error) }
 
 // Stopper is an output that may stop the run (the cloud output with
 // K6_CLOUD_STOP_ON_ERROR).
@@ -168,7 +176,7 @@ func newCloud(arg, name string, p Params) (Output, error) {
 		}
 	}
 	o, err := cloud.New(cloud.Params{Config: cfg, MaxVUs: p.MaxVUs, Duration: p.Duration, Thresholds: thr,
-		SystemTags: p.SystemTags, Version: p.Version, Warn: p.Warn})
+		SystemTags: p.SystemTags, Version: p.Version, Warn: p.Warn, Provisioned: p.CloudRun, Logs: p.CloudLogs})
 	if err != nil {
 		return nil, fmt.Errorf("--out %s: %w", arg, err)
 	}

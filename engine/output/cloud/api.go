@@ -26,6 +26,12 @@ type client struct {
 	token     string
 	userAgent string
 	retryWait time.Duration
+	// pushURL and bearer are a provisioned local execution's (k6 v2.2
+	// `cloud run --local-execution`): pushes go to that URL with
+	// `Authorization: Bearer <test run token>` and no idempotency key
+	// (observed).
+	pushURL string
+	bearer  bool
 }
 
 const attempts = 3
@@ -82,7 +88,7 @@ func (c *client) createTestRun(ctx context.Context, req createRequest) (createRe
 	if err != nil {
 		return resp, err
 	}
-	if err := c.do(ctx, "/v1/tests", "application/json", nil, body, &resp); err != nil {
+	if err := c.do(ctx, c.host+"/v1/tests", "application/json", nil, body, &resp); err != nil {
 		return resp, err
 	}
 	if resp.ReferenceID == "" {
@@ -96,7 +102,7 @@ func (c *client) finishTestRun(ctx context.Context, ref string, req finishReques
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, "/v1/tests/"+ref, "application/json", nil, body, nil)
+	return c.do(ctx, c.host+"/v1/tests/"+ref, "application/json", nil, body, nil)
 }
 
 // pushMetrics sends one snappy-compressed MetricSet.
@@ -104,16 +110,19 @@ func (c *client) pushMetrics(ctx context.Context, ref string, body []byte) error
 	h := http.Header{}
 	h.Set("Content-Encoding", "snappy")
 	h.Set("K6-Metrics-Protocol-Version", "2.0")
-	return c.do(ctx, "/v2/metrics/"+ref, "application/x-protobuf", h, body, nil)
+	if c.pushURL != "" {
+		return c.do(ctx, c.pushURL, "application/x-protobuf", h, body, nil)
+	}
+	return c.do(ctx, c.host+"/v2/metrics/"+ref, "application/x-protobuf", h, body, nil)
 }
 
-func (c *client) do(ctx context.Context, path, contentType string, extra http.Header, body []byte, into any) error {
+func (c *client) do(ctx context.Context, url, contentType string, extra http.Header, body []byte, into any) error {
 	// One key for every attempt of a request: that is what lets the cloud
 	// drop a retried push it already took.
 	key := idempotencyKey()
 	var last error
 	for attempt := 1; attempt <= attempts; attempt++ {
-		retry, err := c.once(ctx, path, contentType, key, extra, body, into)
+		retry, err := c.once(ctx, url, contentType, key, extra, body, into)
 		if err == nil || !retry || attempt == attempts {
 			return c.redact(err)
 		}
@@ -127,8 +136,8 @@ func (c *client) do(ctx context.Context, path, contentType string, extra http.He
 	return c.redact(last)
 }
 
-func (c *client) once(ctx context.Context, path, contentType, key string, extra http.Header, body []byte, into any) (retry bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+path, bytes.NewReader(body))
+func (c *client) once(ctx context.Context, url, contentType, key string, extra http.Header, body []byte, into any) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return false, err
 	}
@@ -136,10 +145,15 @@ func (c *client) once(ctx context.Context, path, contentType, key string, extra 
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", contentType)
-	if c.token != "" {
+	switch {
+	case c.bearer:
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	case c.token != "":
 		req.Header.Set("Authorization", "Token "+c.token)
 	}
-	req.Header.Set("K6-Idempotency-Key", key)
+	if !c.bearer {
+		req.Header.Set("K6-Idempotency-Key", key)
+	}
 	req.Header.Set("User-Agent", c.userAgent)
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -155,7 +169,7 @@ func (c *client) once(ctx context.Context, path, contentType, key string, extra 
 	}
 	if into != nil && len(bytes.TrimSpace(data)) > 0 {
 		if err := json.Unmarshal(data, into); err != nil {
-			return false, fmt.Errorf("%s: the cloud's answer is not the JSON expected: %w", path, err)
+			return false, fmt.Errorf("%s: the cloud's answer is not the JSON expected: %w", url, err)
 		}
 	}
 	return false, nil

@@ -32,9 +32,12 @@ type Config struct {
 	ProjectID int64
 	// StackID is read as k6 reads it; k6's cloud output sends nothing of it
 	// (observed: no X-Stack-Id with K6_CLOUD_STACK_ID set).
-	StackID        int64
-	Name           string
-	Host           string
+	StackID int64
+	Name    string
+	Host    string
+	// HostV6 is the v6 and provisioning APIs' host (`cloud run
+	// --local-execution`; k6: "for test purposes only").
+	HostV6         string
 	WebAppURL      string
 	TestRunDetails string
 	Timeout        time.Duration
@@ -56,6 +59,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Host:                  "https://ingest.k6.io",
+		HostV6:                "https://api.k6.io",
 		WebAppURL:             "https://app.k6.io",
 		Timeout:               time.Minute,
 		APIVersion:            2,
@@ -209,7 +213,7 @@ func (c *Config) fromEnv(env map[string]string) error {
 	strs := []struct {
 		key string
 		dst *string
-	}{{"K6_CLOUD_TOKEN", &c.Token}, {"K6_CLOUD_NAME", &c.Name}, {"K6_CLOUD_HOST", &c.Host},
+	}{{"K6_CLOUD_TOKEN", &c.Token}, {"K6_CLOUD_NAME", &c.Name}, {"K6_CLOUD_HOST", &c.Host}, {"K6_CLOUD_HOST_V6", &c.HostV6},
 		{"K6_CLOUD_WEB_APP_URL", &c.WebAppURL}, {"K6_CLOUD_TEST_RUN_DETAILS", &c.TestRunDetails},
 		{"K6_CLOUD_PUSH_REF_ID", &c.PushRefID}}
 	for _, x := range strs {

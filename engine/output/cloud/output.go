@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,11 @@ type Params struct {
 	Version string
 	// Warn receives the output's warnings; nil writes them to stderr.
 	Warn func(string)
+	// Provisioned is a test run prepared by `cloud run --local-execution`:
+	// push to it with its token, drain Logs and notify it at the end
+	// instead of creating and finishing a run.
+	Provisioned *Provisioned
+	Logs        *LogPusher
 }
 
 // Stats are the output's delivery counts.
@@ -91,6 +97,7 @@ type Output struct {
 type ending struct {
 	status     RunStatus
 	thresholds map[string]map[string]bool
+	reason     string // the run's error text, for a provisioned run's notify
 }
 
 // requiredTags are the system tags the cloud needs (k6 refuses to start
@@ -118,12 +125,27 @@ func New(p Params) (*Output, error) {
 		warn = func(s string) { fmt.Fprintln(os.Stderr, "WARN "+s) }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cl := &client{http: &http.Client{Timeout: p.Config.Timeout, Transport: http.DefaultTransport},
+		host: p.Config.Host, token: p.Config.Token, userAgent: userAgent(p.Version),
+		retryWait: 500 * time.Millisecond}
+	cfg := p.Config
+	if pr := p.Provisioned; pr != nil {
+		cl.pushURL, cl.token, cl.bearer = pr.PushURL, pr.Token, true
+		for _, d := range []struct{ dst, src *time.Duration }{{&cfg.MetricPushInterval, &pr.PushInterval},
+			{&cfg.AggregationPeriod, &pr.AggregationPeriod}, {&cfg.AggregationWaitPeriod, &pr.AggregationWaitPeriod}} {
+			if *d.src > 0 {
+				*d.dst = *d.src
+			}
+		}
+		if pr.PushConcurrency > 0 {
+			cfg.MetricPushConcurrency = pr.PushConcurrency
+		}
+		cfg.TestRunDetails = pr.DetailsURL
+	}
 	return &Output{
-		p: p, cfg: p.Config, warn: warn, now: time.Now,
-		client: &client{http: &http.Client{Timeout: p.Config.Timeout, Transport: http.DefaultTransport},
-			host: p.Config.Host, token: p.Config.Token, userAgent: userAgent(p.Version),
-			retryWait: 500 * time.Millisecond},
-		stop: make(chan struct{}), done: make(chan struct{}),
+		p: p, cfg: cfg, warn: warn, now: time.Now,
+		client: cl,
+		stop:   make(chan struct{}), done: make(chan struct{}),
 		flushQ: make(chan []*bucket, 1), flushDone: make(chan struct{}),
 		ctx: ctx, cancelCtx: cancel, stopBudget: stopBudget, finishBudget: finishBudget, createBudget: createBudget,
 	}, nil
@@ -151,6 +173,8 @@ func (o *Output) SetStopRun(f func(error)) { o.stopRun = f }
 func (o *Output) Start() error {
 	o.started = true
 	switch {
+	case o.p.Provisioned != nil:
+		o.ref, o.create = strconv.FormatInt(o.p.Provisioned.TestRunID, 10), true
 	case o.cfg.PushRefID != "":
 		o.ref = o.cfg.PushRefID
 	case o.cfg.TestRunID != "":
@@ -361,7 +385,11 @@ func (o *Output) push(ms *metricSet) {
 func (o *Output) RunEnded(exitCode int, thresholdAborted bool, thresholds map[string]map[string]bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.ending = &ending{status: StatusOf(exitCode, thresholdAborted), thresholds: thresholds}
+	reason := ""
+	if o.ending != nil {
+		reason = o.ending.reason
+	}
+	o.ending = &ending{status: StatusOf(exitCode, thresholdAborted), thresholds: thresholds, reason: reason}
 }
 
 // StatusOf is the cloud's run status for a run's exit code, as k6 v1.8.1
@@ -427,6 +455,10 @@ func (o *Output) finish() {
 	if e == nil {
 		e = &ending{status: RunAbortedSystem}
 	}
+	if o.p.Provisioned != nil {
+		o.notify(e)
+		return
+	}
 	req := finishRequest{RunStatus: e.status, Thresholds: e.thresholds}
 	if req.Thresholds == nil {
 		req.Thresholds = map[string]map[string]bool{}
@@ -443,6 +475,55 @@ func (o *Output) finish() {
 	if err := o.client.finishTestRun(ctx, o.ref, req); err != nil {
 		o.warn(fmt.Sprintf("cloud: failed to send test finished to the cloud: %v", err))
 	}
+}
+
+// notify ends a provisioned run: its last log lines first (the cloud
+// refuses logs of a completed run), then the notify with k6's error code
+// for how the run ended (provisioning/notify.go of k6 v2.2.0).
+func (o *Output) notify(e *ending) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.finishBudget)
+	defer cancel()
+	if dropped, err := o.p.Logs.Drain(ctx); dropped > 0 {
+		o.warn(fmt.Sprintf("cloud: %d log lines were not sent to the cloud (last error: %v)", dropped, err))
+	}
+	code, failed := notifyCode(e.status)
+	reason := e.reason
+	if failed && reason == "" {
+		reason = fmt.Sprintf("the run ended with run status %d", e.status)
+	}
+	if err := o.p.Provisioned.Notify(ctx, code, reason, failed); err != nil {
+		o.warn(fmt.Sprintf("cloud: failed to send test finished to the cloud: %v", err))
+	}
+}
+
+// notifyCode is k6's notify error code for a run status: none for a run
+// that ended by itself (its thresholds crossed or not).
+func notifyCode(s RunStatus) (code int32, failed bool) {
+	switch s {
+	case RunFinished:
+		return 0, false
+	case RunAbortedUser, RunAbortedThreshold:
+		return 8036, true
+	case RunAbortedScriptError:
+		return 8035, true
+	case RunAbortedLimit:
+		return 8034, true
+	}
+	return 0, true
+}
+
+// RunError is the error that ended the run (nil: it ended by itself); a
+// provisioned run's notify carries its text as the reason, as k6's does.
+func (o *Output) RunError(err error) {
+	if err == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ending == nil {
+		o.ending = &ending{status: RunAbortedSystem}
+	}
+	o.ending.reason = err.Error()
 }
 
 func (o *Output) report() {

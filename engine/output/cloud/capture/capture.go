@@ -127,6 +127,11 @@ type Server struct {
 	// RefID is the reference_id given to created runs ("4242" by default);
 	// Config is the "config" of the answer (JSON, "{}" when empty).
 	RefID, Config string
+	// LoadTestExists makes the v6 create answer 409 (the name is taken);
+	// RunStatuses are the test run's statuses, one per read, then
+	// "initializing" (a local execution waits for it).
+	LoadTestExists bool
+	RunStatuses    []string
 
 	mu       sync.Mutex
 	reqs     []Request
@@ -193,6 +198,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	code, refusal := s.pushCode, s.pushBody
 	s.mu.Unlock()
+	if s.serveV6(w, r) {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.mu.Unlock()
+		return
+	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/tests":
 		w.Header().Set("Content-Type", "application/json")
