@@ -65,11 +65,14 @@ type RunConfig struct {
 	// CloudRun and CloudLogs are a test run `cloud run --local-execution`
 	// provisioned and its log stream (the cloud output pushes to it; every
 	// log line goes to the stream too).
-	CloudRun    *cloud.Provisioned
-	CloudLogs   *cloud.LogPusher
-	BannerLines []string
-	Quiet       bool
-	Verbose     bool
+	CloudRun *cloud.Provisioned
+	// NoDeriveWarnings leaves out the warnings of deriving the scenarios
+	// (plain `inspect`, which in k6 v2.2 derives none).
+	NoDeriveWarnings bool
+	CloudLogs        *cloud.LogPusher
+	BannerLines      []string
+	Quiet            bool
+	Verbose          bool
 	// StartAt, when set, holds the run after VU init until that moment, so
 	// the instances of a distributed run start together (our stand-in for
 	// k6-operator's paused start).

@@ -61,6 +61,9 @@ type Consolidated struct {
 	// Warnings are to be logged (unknown keys, overridden layers), in
 	// the order they arose; they are set also when an error is returned.
 	Warnings []string
+	// DeriveWarnings arose deriving the scenarios (k6 v2.1's bare-vus
+	// override): k6 v2.2's plain inspect, which derives none, prints none.
+	DeriveWarnings []string
 }
 
 // Consolidate merges the layers and derives the plan. It is pure: no I/O,
@@ -151,7 +154,7 @@ func Consolidate(l Layers) (Consolidated, error) {
 	}
 
 	configs, warns, err := exec.DeriveScenarios()
-	c.Warnings = append(c.Warnings, warns...)
+	c.DeriveWarnings = warns
 	if err != nil {
 		return c, err
 	}

@@ -125,7 +125,7 @@ func TestConsolidateLayers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Consolidate(tc.l)
-			if tc.wantWarn != "" && !strings.Contains(strings.Join(c.Warnings, "\n"), tc.wantWarn) {
+			if tc.wantWarn != "" && !strings.Contains(strings.Join(append(c.Warnings, c.DeriveWarnings...), "\n"), tc.wantWarn) {
 				t.Errorf("warnings %q, want one containing %q", c.Warnings, tc.wantWarn)
 			}
 			if tc.check == nil && tc.wantErr == "" && tc.wantCode == 0 {

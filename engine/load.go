@@ -57,6 +57,11 @@ func (r *runner) loadConsolidated(ctx context.Context) (Consolidated, error) {
 	for _, w := range c.Warnings {
 		r.log.Log(jshost.LevelWarn, w)
 	}
+	if !r.cfg.NoDeriveWarnings {
+		for _, w := range c.DeriveWarnings {
+			r.log.Log(jshost.LevelWarn, w)
+		}
+	}
 	if err != nil {
 		return c, err
 	}

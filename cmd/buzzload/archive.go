@@ -150,6 +150,12 @@ func inspectTest(ctx context.Context, name, usage string, args []string, env cli
 	defer func() { _ = closeModules() }()
 	cfg.Registry = reg
 	cfg.Stderr = stderr
+	if er := f.fs.Lookup("execution-requirements"); er != nil && er.Value.String() == "false" {
+		cfg.NoDeriveWarnings = true // plain inspect: k6 v2.2 derives no scenarios, so warns of none
+	}
+	if name == "cloud run" {
+		cfg.Stderr = io.Discard // the run that follows logs the test's warnings and init output once
+	}
 	insp, err := engine.Inspect(ctx, cfg)
 	if err != nil {
 		return nil, logError(stderr, err, engine.ExitCode(err))

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,22 @@ func TestInspectPrintsWhatK6Prints(t *testing.T) {
 		if code != 0 || out != golden(c.golden) {
 			t.Errorf("%v: exit %d %s\ngot:\n%s\nwant (%s):\n%s", c.args, code, errs, out, c.golden, golden(c.golden))
 		}
+	}
+}
+
+// k6 v2.1's bare-vus rule warns when `vus` replaces the scenarios; k6
+// v2.2.0's plain inspect derives no scenarios and prints no warning, its
+// --execution-requirements (and run) do (observed on k6 v2.2.0).
+func TestInspectWarnsOfTheVUsOverrideOnlyWithRequirements(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "bv.js")
+	if err := os.WriteFile(script, []byte("export const options = { vus: 3, scenarios: { s: { executor: 'shared-iterations', iterations: 2 } } };\nexport default function () {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const warn = "`vus=3` overrides scenarios configuration"
+	if code, _, errs := runCLI(t, "inspect", script); code != 0 || strings.Contains(errs, warn) {
+		t.Errorf("plain inspect: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "inspect", "--execution-requirements", script); code != 0 || !strings.Contains(errs, warn) {
+		t.Errorf("inspect --execution-requirements: exit %d, stderr %q", code, errs)
 	}
 }
