@@ -32,6 +32,17 @@ func TestInspectPrintsWhatK6Prints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One script per segment of segments.js (its SEG placeholder).
+	segs, err := os.ReadFile(filepath.Join("testdata", "inspect", "segments.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seg := range []string{"0:1/3", "1/3:2/3", "2/3:1"} {
+		n := strings.NewReplacer(":", "_", "/", "_").Replace(seg)
+		if err := os.WriteFile(filepath.Join(dir, "segments-"+n+".js"), []byte(strings.Replace(string(segs), "SEG", seg, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	golden := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", "inspect", name))
 		if err != nil {
@@ -57,6 +68,11 @@ func TestInspectPrintsWhatK6Prints(t *testing.T) {
 		{[]string{"inspect", "--execution-requirements", "shortcut-stages.js"}, "k6-v2.2.0-shortcut-stages-requirements.json"},
 		{[]string{"inspect", "bare-vus.js"}, "k6-v2.2.0-bare-vus.json"},
 		{[]string{"inspect", "--execution-requirements", "bare-vus.js"}, "k6-v2.2.0-bare-vus-requirements.json"},
+		// Per segment: a scenario with no VUs in it does not stretch the
+		// plan; a segment with no work ends where its first scenario starts.
+		{[]string{"inspect", "--execution-requirements", "segments-0_1_3.js"}, "k6-v2.2.0-segments-0_1_3-requirements.json"},
+		{[]string{"inspect", "--execution-requirements", "segments-1_3_2_3.js"}, "k6-v2.2.0-segments-1_3_2_3-requirements.json"},
+		{[]string{"inspect", "--execution-requirements", "segments-2_3_1.js"}, "k6-v2.2.0-segments-2_3_1-requirements.json"},
 	} {
 		code, out, errs := runBin(t, dir, nil, c.args...)
 		if code != 0 || out != golden(c.golden) {

@@ -23,8 +23,11 @@ type Plan struct {
 	// MaxVUs adds the unplanned VUs the arrival-rate executors may create:
 	// the "max VUs" of the banner.
 	MaxVUs int64
-	// MaxDuration is the end of the last step: max over scenarios of
-	// startTime + duration + gracefulStop (plus ramp-down reservations).
+	// MaxDuration is the end of the plan as k6 computes it (inspect's
+	// totalDuration, the banner's max duration): the offset of the last
+	// change of the summed VUs — the latest startTime + duration +
+	// gracefulStop (plus ramp-down reservations) of a scenario with work; a
+	// segment with no work at all ends where it starts, 0s.
 	MaxDuration time.Duration
 }
 
@@ -49,12 +52,53 @@ func NewPlan(configs []Config, t *segment.Tuple) (*Plan, error) {
 	}
 	p := &Plan{Scenarios: cs, Tuple: t}
 	for _, c := range cs {
-		st := c.ExecutionSteps(t)
-		p.Steps = append(p.Steps, st)
-		p.MaxDuration = max(p.MaxDuration, c.Base().StartTime+EndOffset(st))
+		p.Steps = append(p.Steps, c.ExecutionSteps(t))
 	}
 	p.MaxPlannedVUs, p.MaxVUs = MaxVUs(cs, p.Steps)
+	p.MaxDuration = PlanEnd(cs, p.Steps)
 	return p, nil
+}
+
+// PlanEnd is k6's end of a plan (lib.GetEndOffset over
+// ScenarioConfigs.GetFullExecutionRequirements, k6 v2.2.0): the scenarios'
+// steps, shifted by their startTime and taken in time order (ties in
+// scenario order), make a consolidated step whenever the summed planned or
+// unplanned VUs change, the first always; the plan ends at the last one. A
+// scenario with no VUs in this segment changes nothing, so it does not
+// stretch the plan (observed: inspect of a segment with no work says 0s).
+func PlanEnd(configs []Config, steps [][]Step) time.Duration {
+	type tracked struct {
+		at   time.Duration
+		cfg  int
+		p, u int64
+	}
+	var ts []tracked
+	for i, st := range steps {
+		for _, s := range st {
+			ts = append(ts, tracked{configs[i].Base().StartTime + s.Offset, i, s.PlannedVUs, s.MaxUnplannedVUs})
+		}
+	}
+	sort.SliceStable(ts, func(a, b int) bool {
+		if ts[a].at == ts[b].at {
+			return ts[a].cfg < ts[b].cfg
+		}
+		return ts[a].at < ts[b].at
+	})
+	curP, curU := make([]int64, len(steps)), make([]int64, len(steps))
+	var end time.Duration
+	var lastP, lastU int64
+	for k, s := range ts {
+		curP[s.cfg], curU[s.cfg] = s.p, s.u
+		var sp, su int64
+		for i := range curP {
+			sp += curP[i]
+			su += curU[i]
+		}
+		if k == 0 || sp != lastP || su != lastU {
+			end, lastP, lastU = s.at, sp, su
+		}
+	}
+	return end
 }
 
 // MaxVUs sums the scenarios' steps, each shifted by its startTime, and
