@@ -231,3 +231,32 @@ func TestHTTPConformance(t *testing.T) {
 		})
 	}
 }
+
+// The expected_response sub-metric k6 adds by itself is in the summary data
+// only once a sample carried expected_response=true: with a null response
+// callback (no such tag) k6 v2.2.0's data has none; with the default one it
+// has it (observed on k6 v2.2.0 against a loopback server).
+func TestExpectedResponseSubmetricOnlyOnceObserved(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer srv.Close()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		callback string
+		want     bool
+	}{{"http.setResponseCallback(null);", false}, {"", true}} {
+		src := `import http from 'k6/http';
+` + tc.callback + `
+export const options = { iterations: 2 };
+export default function () { http.get(__ENV.TARGET); }
+export function handleSummary(d) { return { stdout: JSON.stringify(Object.keys(d.metrics)) }; }
+`
+		script := filepath.Join(dir, writeFile(t, dir, fmt.Sprintf("rc%v.js", tc.want), src))
+		code, out, errs := runCLI(t, "run", "-q", "-e", "TARGET="+srv.URL, script)
+		if code != 0 {
+			t.Fatalf("exit %d %s", code, errs)
+		}
+		if got := strings.Contains(out, `"http_req_duration{expected_response:true}"`); got != tc.want {
+			t.Errorf("callback %q: sub-metric in the data = %v, want %v: %s", tc.callback, got, tc.want, out)
+		}
+	}
+}

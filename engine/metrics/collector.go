@@ -81,6 +81,11 @@ type metricState struct {
 type subState struct {
 	sel  Selector
 	sink Sink
+	// tracked: a threshold's, shown even when empty; an untracked one (the
+	// expected_response sub-metric k6 adds by itself) only once a sample
+	// matched it, as k6 v2.2.0 observes metrics (with a null response
+	// callback its summary data has no such sub-metric).
+	tracked bool
 }
 
 type groupState struct {
@@ -191,10 +196,11 @@ func (c *Collector) track(key string, tracked bool) error {
 	}
 	for _, s := range st.subs {
 		if s.sel.Name == sel.Name {
+			s.tracked = s.tracked || tracked
 			return nil
 		}
 	}
-	st.subs = append(st.subs, &subState{sel: sel, sink: NewSink(st.m.Type)})
+	st.subs = append(st.subs, &subState{sel: sel, sink: NewSink(st.m.Type), tracked: tracked})
 	st.routes = nil
 	return nil
 }

@@ -81,6 +81,9 @@ func (c *Collector) Snapshot(runDuration time.Duration, keys ...string) *Snapsho
 		ms := &MetricSnapshot{Name: st.m.Name, Type: st.m.Type, Contains: st.m.Contains, Tracked: st.tracked,
 			Sink: st.sink.Clone()}
 		for _, s := range st.subs {
+			if s.sink.IsEmpty() && !s.tracked {
+				continue
+			}
 			ms.Submetrics = append(ms.Submetrics, &SubmetricSnapshot{Selector: s.sel, Sink: s.sink.Clone()})
 		}
 		sort.Slice(ms.Submetrics, func(i, j int) bool { return ms.Submetrics[i].Selector.Name < ms.Submetrics[j].Selector.Name })

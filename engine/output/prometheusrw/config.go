@@ -20,9 +20,9 @@ const (
 	DefaultTimeout      = 5 * time.Second
 	// DefaultSchema is the native-histogram schema: 2^8 buckets per power of
 	// two, a bucket factor of 2^(1/256) ≈ 1.0027, so a quantile Prometheus
-	// computes is within 0.3 % of the exact one — close to the HDR sinks'
-	// 3 significant digits, which is what lets dashboards over several runners
-	// agree with `buzzload merge`. k6 uses a factor of 1.1 (schema 3); set
+	// computes is within 0.3 % of the exact one — as fine as the HDR sinks'
+	// 2 significant digits (0.4 %), which is what lets dashboards over
+	// several runners agree with `buzzload merge`. k6 uses a factor of 1.1 (schema 3); set
 	// BUZZLOAD_PROMETHEUS_RW_HISTOGRAM_SCHEMA=3 for its resolution and ~30x
 	// fewer buckets (receivers such as Grafana Cloud cap buckets per sample).
 	DefaultSchema = 8
