@@ -10,19 +10,22 @@ import (
 
 // Exit codes (docs/k6-compat.md §4.5).
 const (
-	ExitOK               = 0
-	ExitThresholdsFailed = 99
-	ExitSetupTimeout     = 100
-	ExitTeardownTimeout  = 101
-	ExitGenericTimeout   = 102
-	ExitStoppedByAPI     = 103
-	ExitInvalidConfig    = configerr.Exit
-	ExitExternalAbort    = 105
-	ExitScriptException  = 107
-	ExitScriptAborted    = 108
-	ExitGoPanic          = 109
-	ExitMarkedAsFailed   = 110
-	ExitGeneric          = 255
+	ExitOK = 0
+	// ExitCloudTestRunFailed: a test run on the cloud's own k6 (`cloud run`
+	// without --local-execution) that the cloud says failed.
+	ExitCloudTestRunFailed = 97
+	ExitThresholdsFailed   = 99
+	ExitSetupTimeout       = 100
+	ExitTeardownTimeout    = 101
+	ExitGenericTimeout     = 102
+	ExitStoppedByAPI       = 103
+	ExitInvalidConfig      = configerr.Exit
+	ExitExternalAbort      = 105
+	ExitScriptException    = 107
+	ExitScriptAborted      = 108
+	ExitGoPanic            = 109
+	ExitMarkedAsFailed     = 110
+	ExitGeneric            = 255
 )
 
 // RunError is an error with the exit code it ends the run with.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/buzzload/buzzload/engine"
 	"github.com/buzzload/buzzload/engine/output/cloud"
+	"github.com/buzzload/buzzload/engine/termtext"
 )
 
 const cloudUsage = `usage: buzzload cloud run --local-execution [run flags] script.js|scenario.toml|archive.tar
@@ -22,8 +24,12 @@ from options.cloud.projectID or K6_CLOUD_PROJECT_ID; K6_CLOUD_HOST_V6 for
 another API host), the archive uploaded (--no-archive-upload to skip it),
 metrics pushed with the run's own token, log lines streamed (--no-cloud-logs
 to keep them local), and the cloud notified at the end. Every run flag works.
-Without --local-execution k6 would run the test on the cloud's own k6, which
-cannot load k6/x/buzz: buzzload refuses that.`
+
+Without --local-execution the test runs on Grafana Cloud k6's own k6, as
+"k6 cloud run" does: the archive is uploaded, the run started and followed
+until it ends; exit 99 when its thresholds failed, 97 when the cloud says the
+test failed (a script importing k6/x/buzz cannot run there: stock k6 has no
+Buzz module).`
 
 // cloudRunFlags are the flags `cloud run` adds to run's (k6 v2.2
 // internal/cmd/cloud_run.go).
@@ -86,8 +92,6 @@ func cloudCmd(ctx context.Context, args []string, env cliEnv) int {
 		return logError(env.Stderr, fmt.Errorf("the --local-execution flag is not compatible with the --exit-on-running flag"), engine.ExitInvalidConfig)
 	case f.local && f.showLogs:
 		return logError(env.Stderr, fmt.Errorf("the --local-execution flag is not compatible with the --show-logs flag"), engine.ExitInvalidConfig)
-	case !f.local:
-		return logError(env.Stderr, fmt.Errorf("buzzload cloud run needs --local-execution: without it k6 uploads the test to run on Grafana Cloud's own k6, which cannot load k6/x/buzz (see buzzload cloud --help)"), engine.ExitInvalidConfig)
 	}
 	for _, a := range rest {
 		if a == "--help" || a == "-h" {
@@ -98,6 +102,9 @@ func cloudCmd(ctx context.Context, args []string, env cliEnv) int {
 	insp, code := inspectTest(ctx, "cloud run", cloudUsage, rest, env, func(*pflag.FlagSet) {})
 	if insp == nil {
 		return code
+	}
+	if !f.local {
+		return remoteCloudRun(ctx, insp, env)
 	}
 	prov, err := provisionCloudRun(ctx, insp, f, env)
 	if err != nil {
@@ -113,6 +120,61 @@ func cloudCmd(ctx context.Context, args []string, env cliEnv) int {
 	// The run sees the test run's id as k6 gives it, and streams to it.
 	runArgs := append([]string{"-e", "K6_CLOUDRUN_TEST_RUN_ID=" + strconv.FormatInt(prov.TestRunID, 10), "--out", "cloud"}, rest...)
 	return runCmdWith(ctx, runArgs, env, runHooks{cloudRun: prov, cloudLogs: logs})
+}
+
+// remoteCloudRun runs the test on the cloud's k6 and follows it (k6 v2.2's
+// remote `cloud run`).
+func remoteCloudRun(ctx context.Context, insp *inspected, env cliEnv) int {
+	cfg, err := cloud.ParseConfig(cloud.Inputs{Env: envMap(env.Env), ScriptEnv: insp.cfg.ScriptEnv, Options: insp.Merged, ScriptPath: insp.Script})
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	rc, err := cloud.NewRemote(cfg, version)
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	opts, err := insp.RequirementsJSON(false, true)
+	if err == nil {
+		opts, err = withCloudOptions(opts, insp.Merged)
+	}
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	// k6 also puts the token into options.cloud here; buzzload never sends
+	// a secret in a body (docs/k6-compat.md §7.5).
+	if err := rc.Validate(ctx, cfg.ProjectID, opts); err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	tar, err := packArchive(insp, "buzzload cloud run", env.Stderr)
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	loadTest, err := rc.Upload(ctx, cfg.ProjectID, cfg.Name, tar)
+	if err != nil {
+		return logError(env.Stderr, fmt.Errorf("uploading test: %w", err), engine.ExitGeneric)
+	}
+	run, details, err := rc.Start(ctx, loadTest)
+	if err != nil {
+		return logError(env.Stderr, fmt.Errorf("starting test: %w", err), engine.ExitGeneric)
+	}
+	fmt.Fprintf(env.Stdout, "     execution: cloud\n        script: %s\n        output: %s\n", insp.Script, termtext.Clean(details))
+	for _, l := range insp.Plan.Banner() {
+		fmt.Fprintln(env.Stdout, l)
+	}
+	p, err := rc.Wait(ctx, run, 2*time.Second, func(p cloud.Progress) {
+		fmt.Fprintf(env.Stdout, "cloud test run: %s\n", termtext.Clean(p.FormatStatus()))
+	})
+	if err != nil {
+		return logError(env.Stderr, err, engine.ExitGeneric)
+	}
+	fmt.Fprintf(env.Stdout, "     test status: %s\n", termtext.Clean(p.FormatStatus()))
+	switch p.Result {
+	case "failed":
+		return logError(env.Stderr, fmt.Errorf("Thresholds have been crossed"), engine.ExitThresholdsFailed) //nolint:staticcheck // k6's text
+	case "error":
+		return logError(env.Stderr, fmt.Errorf("The test has failed"), engine.ExitCloudTestRunFailed) //nolint:staticcheck // k6's text
+	}
+	return engine.ExitOK
 }
 
 // provisionCloudRun prepares the test run in the cloud from the loaded test.

@@ -43,7 +43,7 @@ func writeProbe(t *testing.T, src string) string {
 
 func TestCloudRunLocalExecutionAsK6Does(t *testing.T) {
 	srv := capture.StartT(t)
-	srv.RunStatuses = []string{"created"} // one poll before it is ready, as the cloud prepares it
+	srv.RunStatuses = []string{"created", "initializing"} // one poll before it is ready, as the cloud prepares it
 	code, out, errs := runCLIEnv(t, cloudRunEnv(srv), "cloud", "run", "--local-execution", writeProbe(t, ""))
 	if code != 99 { // the probe crosses a threshold: k6 exits 99 too
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
@@ -190,7 +190,6 @@ func TestCloudRunRefusals(t *testing.T) {
 			"Running cloud tests requires auth settings: stack ID not configured."},
 		{"no token", []string{"K6_CLOUD_STACK_ID=9", "K6_CLOUD_HOST_V6=" + srv.URL}, []string{"--local-execution"}, 255,
 			"Running cloud tests requires auth settings: access token not configured."},
-		{"remote execution", cloudRunEnv(srv), nil, 104, "needs --local-execution"},
 		{"exit-on-running", cloudRunEnv(srv), []string{"--local-execution", "--exit-on-running"}, 104,
 			"the --local-execution flag is not compatible with the --exit-on-running flag"},
 	} {
@@ -212,5 +211,47 @@ func TestCloudRunRefusals(t *testing.T) {
 	reqs := srv.Requests()
 	if len(reqs) < 2 || reqs[1].Method != "GET" || reqs[1].Path != "/cloud/v6/projects/77/load_tests" {
 		t.Errorf("the existing load test was not looked up: %v", paths(reqs))
+	}
+}
+
+// Without --local-execution the test runs on the cloud's k6, as k6 v2.2.0's
+// `cloud run` does against the same stand-in: options validated, the
+// archive uploaded as the load test's script, the load test started, its
+// run followed to the end; the exit code from the cloud's result (k6:
+// passed 0, failed 99 "Thresholds have been crossed", error 97 "The test
+// has failed").
+func TestCloudRunRemoteAsK6Does(t *testing.T) {
+	script := writeProbe(t, "")
+	for _, tc := range []struct {
+		result string
+		code   int
+		want   string
+	}{{"passed", 0, ""}, {"failed", 99, "Thresholds have been crossed"}, {"error", 97, "The test has failed"}} {
+		srv := capture.StartT(t)
+		srv.RunStatuses, srv.RunResult = []string{"running", "completed"}, tc.result
+		code, out, errs := runCLIEnv(t, cloudRunEnv(srv), "cloud", "run", script)
+		if code != tc.code || !strings.Contains(errs, tc.want) || !strings.Contains(out, "test status: Finished") {
+			t.Errorf("result %s: exit %d, want %d and %q\n%s\n%s", tc.result, code, tc.code, tc.want, out, errs)
+		}
+		if strings.Contains(out+errs, "never-printed") {
+			t.Errorf("a token was printed")
+		}
+		reqs := srv.Requests()
+		var calls []string
+		for _, r := range reqs {
+			if c := r.Method + " " + r.Path; len(calls) == 0 || calls[len(calls)-1] != c {
+				calls = append(calls, c)
+			}
+		}
+		want := []string{"POST /cloud/v6/validate_options", "POST /cloud/v6/projects/77/load_tests", "POST /cloud/v6/load_tests/501/start", "GET /cloud/v6/test_runs/4242"}
+		if !reflect.DeepEqual(calls, want) {
+			t.Fatalf("calls %v, k6 v2.2.0 made %v", calls, want)
+		}
+		if strings.Contains(string(reqs[0].Body), "never-printed") || !strings.Contains(string(reqs[0].Body), `"is_local_execution":false`) {
+			t.Errorf("validate body %s", reqs[0].Body)
+		}
+		if !bytes.Contains(reqs[1].Body, []byte(`name="script"; filename="script"`)) {
+			t.Errorf("the archive is not the upload's script part")
+		}
 	}
 }

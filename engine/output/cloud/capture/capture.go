@@ -128,10 +128,13 @@ type Server struct {
 	// Config is the "config" of the answer (JSON, "{}" when empty).
 	RefID, Config string
 	// LoadTestExists makes the v6 create answer 409 (the name is taken);
-	// RunStatuses are the test run's statuses, one per read, then
-	// "initializing" (a local execution waits for it).
+	// RunStatuses are the test run's statuses, one per read, the last one
+	// staying ("initializing" when none: a local execution waits for it).
 	LoadTestExists bool
 	RunStatuses    []string
+	// RunResult is a remote run's result once completed: passed, failed
+	// (thresholds) or error ("" is null).
+	RunResult string
 
 	mu       sync.Mutex
 	reqs     []Request

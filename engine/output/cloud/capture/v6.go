@@ -61,14 +61,18 @@ func (s *Server) serveV6(w http.ResponseWriter, r *http.Request) bool {
 		s.mu.Lock()
 		status := "initializing"
 		if len(s.RunStatuses) > 0 {
-			status, s.RunStatuses = s.RunStatuses[0], s.RunStatuses[1:]
+			status = s.RunStatuses[0]
+			if len(s.RunStatuses) > 1 { // the last one stays
+				s.RunStatuses = s.RunStatuses[1:]
+			}
 		}
+		result := s.RunResult
 		s.mu.Unlock()
-		js(http.StatusOK, fmt.Sprintf(`{"id":%s,"test_id":501,"project_id":77,"started_by":"capture","created":"2026-12-06T00:00:00Z","ended":null,
- "note":"","retention_expiry":null,"cost":null,"status":%q,"status_details":{"type":%q,"entered":"2026-12-06T00:00:00Z"},
- "status_history":[{"type":%q,"entered":"2026-12-06T00:00:00Z"}],"distribution":null,"result":null,"result_details":null,
- "options":null,"k6_dependencies":{},"k6_versions":{},"max_vus":null,"max_browser_vus":null,"estimated_duration":null,"execution_duration":0,"is_starred":false}`,
-			s.RefID, status, status, status))
+		js(http.StatusOK, s.testRun(status, result, ""))
+	case r.Method == http.MethodPost && p == "/cloud/v6/validate_options":
+		js(http.StatusOK, `{}`)
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/cloud/v6/load_tests/") && strings.HasSuffix(p, "/start"):
+		js(http.StatusOK, s.testRun("created", "", s.URL+"/runs/"+s.RefID))
 	case r.Method == http.MethodPost && p == "/loki/api/v1/push":
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && strings.HasPrefix(p, "/provisioning/v1/test_runs/") && strings.HasSuffix(p, "/notify"):
@@ -77,4 +81,22 @@ func (s *Server) serveV6(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// testRun is a v6 test run with every field k6's client requires; result
+// "" is null; details adds test_run_details_page_url (a start's answer).
+func (s *Server) testRun(status, result, details string) string {
+	res := "null"
+	if result != "" {
+		res = fmt.Sprintf("%q", result)
+	}
+	extra := ""
+	if details != "" {
+		extra = fmt.Sprintf(`,"test_run_details_page_url":%q`, details)
+	}
+	return fmt.Sprintf(`{"id":%s,"test_id":501,"project_id":77,"started_by":"capture","created":"2026-12-06T00:00:00Z","ended":null,
+ "note":"","retention_expiry":null,"cost":null,"status":%q,"status_details":{"type":%q,"entered":"2026-12-06T00:00:00Z"},
+ "status_history":[{"type":%q,"entered":"2026-12-06T00:00:00Z"}],"distribution":null,"result":%s,"result_details":null,
+ "options":null,"k6_dependencies":{},"k6_versions":{},"max_vus":null,"max_browser_vus":null,"estimated_duration":10,"execution_duration":0,"is_starred":false%s}`,
+		s.RefID, status, status, status, res, extra)
 }
