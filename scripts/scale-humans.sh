@@ -4,6 +4,7 @@
 #
 #   scripts/scale-humans.sh humans  [RUNS] [HUMANS] [HOLD_SECS]   (defaults: 1 19000 60)
 #   scripts/scale-humans.sh wide    [RUNS] [MEMBERS] [HOLD_SECS] [MSGS_PER_SEC]  (defaults: 1 5000 60 14)
+#   scripts/scale-humans.sh presence [RUNS] [HUMANS] [HOLD_SECS]  (defaults: 1 100000 600)
 #
 # humans: HUMANS humans, each in 3 of HUMANS/10 channels, at the scenario
 #   defaults (20 messages, 60 typing, 10 reactions an hour, presence every
@@ -11,6 +12,13 @@
 # wide: MEMBERS humans all in one channel, publishing MSGS_PER_SEC messages a
 #   second between them (no typing, presence hourly): MEMBERS × MSGS_PER_SEC
 #   deliveries a second.
+# presence: HUMANS connected, authenticated, subscribed humans, each in 3 of
+#   HUMANS/10 channels, sending presence every PRESENCE_SECS (default 300)
+#   and nothing else (issue 49 goal 1: two cores cannot carry five times
+#   the defaults' messages). It ends with one line
+#   `bench-scale: connected=N failed_sessions=F runner_kb_per_human=X relay_kb_per_conn=Y`
+#   (all-in RSS of each process over the hold ÷ connected humans;
+#   failed_sessions: humans whose session ended other than by the run's end).
 # A `buzzload relay` runs in its own process on 127.0.0.1. The run has two
 # steps: the ramp (connect_rate_per_sec CONNECT_RATE, default 500) and a steady hold; figures are
 # of the hold: the runner's CPU in cores (from /proc, user + system; the
@@ -39,10 +47,14 @@ runs=${2:-1}
 case $mode in
 humans) n=${3:-19000} hold=${4:-60} ;;
 wide) n=${3:-5000} hold=${4:-60} rate=${5:-14} ;;
-*) echo "scale-humans: mode is humans or wide, not $mode" >&2; exit 2 ;;
+presence) n=${3:-100000} hold=${4:-600} ;;
+*) echo "scale-humans: mode is humans, wide or presence, not $mode" >&2; exit 2 ;;
 esac
 bin=${BUZZLOAD_BIN:-bin/buzzload}
-ulimit -n "$(ulimit -Hn)"
+# Descriptors: the runner holds one socket per human and the relay one per
+# connection. Raise this script's limit (root may raise the hard one; the
+# machine's own settings are left alone), else take the hard limit.
+ulimit -n $((n + 5000)) 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 if [ "$(ulimit -n)" -lt $((n + 200)) ]; then
 	echo "scale-humans: $n humans need $((n + 200)) descriptors; the hard limit is $(ulimit -Hn)" >&2
 	exit 1
@@ -64,7 +76,16 @@ if [ "${PIN:-$([ "$ncpu" -ge 2 ] && echo 1 || echo 0)}" = 1 ] && [ "$ncpu" -ge 2
 	relay_cpus=$((ncpu - 1)) runner_cpus=0-$((ncpu - 2))
 fi
 
-if [ "$mode" = humans ]; then
+if [ "$mode" = presence ]; then
+	shape="channels_per_community = $((n / 10))
+history_messages_per_channel = 0"
+	pop="channels_per_member = 3"
+	human="history_limit = 0
+presence_interval_secs = ${PRESENCE_SECS:-300}
+typing_per_hour = 0
+messages_per_hour = 0
+reactions_per_hour = 0"
+elif [ "$mode" = humans ]; then
 	shape="channels_per_community = $((n / 10))
 history_messages_per_channel = 5"
 	pop="channels_per_member = 3"
@@ -140,10 +161,12 @@ TOML
 	until [ "$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)" -ge $((n / 2)) ] || ! kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 	sleep $((ramp / 2 + 6))
 	kill -0 "$pid" 2>/dev/null || { echo "scale-humans: the run ended before its hold" >&2; }
-	c0=$(cpu_ticks "$pid") r0=$(cpu_ticks "$relay_pid") t0=$(date +%s.%N) samples=()
+	c0=$(cpu_ticks "$pid") r0=$(cpu_ticks "$relay_pid") t0=$(date +%s.%N) samples=() rsamples=()
 	for _ in $(seq $(((hold - 10) * 2))); do
 		s=$(rss_kb "$pid")
 		[ -n "$s" ] && samples+=("$s")
+		s=$(rss_kb "$relay_pid")
+		[ -n "$s" ] && rsamples+=("$s")
 		sleep 0.5
 	done
 	c1=$(cpu_ticks "$pid") r1=$(cpu_ticks "$relay_pid") t1=$(date +%s.%N)
@@ -155,9 +178,10 @@ TOML
 	fi
 	[ -s "$work/$name.json" ] || { echo "scale-humans: no report" >&2; tail -30 "$work/$name.log" >&2; exit 1; }
 	rss=$(printf '%s\n' "${samples[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)] + 0}')
-	python3 - "$work/$name.json" "$mode" "$n" "$c0" "$c1" "$t0" "$t1" "$hz" "$rss" "$r0" "$r1" <<'PY'
+	relay_rss=$(printf '%s\n' "${rsamples[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)] + 0}')
+	python3 - "$work/$name.json" "$mode" "$n" "$c0" "$c1" "$t0" "$t1" "$hz" "$rss" "$r0" "$r1" "$relay_rss" <<'PY'
 import json, sys
-path, mode, n, c0, c1, t0, t1, hz, rss, r0, r1 = sys.argv[1:]
+path, mode, n, c0, c1, t0, t1, hz, rss, r0, r1, relay_rss = sys.argv[1:]
 d = json.load(open(path))
 hold = d["steps"][-1]
 secs = hold["end_s"] - hold["start_s"]
@@ -170,11 +194,20 @@ connected = first.get("ok", 0) + ops.get("connect", {}).get("ok", 0)
 # A run that ended before the last sample has no CPU figure (nan).
 cores = (int(c1) - int(c0)) / int(hz) / (float(t1) - float(t0)) if int(c1) > int(c0) > 0 else float("nan")
 relay = (int(r1) - int(r0)) / int(hz) / (float(t1) - float(t0)) if int(r1) > int(r0) > 0 else float("nan")
-name = "BenchmarkScaleHumans/humans=%s" % n if mode == "humans" else "BenchmarkWideChannel/members=%s" % n
+name = {"humans": "BenchmarkScaleHumans/humans=%s", "wide": "BenchmarkWideChannel/members=%s",
+        "presence": "BenchmarkScalePresence/humans=%s"}[mode] % n
 print("%s 1 %d connected %.2f cpu-cores %.2f relay-cpu-cores %.0f rss-MB %.0f deliveries/s %.1f deliver-p99-ms %.3f %%errors %.0f publishes/s" % (
     name, connected, cores, relay, int(rss) / 1024, deliv.get("count", 0) / secs, deliv.get("p99_ms", 0),
     100 * errors / max(total, 1), ops.get("publish", {}).get("count", 0) / secs))
 print("scale-humans: hold %.0fs, result ok=%s, errors %d of %d operations" % (secs, d.get("ok"), errors, total), file=sys.stderr)
+if mode == "presence":
+    # Sessions that ended before the run's end: the report's client exits
+    # (the run's own stop is not one).
+    failed = sum(e["count"] for e in d.get("client_exits") or [])
+    print("BenchmarkScalePresence/humans=%s 1 %d runner-B/human %d relay-B/conn" % (
+        n, int(rss) * 1024 / max(connected, 1), int(relay_rss) * 1024 / max(connected, 1)))
+    print("bench-scale: connected=%d failed_sessions=%d runner_kb_per_human=%.1f relay_kb_per_conn=%.1f" % (
+        connected, failed, int(rss) / max(connected, 1), int(relay_rss) / max(connected, 1)))
 # The ramp (step 0) in a line: connect and AUTH p99, its errors, and
 # whether the generator was saturated (its scheduling lag).
 ramp = d["steps"][0]
