@@ -170,9 +170,11 @@ func remoteCloudRun(ctx context.Context, insp *inspected, env cliEnv) int {
 	fmt.Fprintf(env.Stdout, "     test status: %s\n", termtext.Clean(p.FormatStatus()))
 	switch p.Result {
 	case "failed":
-		return logError(env.Stderr, fmt.Errorf("Thresholds have been crossed"), engine.ExitThresholdsFailed) //nolint:staticcheck // k6's text
+		//lint:ignore ST1005 k6's text, word for word
+		return logError(env.Stderr, fmt.Errorf("Thresholds have been crossed"), engine.ExitThresholdsFailed)
 	case "error":
-		return logError(env.Stderr, fmt.Errorf("The test has failed"), engine.ExitCloudTestRunFailed) //nolint:staticcheck // k6's text
+		//lint:ignore ST1005 k6's text, word for word
+		return logError(env.Stderr, fmt.Errorf("The test has failed"), engine.ExitCloudTestRunFailed)
 	}
 	return engine.ExitOK
 }

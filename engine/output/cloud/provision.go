@@ -75,9 +75,11 @@ const errNoLogin = "Running cloud tests requires auth settings: %s.\nRun `k6 clo
 // CheckLogin is k6 v2.2's check before a cloud run: a token and a stack ID.
 func CheckLogin(c Config) error {
 	if c.Token == "" {
+		//lint:ignore ST1005 k6's text, word for word
 		return fmt.Errorf(errNoLogin, "access token not configured")
 	}
 	if c.StackID == 0 {
+		//lint:ignore ST1005 k6's text, word for word
 		return fmt.Errorf(errNoLogin, "stack ID not configured")
 	}
 	return nil

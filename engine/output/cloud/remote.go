@@ -149,7 +149,8 @@ func (r *Remote) Wait(ctx context.Context, run int64, every time.Duration, seen 
 	for {
 		p, err := r.Fetch(bg, run)
 		if err != nil {
-			return p, fmt.Errorf("Test progress error: %w", err) //nolint:staticcheck // k6's text
+			//lint:ignore ST1005 k6's text, word for word
+			return p, fmt.Errorf("Test progress error: %w", err)
 		}
 		if p.Status != last {
 			seen(p)
@@ -161,7 +162,7 @@ func (r *Remote) Wait(ctx context.Context, run int64, every time.Duration, seen 
 		if ctx.Err() != nil && !aborted {
 			aborted = true
 			if err := r.Abort(bg, run); err != nil {
-				return p, fmt.Errorf("Stop cloud test error: %w", err) //nolint:staticcheck // k6's text
+				return p, fmt.Errorf("Stop cloud test error: %w", err)
 			}
 		}
 		select {
