@@ -68,11 +68,11 @@ func (v *VU) addSample(m *metrics.Metric, c sobek.FunctionCall) bool {
 		v.b.cfg.Logger.Warnf("%s.add(%s): the value is not a number; the sample was dropped", m.Name, c.Argument(0).String())
 		return false
 	}
-	extra, err := tagArg(v.rt, c.Argument(1))
+	tags, err := v.stags.tagSet(st.Tags.TagSet(), c.Argument(1))
 	if err != nil {
 		v.throw(err)
 	}
-	v.buf.Add(metrics.Sample{Metric: m, Time: time.Now(), Value: val, Tags: withTags(st.Tags.TagSet(), extra), Metadata: v.metadata()})
+	v.buf.Add(metrics.Sample{Metric: m, Time: time.Now(), Value: val, Tags: tags, Metadata: v.metadata()})
 	return true
 }
 

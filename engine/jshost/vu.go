@@ -30,6 +30,7 @@ type VU struct {
 	// iterations/s). It holds the collector's batch size of samples, which
 	// the runner keeps small (engine.SampleBatch) for small idle VUs.
 	buf     *metrics.Buffer
+	stags   sampleTags // memo of custom samples' tag sets (sampletags.go)
 	state   *jsmodule.State
 	initEnv *jsmodule.InitEnv
 
