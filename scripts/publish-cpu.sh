@@ -43,7 +43,13 @@ source "$(dirname "$0")/relay-process.sh"
 
 start_relay 20000
 
-# run SHAPE RATE NAME: one `buzzload run`; prints "cpu_seconds publishes deliveries".
+# relay_cpu: the relay process's CPU so far (user + system), in seconds.
+relay_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$relay_pid/stat"; }
+
+# run SHAPE RATE NAME: one `buzzload run`; prints "cpu_seconds publishes
+# deliveries auths subscribes relay_cpu_seconds" (the relay's CPU over the
+# same run, for issue 49 goal 2: the runner's CPU per delivery beside the
+# relay's, from one run).
 run() {
 	local shape=$1 rate=$2 name=$3 channels per
 	case $shape in
@@ -77,7 +83,8 @@ hold_secs = $hold
 TOML
 	sed "s#\./local-smoke\.toml#./$name.toml#" scenarios/local-smoke.js >"$work/$name.js"
 	# A missing report ends the script (timed_run: relay-process.sh).
-	local cpu
+	local cpu r0 r1
+	r0=$(relay_cpu)
 	cpu=$(timed_run "$name" env BUZZLOAD_OPERATOR_KEY="$key" "$bin" run -q ${PROFILE:+--cpuprofile "$work/$name.pprof"} \
 		-e BUZZ_REPORT="$work/$name.json" "$work/$name.js")
 	[ -s "$work/$name.json" ] || { echo "publish-cpu: $name wrote no report" >&2; tail -20 "$work/$name.log" >&2; return 1; }
@@ -90,7 +97,8 @@ q = sum(s["ops"].get("deliver", {}).get("count", 0) for s in d["steps"])
 a = sum(s["ops"].get("auth", {}).get("count", 0) for s in d["steps"])
 r = sum(s["ops"].get("subscribe_eose", {}).get("count", 0) for s in d["steps"])
 print(p, q, a, r)' "$work/$name.json")
-	echo "$cpu $counts"
+	r1=$(relay_cpu)
+	echo "$cpu $counts $(awk -v a="$r0" -v b="$r1" 'BEGIN {printf "%.2f", b - a}')"
 }
 
 # inrun_us NAME FUNCS N [FOCUS]: the cumulative CPU in that run's profile of
@@ -151,15 +159,16 @@ echo "publish-cpu: $humans humans publishing 1/s for ${hold}s, $runs rounds, rel
 run wide 0 warm-wide >/dev/null
 run narrow 0 warm-narrow >/dev/null
 for i in $(seq "$runs"); do
-	read -r ciw _ <<<"$(run wide 0 idle-wide-$i)"
-	read -r caw pw dw _ <<<"$(run wide 3600 active-wide-$i)"
-	read -r cin _ <<<"$(run narrow 0 idle-narrow-$i)"
-	read -r can pn dn an rn <<<"$(PROFILE=1 run narrow 3600 active-narrow-$i)"
+	read -r ciw _ _ _ _ riw <<<"$(run wide 0 idle-wide-$i)"
+	read -r caw pw dw _ _ raw <<<"$(run wide 3600 active-wide-$i)"
+	read -r cin _ _ _ _ rin <<<"$(run narrow 0 idle-narrow-$i)"
+	read -r can pn dn an rn ran <<<"$(PROFILE=1 run narrow 3600 active-narrow-$i)"
 	r=$(sign_inrun_us active-narrow-$i $((pn + an)))
 	w=$(write_inrun_us active-narrow-$i $((pn + an + rn)))
 	s=$(sign_us)
 	read -r fn fw <<<"$(floor_us)"
-	awk -v ciw="$ciw" -v caw="$caw" -v pw="$pw" -v dw="$dw" -v cin="$cin" -v can="$can" -v pn="$pn" -v dn="$dn" -v s="$s" -v r="$r" -v w="$w" -v fn="$fn" -v fw="$fw" 'BEGIN {
+	awk -v ciw="$ciw" -v caw="$caw" -v pw="$pw" -v dw="$dw" -v cin="$cin" -v can="$can" -v pn="$pn" -v dn="$dn" -v s="$s" -v r="$r" -v w="$w" -v fn="$fn" -v fw="$fw" \
+		-v riw="$riw" -v raw="$raw" -v rin="$rin" -v ran="$ran" 'BEGIN {
 		a = (caw - ciw) * 1e6; b = (can - cin) * 1e6   # µs
 		det = pw * dn - pn * dw
 		x = (a * dn - b * dw) / det; y = (pw * b - pn * a) / det
@@ -167,6 +176,11 @@ for i in $(seq "$runs"); do
 		printf "BenchmarkRealRunCPU/write-floor 1 %.1f write-inrun-us %.2f sign+write/sign-inrun\n", w, (r > 0 ? (r + w) / r : 0)
 		printf "BenchmarkRealRunCPU/machine-floor 1 %.2f null-syscall-us %.1f loopback-write-wake-us %.2f sign+write-wake/sign\n", fn, fw, (s > 0 ? (s + fw) / s : 0)
 		printf "BenchmarkRealRunCPU/delivery 1 %.2f us/delivery %d deliveries %.1f deliveries/publish-wide\n", y, dw + dn, dw / pw
+		# The relay over the same runs, decomposed the same way: its CPU per
+		# publish received and per delivery sent.
+		ra = (raw - riw) * 1e6; rb = (ran - rin) * 1e6
+		xr = (ra * dn - rb * dw) / det; yr = (pw * rb - pn * ra) / det
+		printf "BenchmarkRealRunCPU/relay 1 %.2f relay-us/delivery %.1f relay-us/publish %.2f runner/relay-delivery\n", yr, xr, (yr > 0 ? y / yr : 0)
 		printf "BenchmarkRealRunCPU/wide-all-in 1 %.1f us/publish-incl-deliveries\n", a / pw
 		printf "BenchmarkRealRunCPU/narrow-all-in 1 %.1f us/publish-incl-deliveries %.2f deliveries/publish-narrow\n", b / pn, dn / pn
 	}'
