@@ -1,11 +1,11 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,65 +36,31 @@ func TestOTelDashboardQueriesWhatARunSends(t *testing.T) {
 		t.Fatal("nothing exported")
 	}
 	names := otlptest.PromSeriesNames(ex[len(ex)-1].Request)
-	b, err := os.ReadFile(filepath.Join("..", "..", "dashboards", "buzzload-otel.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Annotations struct {
-			List []struct {
-				Name string `json:"name"`
-				Expr string `json:"expr"`
-			} `json:"list"`
-		} `json:"annotations"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
+	dash := readDashboard(t, "buzzload-otel.json")
 	// Series that exist only once what they count happened: their panels
 	// read zero until then.
 	onlyWhenItHappens := map[string]bool{"buzz_op_pending": true, "buzz_client_exits_total": true,
 		"dropped_iterations_total": true, "buzz_ledger_missed_total": true, "buzz_ledger_lost_total": true}
-	type query struct{ where, expr string }
-	var queries []query
-	for _, p := range dash.Panels {
-		for _, tg := range p.Targets {
-			queries = append(queries, query{"panel " + p.Title, tg.Expr})
-		}
-	}
-	for _, a := range dash.Annotations.List {
-		if a.Expr != "" {
-			queries = append(queries, query{"annotation " + a.Name, a.Expr})
-		}
-	}
 	ident := regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*\{`)
 	queried := 0
-	for _, q := range queries {
-		{
-			for _, m := range ident.FindAllString(q.expr, -1) {
-				name := strings.TrimSuffix(m, "{")
-				queried++
-				if onlyWhenItHappens[name] && strings.Contains(q.expr, "or on() vector(0)") {
-					continue
-				}
-				if !names[name] {
-					have := make([]string, 0, len(names))
-					for n := range names {
-						have = append(have, n)
-					}
-					sort.Strings(have)
-					t.Errorf("%s queries %s, which the run did not send; sent: %v", q.where, name, have)
-				}
+	for _, q := range dash.queries() {
+		for _, m := range ident.FindAllString(q.expr, -1) {
+			name := strings.TrimSuffix(m, "{")
+			queried++
+			if onlyWhenItHappens[name] && strings.Contains(q.expr, "or on() vector(0)") {
+				continue
+			}
+			if !names[name] {
+				have := slices.Sorted(maps.Keys(names))
+				t.Errorf("%s queries %s, which the run did not send; sent: %v", q.where, name, have)
 			}
 		}
 	}
-	if !names["vus"] || !strings.Contains(string(b), "label_values(vus, testid)") {
+	testid := false
+	for _, v := range dash.Templating.List {
+		testid = testid || v.Name == "testid" && strings.Contains(fmt.Sprint(v.Query), "label_values(vus, testid)")
+	}
+	if !names["vus"] || !testid {
 		t.Error("the testid variable reads vus, which must be sent")
 	}
 	if queried < 10 {

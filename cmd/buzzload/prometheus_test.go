@@ -142,6 +142,39 @@ type dashboard struct {
 	} `json:"templating"`
 }
 
+// readDashboard reads a shipped Grafana dashboard (dashboards/NAME).
+func readDashboard(t *testing.T, name string) dashboard {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "dashboards", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("dashboards/%s: %v", name, err)
+	}
+	return d
+}
+
+// dashQuery is one PromQL query of a dashboard and where it sits.
+type dashQuery struct{ where, expr string }
+
+// queries are the dashboard's panel and annotation queries.
+func (d dashboard) queries() []dashQuery {
+	var qs []dashQuery
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			qs = append(qs, dashQuery{"panel " + p.Title, tg.Expr})
+		}
+	}
+	for _, a := range d.Annotations.List {
+		if a.Expr != "" {
+			qs = append(qs, dashQuery{"annotation " + a.Name, a.Expr})
+		}
+	}
+	return qs
+}
+
 // A Buzz run and a k6-style run write into a real Prometheus; every query
 // of the shipped Buzz dashboard (panels and annotations) and every generic
 // panel query of the k6 Prometheus dashboard returns data for the test id.
@@ -173,26 +206,8 @@ func TestPrometheusRWFeedsTheDashboards(t *testing.T) {
 		t.Fatalf("k6-style run exit %d: %s", code, stderr)
 	}
 
-	raw, err := os.ReadFile(filepath.Join("..", "..", "dashboards", "buzzload-run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d dashboard
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatalf("dashboards/buzzload-run.json: %v", err)
-	}
-	type query struct{ where, expr string }
-	var qs []query
-	for _, p := range d.Panels {
-		for _, tg := range p.Targets {
-			qs = append(qs, query{"panel " + p.Title, tg.Expr})
-		}
-	}
-	for _, a := range d.Annotations.List {
-		if a.Expr != "" {
-			qs = append(qs, query{"annotation " + a.Name, a.Expr})
-		}
-	}
+	d := readDashboard(t, "buzzload-run.json")
+	qs := d.queries()
 	if len(qs) < 20 {
 		t.Fatalf("only %d queries in the dashboard", len(qs))
 	}
@@ -204,7 +219,7 @@ func TestPrometheusRWFeedsTheDashboards(t *testing.T) {
 		t.Fatal("the dashboard has no testid variable")
 	}
 	for _, g := range k6DashboardGeneric {
-		qs = append(qs, query{"k6 dashboard 19665", g})
+		qs = append(qs, dashQuery{"k6 dashboard 19665", g})
 	}
 	ctx := context.Background()
 	at := time.Now()
