@@ -23,20 +23,7 @@ work=$(mktemp -d)
 sink_pid=""
 trap '[ -n "$sink_pid" ] && kill "$sink_pid" 2>/dev/null; rm -rf "$work"' EXIT
 
-# 20,000 iterations × 200 samples = 4,000,000 tagged samples (80 series).
-cat >"$work/samples.js" <<'JS'
-import { Trend, Counter } from 'k6/metrics';
-const t = new Trend('bench_trend');
-const c = new Counter('bench_count');
-const tags = [...Array(40)].map((_, i) => ({ op: 'op' + i, community: 'c' + (i % 2) }));
-export const options = { scenarios: { s: { executor: 'shared-iterations', vus: 4, iterations: 20000, maxDuration: '10m' } } };
-export default function () {
-  for (let i = 0; i < 100; i++) {
-    t.add(i, tags[i % 40]);
-    c.add(1, tags[i % 40]);
-  }
-}
-JS
+cp "$(dirname "$0")/js/samples-4m.js" "$work/samples.js"
 cat >"$work/sink.py" <<'PY'
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):

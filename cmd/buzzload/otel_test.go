@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,7 +92,7 @@ func TestOpenTelemetryOutputSendsWhatK6Sends(t *testing.T) {
 			// service.version is the runner's version, as k6 puts its own.
 			delete(gotRes, "service.version")
 			delete(wantRes, "service.version")
-			if !mapsEqual(gotRes, wantRes) || !slices.Equal(gotScopes, wantScopes) {
+			if !maps.Equal(gotRes, wantRes) || !slices.Equal(gotScopes, wantScopes) {
 				t.Errorf("resource %v scopes %v, k6 sent %v %v", gotRes, gotScopes, wantRes, wantScopes)
 			}
 			for k, v := range tc.headers {
@@ -120,18 +121,6 @@ func TestOpenTelemetryOutputSendsWhatK6Sends(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // A backend that answers 500, or is not there, costs the copy, never the
