@@ -135,14 +135,7 @@ func (r *runner) resolveFeatures() {
 		}
 	}
 	r.features = features.Resolve(r.cfg.Features, env, file, func(level, msg string, fields ...string) {
-		lv := jshost.LevelInfo
-		switch level {
-		case "warning":
-			lv = jshost.LevelWarn
-		case "error":
-			lv = jshost.LevelError
-		}
-		r.log.Log(lv, msg, fields...)
+		r.log.Log(jshost.ParseLevel(level, jshost.LevelInfo), msg, fields...)
 	})
 	scriptEnv := maps.Clone(r.cfg.ScriptEnv)
 	if scriptEnv == nil {

@@ -572,12 +572,5 @@ var errOutputAbort = errors.New("stopped by an output")
 // outputLog writes an output's line at its level (the OpenTelemetry output
 // logs as k6 does: its final export's failure is an error line).
 func (r *runner) outputLog(level, msg string, fields ...string) {
-	l := jshost.LevelWarn
-	switch level {
-	case "info":
-		l = jshost.LevelInfo
-	case "error":
-		l = jshost.LevelError
-	}
-	r.log.Log(l, msg, fields...)
+	r.log.Log(jshost.ParseLevel(level, jshost.LevelWarn), msg, fields...)
 }

@@ -21,6 +21,23 @@ const (
 	LevelError
 )
 
+// ParseLevel reads a level's name ("debug", "info", "warn" or "warning",
+// "error"), as the runner's parts that log through callbacks name them;
+// another name is def.
+func ParseLevel(name string, def Level) Level {
+	switch name {
+	case "debug":
+		return LevelDebug
+	case "info":
+		return LevelInfo
+	case "warn", "warning":
+		return LevelWarn
+	case "error":
+		return LevelError
+	}
+	return def
+}
+
 func (l Level) String() string {
 	return [...]string{"debug", "info", "warning", "error"}[l]
 }
