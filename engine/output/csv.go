@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output/pump"
 )
 
 // CSVConfig is the CSV output's settings.
@@ -83,7 +84,7 @@ type CSV struct {
 	out     *sink
 	bw      *bufio.Writer
 	cw      *csv.Writer
-	pump    pump
+	pump    pump.Pump
 	row     []string
 }
 
@@ -104,7 +105,7 @@ func NewCSV(cfg CSVConfig, p Params) *CSV {
 		c.columns = append(c.columns, t)
 	}
 	sort.Strings(c.columns)
-	c.pump = pump{interval: cfg.SaveInterval, write: c.write}
+	c.pump = pump.Pump{Interval: cfg.SaveInterval, Write: c.write}
 	return c
 }
 
@@ -127,16 +128,16 @@ func (c *CSV) Start() error {
 	if err := c.cw.Write(c.Header()); err != nil {
 		return fmt.Errorf("csv output %s: %w", c.cfg.FileName, err)
 	}
-	c.pump.start()
+	c.pump.Start()
 	return nil
 }
 
 // AddSamples copies samples for the next write.
-func (c *CSV) AddSamples(s []metrics.Sample) { c.pump.add(s) }
+func (c *CSV) AddSamples(s []metrics.Sample) { c.pump.Add(s) }
 
 // Stop writes the rest and closes the file.
 func (c *CSV) Stop() error {
-	err := c.pump.halt()
+	err := c.pump.Halt()
 	if c.out == nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output/pump"
 )
 
 // JSON writes k6's NDJSON: one Metric line before a metric's first Point,
@@ -18,7 +19,7 @@ type JSON struct {
 	p    Params
 	out  *sink
 	bw   *bufio.Writer
-	pump pump
+	pump pump.Pump
 	seen map[string]bool
 	buf  []byte
 	tz   *time.Location
@@ -33,7 +34,7 @@ func NewJSON(name string, p Params) *JSON {
 	if j.tz == nil {
 		j.tz = time.Local
 	}
-	j.pump = pump{interval: 200 * time.Millisecond, write: j.write}
+	j.pump = pump.Pump{Interval: 200 * time.Millisecond, Write: j.write}
 	return j
 }
 
@@ -45,16 +46,16 @@ func (j *JSON) Start() error {
 	}
 	j.out = s
 	j.bw = bufio.NewWriterSize(s.w, 64<<10)
-	j.pump.start()
+	j.pump.Start()
 	return nil
 }
 
 // AddSamples copies samples for the next write.
-func (j *JSON) AddSamples(s []metrics.Sample) { j.pump.add(s) }
+func (j *JSON) AddSamples(s []metrics.Sample) { j.pump.Add(s) }
 
 // Stop writes the rest and closes the file.
 func (j *JSON) Stop() error {
-	err := j.pump.halt()
+	err := j.pump.Halt()
 	if j.out == nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/buzzload/buzzload/engine/metrics"
@@ -217,70 +216,4 @@ func (s *sink) Close() error {
 		}
 	}
 	return first
-}
-
-// pump holds copied samples and runs the periodic writer.
-type pump struct {
-	mu       sync.Mutex
-	pending  []metrics.Sample
-	interval time.Duration
-	write    func([]metrics.Sample) error
-	stop     chan struct{}
-	done     chan struct{}
-	errMu    sync.Mutex
-	err      error
-}
-
-func (p *pump) add(samples []metrics.Sample) {
-	p.mu.Lock()
-	p.pending = append(p.pending, samples...)
-	p.mu.Unlock()
-}
-
-func (p *pump) flush() {
-	p.mu.Lock()
-	batch := p.pending
-	p.pending = nil
-	p.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	if err := p.write(batch); err != nil {
-		p.errMu.Lock()
-		if p.err == nil {
-			p.err = err
-		}
-		p.errMu.Unlock()
-	}
-}
-
-func (p *pump) start() {
-	p.stop = make(chan struct{})
-	p.done = make(chan struct{})
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(p.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				p.flush()
-				return
-			case <-t.C:
-				p.flush()
-			}
-		}
-	}()
-}
-
-// halt stops the writer after a last flush and returns the first write error.
-func (p *pump) halt() error {
-	if p.stop != nil {
-		close(p.stop)
-		<-p.done
-		p.stop = nil
-	}
-	p.errMu.Lock()
-	defer p.errMu.Unlock()
-	return p.err
 }

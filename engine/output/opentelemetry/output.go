@@ -16,8 +16,8 @@
 //     service.version; the meter is "k6".
 //
 // It never slows the run: AddSamples appends to a buffer; every flush
-// interval (1 s) a goroutine records the buffered samples into the SDK's
-// instruments, and the SDK's periodic reader exports them every export
+// interval (1 s) the outputs' pump (engine/output/pump) records the
+// buffered samples into the SDK's instruments, and the SDK's periodic reader exports them every export
 // interval (10 s) and once more at Stop. A backend that is down, refuses or
 // answers an error costs the copy, never the run: a failing export is one
 // warning (and one when exports work again), the final export's failure one
@@ -36,6 +36,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/buzzload/buzzload/engine/metrics"
+	"github.com/buzzload/buzzload/engine/output/pump"
 )
 
 // Names of the output: the current one and the one before k6 v1.4
@@ -63,16 +64,12 @@ type Output struct {
 	provider *sdkmetric.MeterProvider
 	meter    otelmetric.Meter
 
-	mu      sync.Mutex
-	pending []metrics.Sample
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	pump pump.Pump
+	once sync.Once
 
-	// owned by the flushing goroutine
+	// owned by the pump's goroutine
 	inst    map[*metrics.Metric]instrument
 	attrs   attrCache
-	records int64
 	errs    int64
 	lastErr error
 }
@@ -90,8 +87,9 @@ func New(cfg Config, log Log) *Output {
 	if log == nil {
 		log = func(string, string, ...string) {}
 	}
-	return &Output{cfg: cfg, log: log, inst: map[*metrics.Metric]instrument{}, attrs: newAttrCache(),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	o := &Output{cfg: cfg, log: log, inst: map[*metrics.Metric]instrument{}, attrs: newAttrCache()}
+	o.pump = pump.Pump{Interval: cfg.FlushInterval, Write: o.record}
+	return o
 }
 
 // Description is the banner's entry, as k6 prints it.
@@ -115,7 +113,7 @@ func (o *Output) Start() error {
 	o.provider = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(o.exp, sdkmetric.WithInterval(o.cfg.ExportInterval))))
 	o.meter = o.provider.Meter("k6")
-	go o.loop()
+	o.pump.Start()
 	return nil
 }
 
@@ -124,45 +122,22 @@ func (o *Output) exportFailed(err error) {
 }
 
 // AddSamples copies the batch for the next flush.
-func (o *Output) AddSamples(samples []metrics.Sample) {
-	o.mu.Lock()
-	o.pending = append(o.pending, samples...)
-	o.mu.Unlock()
-}
+func (o *Output) AddSamples(samples []metrics.Sample) { o.pump.Add(samples) }
 
-func (o *Output) loop() {
-	defer close(o.done)
-	t := time.NewTicker(o.cfg.FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			o.flush()
-		case <-o.stop:
-			o.flush()
-			return
-		}
-	}
-}
-
-// flush records the buffered samples into the instruments.
-func (o *Output) flush() {
-	o.mu.Lock()
-	batch := o.pending
-	o.pending = nil
-	o.mu.Unlock()
+// record puts a flush's samples into the instruments; a sample that cannot
+// be is counted, not an error of the batch.
+func (o *Output) record(batch []metrics.Sample) error {
 	ctx := context.Background()
 	for i := range batch {
-		if err := o.record(ctx, &batch[i]); err != nil {
+		if err := o.recordOne(ctx, &batch[i]); err != nil {
 			o.errs++
 			o.lastErr = err
-			continue
 		}
-		o.records++
 	}
+	return nil
 }
 
-func (o *Output) record(ctx context.Context, s *metrics.Sample) error {
+func (o *Output) recordOne(ctx context.Context, s *metrics.Sample) error {
 	in, ok := o.inst[s.Metric]
 	if !ok {
 		var err error
@@ -226,8 +201,7 @@ func (o *Output) Stop() error {
 		return nil
 	}
 	o.once.Do(func() {
-		close(o.stop)
-		<-o.done
+		_ = o.pump.Halt() // record returns no error: failures are counted
 		if o.errs > 0 {
 			o.log("warn", fmt.Sprintf("OpenTelemetry output: %d samples could not be recorded; last error: %v", o.errs, o.lastErr))
 		}
