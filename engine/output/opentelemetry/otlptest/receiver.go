@@ -164,7 +164,10 @@ func Decode(b []byte) (*colmetric.ExportMetricsServiceRequest, error) {
 // Lines is a normal form of an export, one line per data point, sorted:
 // metric name, kind, unit, temporality, sorted attributes and the values
 // (timestamps left out). values=false leaves the values out too, for
-// metrics whose values differ from run to run (durations, bytes).
+// metrics whose values differ from run to run (durations, bytes). Sums are
+// written to 9 significant digits: samples of several VUs arrive in any
+// order, and floating-point addition in another order differs in the last
+// bits (k6's own exports do too).
 func Lines(m *colmetric.ExportMetricsServiceRequest, values func(name string) bool) []string {
 	var out []string
 	for _, rm := range m.ResourceMetrics {
@@ -197,7 +200,7 @@ func metricLines(met *metricpb.Metric, withValues bool) []string {
 		for _, p := range d.Histogram.DataPoints {
 			line := head + " " + attrs(p.Attributes) + fmt.Sprintf(" bounds=%v", p.ExplicitBounds)
 			if withValues {
-				line += fmt.Sprintf(" count=%d sum=%g min=%g max=%g buckets=%v", p.Count, p.GetSum(), p.GetMin(), p.GetMax(), p.BucketCounts)
+				line += fmt.Sprintf(" count=%d sum=%.9g min=%g max=%g buckets=%v", p.Count, p.GetSum(), p.GetMin(), p.GetMax(), p.BucketCounts)
 			}
 			out = append(out, line)
 		}
@@ -215,7 +218,7 @@ func numValue(p *metricpb.NumberDataPoint, with bool) string {
 	case *metricpb.NumberDataPoint_AsInt:
 		return fmt.Sprintf(" int=%d", v.AsInt)
 	case *metricpb.NumberDataPoint_AsDouble:
-		return fmt.Sprintf(" double=%g", v.AsDouble)
+		return fmt.Sprintf(" double=%.9g", v.AsDouble)
 	}
 	return " none"
 }
