@@ -47,7 +47,7 @@ func archiveCmd(ctx context.Context, args []string, env cliEnv) int {
 	var out string
 	insp, code := inspectTest(ctx, "archive", archiveUsage, args, env, func(fs *pflag.FlagSet) {
 		fs.StringVarP(&out, "archive-out", "O", "archive.tar", "archive output file")
-	})
+	}, nil)
 	if insp == nil {
 		return code
 	}
@@ -86,6 +86,9 @@ func inspectCmd(ctx context.Context, args []string, env cliEnv) int {
 	var execReqs bool
 	insp, code := inspectTest(ctx, "inspect", inspectUsage, args, env, func(fs *pflag.FlagSet) {
 		fs.BoolVar(&execReqs, "execution-requirements", false, "add maxVUs and totalDuration, computed as k6 does")
+	}, func(cfg *engine.RunConfig) {
+		// Plain inspect: k6 v2.2 derives no scenarios, so it warns of none.
+		cfg.NoDeriveWarnings = !execReqs
 	})
 	if insp == nil {
 		return code
@@ -113,7 +116,7 @@ type inspected struct {
 // loads the test (script, scenario file or archive) without running it and
 // returns it; on failure it has logged the error and returns nil and the
 // exit code.
-func inspectTest(ctx context.Context, name, usage string, args []string, env cliEnv, extra func(*pflag.FlagSet)) (*inspected, int) {
+func inspectTest(ctx context.Context, name, usage string, args []string, env cliEnv, extra func(*pflag.FlagSet), adjust func(*engine.RunConfig)) (*inspected, int) {
 	stderr := env.Stderr
 	if stderr == nil {
 		stderr = io.Discard
@@ -150,11 +153,8 @@ func inspectTest(ctx context.Context, name, usage string, args []string, env cli
 	defer func() { _ = closeModules() }()
 	cfg.Registry = reg
 	cfg.Stderr = stderr
-	if er := f.fs.Lookup("execution-requirements"); er != nil && er.Value.String() == "false" {
-		cfg.NoDeriveWarnings = true // plain inspect: k6 v2.2 derives no scenarios, so warns of none
-	}
-	if name == "cloud run" {
-		cfg.Stderr = io.Discard // the run that follows logs the test's warnings and init output once
+	if adjust != nil {
+		adjust(&cfg)
 	}
 	insp, err := engine.Inspect(ctx, cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,9 @@ func cloudCmd(ctx context.Context, args []string, env cliEnv) int {
 			return engine.ExitOK
 		}
 	}
-	insp, code := inspectTest(ctx, "cloud run", cloudUsage, rest, env, func(*pflag.FlagSet) {})
+	insp, code := inspectTest(ctx, "cloud run", cloudUsage, rest, env, func(*pflag.FlagSet) {}, func(cfg *engine.RunConfig) {
+		cfg.Stderr = io.Discard // the run that follows logs the test's warnings and init output once
+	})
 	if insp == nil {
 		return code
 	}
