@@ -206,7 +206,8 @@ func provisionCloudRun(ctx context.Context, insp *inspected, f cloudRunFlags, en
 		}
 	}
 	prov, err := cloud.Provision(ctx, cloud.ProvisionParams{Config: cfg, MaxVUs: insp.Plan.MaxVUs, TotalDuration: insp.Plan.MaxDuration,
-		Options: opts, Archive: tar, Version: version})
+		Options: opts, Archive: tar, Version: version,
+		Warn: func(m string) { fmt.Fprintf(env.Stderr, "buzzload cloud run: %s\n", m) }})
 	if err != nil {
 		return nil, fmt.Errorf("could not create the cloud test run: %w", err)
 	}

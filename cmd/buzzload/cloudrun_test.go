@@ -176,6 +176,21 @@ export default function () {
 	}
 }
 
+// A start without an upload URL: k6's warning, no upload, the run goes on.
+func TestCloudRunWithoutAnUploadURLWarnsAndRuns(t *testing.T) {
+	srv := capture.StartT(t)
+	srv.NoArchiveUpload = true
+	code, out, errs := runCLIEnv(t, cloudRunEnv(srv), "cloud", "run", "--local-execution", "-q", writeProbe(t, ""))
+	if code != 99 || !strings.Contains(errs, "archive present but provisioning API returned no upload URL; skipping archive upload") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, r := range srv.Requests() {
+		if r.Method == "PUT" {
+			t.Errorf("uploaded to %s", r.Path)
+		}
+	}
+}
+
 func TestCloudRunRefusals(t *testing.T) {
 	srv := capture.StartT(t)
 	script := writeProbe(t, "")

@@ -38,6 +38,8 @@ type ProvisionParams struct {
 	// PollInterval is how often the test run's status is read while it is
 	// being prepared (k6: 2 s).
 	PollInterval time.Duration
+	// Warn receives the provisioning's warnings (nil: none).
+	Warn func(string)
 }
 
 // Provisioned is a test run the cloud prepared for a local execution.
@@ -118,10 +120,14 @@ func Provision(ctx context.Context, p ProvisionParams) (*Provisioned, error) {
 	if resp.TestRunID == 0 || resp.RuntimeConfig.Metrics.PushURL == "" || resp.RuntimeConfig.TestRunToken == "" {
 		return nil, errors.New("start local execution: the cloud's answer has no test run, push URL or token")
 	}
-	if p.Archive != nil {
-		if resp.ArchiveUploadURL == nil {
-			// k6 warns and goes on; so do we (the caller logs it).
-		} else if err := upload(ctx, c.http, *resp.ArchiveUploadURL, p.Archive); err != nil {
+	switch {
+	case p.Archive != nil && resp.ArchiveUploadURL == nil:
+		// k6 warns and goes on, in these words.
+		if p.Warn != nil {
+			p.Warn("archive present but provisioning API returned no upload URL; skipping archive upload")
+		}
+	case p.Archive != nil:
+		if err := upload(ctx, c.http, *resp.ArchiveUploadURL, p.Archive); err != nil {
 			return nil, fmt.Errorf("upload archive: %w", err)
 		}
 	}

@@ -132,6 +132,9 @@ type Server struct {
 	// staying ("initializing" when none: a local execution waits for it).
 	LoadTestExists bool
 	RunStatuses    []string
+	// NoArchiveUpload answers a local execution's start without an upload
+	// URL (k6 then warns and uploads nothing).
+	NoArchiveUpload bool
 	// RunResult is a remote run's result once completed: passed, failed
 	// (thresholds) or error ("" is null).
 	RunResult string

@@ -46,14 +46,20 @@ func (s *Server) serveV6(w http.ResponseWriter, r *http.Request) bool {
 		js(http.StatusOK, `{"value":[`+fmt.Sprintf(loadTest, reLoadTests.FindStringSubmatch(p)[1])+`]}`)
 	case r.Method == http.MethodPost && reStart.MatchString(p):
 		u := s.URL
-		js(http.StatusOK, fmt.Sprintf(`{"test_run_id":%s,"test_run_details_page_url":%q,"archive_upload_url":%q,
+		s.mu.Lock()
+		upload := fmt.Sprintf("%q", u+"/archive-upload/"+s.RefID)
+		if s.NoArchiveUpload {
+			upload = "null"
+		}
+		s.mu.Unlock()
+		js(http.StatusOK, fmt.Sprintf(`{"test_run_id":%s,"test_run_details_page_url":%q,"archive_upload_url":%s,
  "runtime_config":{"test_run_token":%q,
   "metrics":{"push_url":%q,"push_interval":"1s","push_concurrency":1,"aggregation_period":"1s","aggregation_wait_period":"1s","aggregation_min_samples":null,"max_samples_per_package":null},
   "traces":{"push_url":%q,"traces_metadata":{},"proto":"grpc"},
   "files":{"push_url":%q,"screenshots_base_path":"s","headers":{},"method":"PUT"},
   "secrets":{"endpoint":%q,"response_path":"plaintext"},
   "logs":{"push_url":%q,"tail_url":%q,"level":"info","limit":100,"push_period_seconds":"1s","message_max_size":2048,"allowed_labels":[]}}}`,
-			s.RefID, u+"/runs/"+s.RefID, u+"/archive-upload/"+s.RefID, TestRunToken, u+"/v2/metrics/"+s.RefID, u+"/traces", u+"/files",
+			s.RefID, u+"/runs/"+s.RefID, upload, TestRunToken, u+"/v2/metrics/"+s.RefID, u+"/traces", u+"/files",
 			u+"/secrets/{key}", u+"/loki/api/v1/push", u+"/tail"))
 	case r.Method == http.MethodPut && strings.HasPrefix(p, "/archive-upload/"):
 		w.WriteHeader(http.StatusOK)
