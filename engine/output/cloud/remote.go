@@ -144,8 +144,8 @@ func (r *Remote) Abort(ctx context.Context, run int64) error {
 // on waiting for the end, as k6 does.
 func (r *Remote) Wait(ctx context.Context, run int64, every time.Duration, seen func(Progress)) (Progress, error) {
 	var last string
-	aborted := false
 	bg := context.WithoutCancel(ctx)
+	stop := ctx.Done() // nil once the abort is asked: then only the poll's timer
 	for {
 		p, err := r.Fetch(bg, run)
 		if err != nil {
@@ -159,18 +159,15 @@ func (r *Remote) Wait(ctx context.Context, run int64, every time.Duration, seen 
 		if p.Finished() {
 			return p, nil
 		}
-		if ctx.Err() != nil && !aborted {
-			aborted = true
+		if stop != nil && ctx.Err() != nil {
+			stop = nil
 			if err := r.Abort(bg, run); err != nil {
 				return p, fmt.Errorf("Stop cloud test error: %w", err)
 			}
 		}
 		select {
-		case <-ctx.Done():
+		case <-stop:
 		case <-time.After(every):
-		}
-		if ctx.Err() != nil {
-			time.Sleep(every) // still polling while the cloud stops it
 		}
 	}
 }

@@ -75,6 +75,11 @@ func (s *Server) serveV6(w http.ResponseWriter, r *http.Request) bool {
 		result := s.RunResult
 		s.mu.Unlock()
 		js(http.StatusOK, s.testRun(status, result, ""))
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/cloud/v6/test_runs/") && strings.HasSuffix(p, "/abort"):
+		s.mu.Lock()
+		s.RunStatuses = []string{"aborted"}
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && p == "/cloud/v6/validate_options":
 		js(http.StatusOK, `{}`)
 	case r.Method == http.MethodPost && strings.HasPrefix(p, "/cloud/v6/load_tests/") && strings.HasSuffix(p, "/start"):
