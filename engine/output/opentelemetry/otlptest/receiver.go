@@ -247,7 +247,7 @@ func Resource(m *colmetric.ExportMetricsServiceRequest) (attrs map[string]string
 }
 
 // PromSeriesNames are the Prometheus metric names an OTLP receiver
-// (Prometheus ≥ 2.47's, or a collector's prometheus exporters) gives the
+// (Prometheus's own since 2.47, or a collector's prometheus exporters) gives the
 // export's metrics under its default translation, "UnderscoreEscapingWith
 // Suffixes" (prometheus/otlptranslator): characters outside [a-zA-Z0-9_:]
 // become "_", the unit is a suffix word (ms → milliseconds, By → bytes, s →
