@@ -56,11 +56,17 @@ type slot struct {
 }
 
 // runPopulation runs one session of the client this VU maps to in
-// population p. It blocks for the session (one session per iteration).
+// population p. It blocks for the session (one session per iteration). A
+// VU of several humans (population.humans_per_vu) runs them all, each
+// session after session, in one iteration that lasts until the stop
+// (group.go).
 func (in *instance) runPopulation(l *loaded, p k6options.Population) error {
 	st := in.vu.State()
 	if st == nil || st.Phase != jsmodule.PhaseIteration {
 		return fmt.Errorf("%s() runs clients only in VU code (an exec function of a scenario)", p.Exec)
+	}
+	if per := l.base.ClientsPerVU(p.Kind); per > 1 {
+		return in.runGroup(l, p, st, per)
 	}
 	key := slotKey{l, st.Scenario}
 	sl := in.slots[key]
@@ -75,18 +81,24 @@ func (in *instance) runPopulation(l *loaded, p k6options.Population) error {
 		}
 	}
 	sl.sink.retag(st.Tags.TagSet())
+	in.runSlot(l, p, sl, in.vu.Context())
+	return nil
+}
+
+// runSlot runs one session of sl's client, or idles until the stop when it
+// has none left to run (it exited, or the stop has come): true then.
+func (in *instance) runSlot(l *loaded, p k6options.Population, sl *slot, grace context.Context) (done bool) {
 	stopAt := sl.sink.start.Add(l.base.Duration())
-	grace := in.vu.Context()
 	if sl.exited {
 		// A client that exited does not come back; idle until the stop.
 		waitUntil(grace, stopAt)
-		return nil
+		return true
 	}
 	if !time.Now().Before(stopAt) {
 		// The runner may start one more iteration in the instant before its
 		// own end: start no session after the stop (and do not spin).
 		waitUntil(grace, time.Now().Add(10*time.Millisecond))
-		return nil
+		return true
 	}
 	// The stop is a cancellation, not a deadline: an operation cut short by
 	// it must read as abandoned (context.Canceled), not as its own timeout.
@@ -124,13 +136,13 @@ func (in *instance) runPopulation(l *loaded, p k6options.Population) error {
 		// of what stopped the run, not a client that failed.
 		sl.exited = true
 		l.agg.Interrupt(p.Kind)
-		return nil
+		return false
 	}
 	if end.Unexpected() {
 		sl.exited = true
 		in.recordExit(l, sl, end)
 	}
-	return nil
+	return false
 }
 
 type slotKey struct {
@@ -150,46 +162,87 @@ func (in *instance) pushClients(_ *loaded, sl *slot, live int64) {
 // population's clients in ramp order (Scenario.Clients at the peak, in this
 // shard).
 func (in *instance) newSlot(l *loaded, p k6options.Population, st *jsmodule.State) (*slot, error) {
-	start, err := in.scenarioStart(l, st)
+	start, err := in.startVU(l, st)
 	if err != nil {
 		return nil, err
 	}
-	l.agg.NoteStart(start)
-	in.notePerformer(l)
-	l.startWindows(start)
-	l.genOut.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
-	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
-	sink.periodic = true
-	sink.lastData.Store(time.Now().UnixNano())
-	sl := &slot{kind: p.Kind, global: -1, sink: sink}
-	if err := in.buildClient(l, p, st, sl); err != nil {
-		// The client cannot run: an unexpected exit (it fails the run), once;
-		// the VU then idles until the stop instead of failing every iteration.
-		sl.exited = true
-		in.recordExit(l, sl, models.End{Reason: models.EndExited, Err: err})
+	sl := in.emptySlot(l, p, st, start)
+	pos, err := in.claimVU(l, st)
+	if err == nil {
+		var g int
+		g, err = in.clientAt(l, p, st, pos)
+		if err == nil {
+			err = in.buildClient(l, p, st, sl, g)
+		}
+	}
+	if err != nil {
+		in.failSlot(sl, err)
 		return sl, err
 	}
 	return sl, nil
 }
 
-func (in *instance) buildClient(l *loaded, p k6options.Population, st *jsmodule.State, sl *slot) error {
+// startVU notes a population VU's first iteration: the run's timeline
+// starts with the first, and every VU's outputs attach.
+func (in *instance) startVU(l *loaded, st *jsmodule.State) (time.Time, error) {
+	start, err := in.scenarioStart(l, st)
+	if err != nil {
+		return time.Time{}, err
+	}
+	l.agg.NoteStart(start)
+	in.notePerformer(l)
+	l.startWindows(start)
+	l.genOut.attach(in.vu.Metrics().Push, in.met, st.Tags.TagSet())
+	return start, nil
+}
+
+// emptySlot is a client's place before its client is built: its own sink.
+func (in *instance) emptySlot(l *loaded, p k6options.Population, st *jsmodule.State, start time.Time) *slot {
+	sink := newOpSink(l, int(p.Kind), in.met, in.vu, st.Tags.TagSet(), start)
+	sink.periodic = true
+	sink.lastData.Store(time.Now().UnixNano())
+	return &slot{kind: p.Kind, global: -1, sink: sink}
+}
+
+// failSlot marks a client that cannot run: an unexpected exit (it fails
+// the run), once; the VU then idles until the stop instead of failing
+// every iteration.
+func (in *instance) failSlot(sl *slot, err error) {
+	sl.exited = true
+	in.recordExit(sl.sink.l, sl, models.End{Reason: models.EndExited, Err: err})
+}
+
+// claimVU checks the target once per run and claims this VU's place in
+// the population: the k-th VU to start in a population scenario of this
+// process takes local slot k, global slot GlobalIndex(k) of the execution
+// segment's stripe.
+func (in *instance) claimVU(l *loaded, st *jsmodule.State) (int64, error) {
+	sc, err := l.target()
+	if err != nil {
+		return 0, err
+	}
+	if err := l.checkTarget(in.vu.Context(), sc, false, nil, ""); err != nil {
+		return 0, err
+	}
+	return in.m.globalSlot(in, l.claim(st.Scenario))
+}
+
+// clientAt is the global client index at position pos of this shard's
+// population list (the order the ramp adds them).
+func (in *instance) clientAt(l *loaded, p k6options.Population, st *jsmodule.State, pos int64) (int, error) {
+	list := l.clientList(p.Kind)
+	if pos >= int64(len(list)) {
+		return 0, fmt.Errorf("scenario %s: VU slot %d but %s has only %d %s clients in this shard; run it with the options() of its scenario file",
+			st.Scenario, pos, l.base.File, len(list), p.Kind)
+	}
+	return list[pos], nil
+}
+
+func (in *instance) buildClient(l *loaded, p k6options.Population, st *jsmodule.State, sl *slot, g int) error {
 	sc, err := l.target()
 	if err != nil {
 		return err
 	}
-	if err := l.checkTarget(in.vu.Context(), sc, false, nil, ""); err != nil {
-		return err
-	}
-	pos, err := in.m.globalSlot(in, l.claim(st.Scenario))
-	if err != nil {
-		return err
-	}
-	list := l.clientList(p.Kind)
-	if pos >= int64(len(list)) {
-		return fmt.Errorf("scenario %s: VU slot %d but %s has only %d %s clients in this shard; run it with the options() of its scenario file",
-			st.Scenario, pos, l.base.File, len(list), p.Kind)
-	}
-	g := list[pos]
 	pool, err := in.m.httpPool()
 	if err != nil {
 		return err

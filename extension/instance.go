@@ -21,6 +21,8 @@ type instance struct {
 	vu    jsmodule.VU
 	met   *metricSet
 	slots map[slotKey]*slot
+	// groups: a VU's humans when population.humans_per_vu > 1 (group.go).
+	groups map[slotKey]*group
 	// dueUsed is the arrival-rate due time a low-level call already took
 	// (iterDue): only an iteration's first call was due then.
 	dueUsed time.Time
@@ -32,7 +34,7 @@ func (m *Module) NewInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}}, nil
+	return &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}, groups: map[slotKey]*group{}}, nil
 }
 
 // Exports implements jsmodule.Instance.

@@ -65,6 +65,10 @@ fi
 rate_connect=${CONNECT_RATE:-500}
 ramp=$((n / rate_connect + 5))
 local_ips=${LOCAL_IPS-127.0.0.1-127.0.0.8}
+# HUMANS_PER_VU: population.humans_per_vu (default 1; presence: 100). A VU
+# is a JS runtime of ~30 KB: at 100,000 humans one runtime per human would
+# be most of the runner's memory.
+per_vu=${HUMANS_PER_VU:-$([ "$mode" = presence ] && echo 100 || echo 1)}
 work=$(mktemp -d)
 name=scale-humans
 # shellcheck source=scripts/relay-process.sh
@@ -115,7 +119,7 @@ hz=$(getconf CLK_TCK)
 listen_overflows() { awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["ListenOverflows"] }' /proc/net/netstat; }
 
 echo "pkg: scripts/scale-humans.sh"
-echo "scale-humans: $mode, $n humans, connect ${rate_connect}/s, hold ${hold}s, ulimit -n $(ulimit -n), local IPs ${local_ips:-none}, runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
+echo "scale-humans: $mode, $n humans, connect ${rate_connect}/s, hold ${hold}s, ulimit -n $(ulimit -n), local IPs ${local_ips:-none}, $per_vu humans a VU, runner CPUs ${runner_cpus:-all}, relay CPUs ${relay_cpus:-all}"
 for i in $(seq "$runs"); do
 	name=$mode-$i
 	# A fresh relay per run: a run that ended saturated leaves the relay
@@ -137,6 +141,7 @@ humans = $n
 agents = 0
 $pop
 connect_rate_per_sec = $rate_connect
+humans_per_vu = $per_vu
 [human]
 $human
 [abort]

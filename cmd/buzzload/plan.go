@@ -217,10 +217,13 @@ func reshapeRamp(sc *scenario.Scenario, users float64, step int, dur, ramp time.
 
 // planConfig places every kind's clients on the timeline with the runner's
 // own ramping-vus staircase (the stages sc.options() gives the runner), so
-// the plan starts each client when the run's VU for it would start.
+// the plan starts each client when the run's VU for it would start (a VU
+// of several humans starts them together: population.humans_per_vu).
 func planConfig(sc *scenario.Scenario, failRate float64, latency time.Duration) plan.Config {
 	cfg := plan.Config{Scenario: sc, Duration: sc.Duration(), FailRate: failRate, Latency: latency}
+	peak := sc.CountsAt(sc.PeakUsers(), scenario.Shard{})
 	for k := scenario.Kind(0); k < scenario.NumKinds; k++ {
+		per := sc.ClientsPerVU(k)
 		var stages []executor.Stage
 		for _, st := range sc.Stages(k, scenario.Shard{}) {
 			stages = append(stages, executor.Stage{Duration: st.Duration, Target: int64(st.Target), Name: st.Name})
@@ -229,7 +232,11 @@ func planConfig(sc *scenario.Scenario, failRate float64, latency time.Duration) 
 		prev := int64(0)
 		for _, s := range rv.RawSteps(segment.FullTuple()) {
 			for v := prev; v < s.PlannedVUs; v++ {
-				cfg.Starts[k] = append(cfg.Starts[k], s.Offset)
+				for range per {
+					if len(cfg.Starts[k]) < peak[k] {
+						cfg.Starts[k] = append(cfg.Starts[k], s.Offset)
+					}
+				}
 			}
 			prev = max(prev, s.PlannedVUs)
 		}

@@ -194,3 +194,24 @@ func dropLines(s, substr string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// A VU of several humans starts them together: the plan starts every
+// human (not one per VU), the group's at the VU's moment. Fails without
+// planConfig's humans_per_vu (a third of the humans would start).
+func TestPlanStartsEveryHumanOfAVU(t *testing.T) {
+	sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", "local-smoke.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := planConfig(sc, 0, 0).Starts[scenario.KindHuman]
+	sc.Population.HumansPerVU = 3
+	three := planConfig(sc, 0, 0).Starts[scenario.KindHuman]
+	if len(one) == 0 || len(three) != len(one) {
+		t.Fatalf("%d humans start with 3 a VU, %d with 1", len(three), len(one))
+	}
+	for i, at := range three {
+		if at != three[i/3*3] {
+			t.Errorf("human %d starts at %v, its VU's first at %v", i, at, three[i/3*3])
+		}
+	}
+}

@@ -92,11 +92,12 @@ func StepStageName(i int) string { return "step-" + strconv.Itoa(i) }
 // sh: two stages per ramp step, index 2·i its ramp to the step's count over
 // ramp_secs and index 2·i+1 its hold at that count for hold_secs, both named
 // StepStageName(i). Zero-length stages are kept so stage indices map to
-// steps.
+// steps. The targets are VUs: with several clients per VU (ClientsPerVU) a
+// step's count rounded up to whole VUs.
 func (s *Scenario) Stages(k Kind, sh Shard) []Stage {
 	out := make([]Stage, 0, 2*len(s.Ramp))
 	for i, st := range s.Ramp {
-		n := s.CountsAt(st.Users, sh)[k]
+		n := ceilDiv(s.CountsAt(st.Users, sh)[k], s.ClientsPerVU(k))
 		name := StepStageName(i)
 		out = append(out,
 			Stage{Duration: Secs(st.RampSecs), Target: n, Name: name},
@@ -104,3 +105,19 @@ func (s *Scenario) Stages(k Kind, sh Shard) []Stage {
 	}
 	return out
 }
+
+// MaxHumansPerVU bounds population.humans_per_vu: past a few hundred the
+// runtime's share of a human is already below a hundred bytes.
+const MaxHumansPerVU = 10000
+
+// ClientsPerVU is how many clients of kind k one VU runs: population.humans_per_vu
+// for basic humans, 1 for every other kind (a desktop human, an agent and a
+// hot-thread author each keep a VU of their own).
+func (s *Scenario) ClientsPerVU(k Kind) int {
+	if k == KindHuman && s.Population.HumansPerVU > 1 {
+		return s.Population.HumansPerVU
+	}
+	return 1
+}
+
+func ceilDiv(n, d int) int { return (n + d - 1) / d }

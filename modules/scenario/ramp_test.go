@@ -280,3 +280,26 @@ func TestValidateInMemoryScenario(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 }
+
+// With several humans per VU the humans' stages are VUs, each step's count
+// rounded up; other kinds keep one VU each. Fails with the counts as
+// targets (7 and 14 humans would start 7 and 14 VUs of 3 humans each).
+func TestStagesCountVUsOfSeveralHumans(t *testing.T) {
+	s := Defaults()
+	s.RunID = "x"
+	s.Population.Humans, s.Population.Agents, s.Population.HumansPerVU = 7, 2, 3
+	s.Ramp = []Step{{Users: 1, RampSecs: 1, HoldSecs: 1}, {Users: 2, RampSecs: 1, HoldSecs: 1}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var humans, agents []int
+	for _, st := range s.Stages(KindHuman, Shard{}) {
+		humans = append(humans, st.Target)
+	}
+	for _, st := range s.Stages(KindAgent, Shard{}) {
+		agents = append(agents, st.Target)
+	}
+	if fmt.Sprint(humans) != "[3 3 5 5]" || fmt.Sprint(agents) != "[2 2 4 4]" {
+		t.Errorf("human VUs %v (want [3 3 5 5]: 7 and 14 humans, 3 a VU), agent VUs %v (want [2 2 4 4])", humans, agents)
+	}
+}

@@ -136,6 +136,10 @@ type Population struct {
 	WideActivityShare *float64 `toml:"wide_activity_share"`
 	Tiers             []Tier   `toml:"tiers"`
 	ConnectRatePerSec float64  `toml:"connect_rate_per_sec"`
+	// HumansPerVU is how many basic humans one VU runs (issue 49): a VU is
+	// a JS runtime (~30 KB), a human's session ~20 KB, so at scale one
+	// runtime carries several sessions.
+	HumansPerVU int `toml:"humans_per_vu"`
 }
 
 // Tier is a share of humans that joins Channels own channels instead of
@@ -282,6 +286,7 @@ func Defaults() Scenario {
 			ChannelsPerMember: 3,
 			Tiers:             []Tier{},
 			ConnectRatePerSec: 50,
+			HumansPerVU:       1,
 		},
 		Human: Human{
 			HistoryLimit:         50,

@@ -268,6 +268,7 @@ func (s *Scenario) validatePopulation(c *checker) {
 		c.add("population.tiers", "fractions sum to %s, above 1", num(sum))
 	}
 	c.positive("population.connect_rate_per_sec", p.ConnectRatePerSec, false)
+	c.intRange("population.humans_per_vu", p.HumansPerVU, 1, MaxHumansPerVU, strconv.Itoa(MaxHumansPerVU))
 	if p.Humans == 0 && p.Agents == 0 && s.HotThread.Authors == 0 {
 		c.add("population", "humans, agents and hot_thread.authors are all 0, so no client would run")
 	}

@@ -81,6 +81,8 @@ func TestValidationNamesKeyPathAndReason(t *testing.T) {
 		{"tier fractions sum to at most 1", "[population]\ntiers = [{ fraction = 0.6, channels = 1 }, { fraction = 0.5, channels = 2 }]",
 			"t.toml: population.tiers: fractions sum to 1.1, above 1"},
 		{"connect rate above 0", "[population]\nconnect_rate_per_sec = 0", "t.toml: population.connect_rate_per_sec: 0 is not above 0"},
+		{"humans per VU at least 1", "[population]\nhumans_per_vu = 0", "t.toml: population.humans_per_vu: 0 is below 1"},
+		{"humans per VU bounded", "[population]\nhumans_per_vu = 10001", "t.toml: population.humans_per_vu: 10001 is above 10000"},
 		{"some client runs", "[population]\nhumans = 0\nagents = 0", "t.toml: population: humans, agents and hot_thread.authors are all 0, so no client would run"},
 		// human
 		{"presence interval at least 1", "[human]\npresence_interval_secs = 0.5", "t.toml: human.presence_interval_secs: 0.5 is below 1"},
