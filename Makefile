@@ -44,8 +44,10 @@ test: node-deps
 # iterations through bin/buzzload (scripts/car-empty.sh) and the relay's
 # ingest on one core (scripts/relay-percore.sh) and the CPU per publish and
 # per delivery of a real run (scripts/publish-cpu.sh) and what --out cloud
-# adds to a run (scripts/cloud-cpu.sh); about 32 minutes on 2
-# cores. Raw output in bench.txt, medians/min/max in out/bench-report.md.
+# adds to a run (scripts/cloud-cpu.sh), the delivery ledger's and the
+# drills' CPU at the defaults, with and without (scripts/ledger-cpu.sh,
+# scripts/overhead-cpu.sh); about 32 minutes on 2 cores before those two
+# (~2 and ~4 minutes a round by their headers). Raw output in bench.txt, medians/min/max in out/bench-report.md.
 # Narrow it with e.g. `make bench BENCH=Sign BENCH_PKGS=./modules/nostr/ EXTRA=0`.
 BENCH       ?= .
 BENCH_PKGS  ?= ./...
@@ -55,7 +57,7 @@ EXTRA       ?= 1
 bench: build
 	GO='$(GO)' BENCH='$(BENCH)' BENCH_PKGS='$(BENCH_PKGS)' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME='$(BENCH_TIME)' \
 		BENCH_TOTAL_TIMEOUT=20m BENCH_EXTRA_TIMEOUT=25m \
-		BENCH_EXTRA="$(if $(filter 1,$(EXTRA)),scripts/car-empty.sh $(BENCH_COUNT) 5000 30000; scripts/relay-percore.sh $(BENCH_COUNT); scripts/publish-cpu.sh $(BENCH_COUNT) 500 30; scripts/cloud-cpu.sh $(BENCH_COUNT); scripts/ledger-cpu.sh 7 300 30)" \
+		BENCH_EXTRA="$(if $(filter 1,$(EXTRA)),scripts/car-empty.sh $(BENCH_COUNT) 5000 30000; scripts/relay-percore.sh $(BENCH_COUNT); scripts/publish-cpu.sh $(BENCH_COUNT) 500 30; scripts/cloud-cpu.sh $(BENCH_COUNT); scripts/ledger-cpu.sh 7 300 30; scripts/overhead-cpu.sh 3 10 60)" \
 		scripts/bench.sh bench.txt out/bench-report.md
 
 # The long ones, loopback only: the relay holding 10,000

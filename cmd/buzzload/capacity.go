@@ -62,6 +62,7 @@ type capacityReport struct {
 	Capacity capacity.Answer `json:"capacity"`
 	Text     string          `json:"text"`
 	Secs     float64         `json:"secs"`
+	CPU      capacityCPU     `json:"cpu"`
 }
 
 type capacityConfig struct {
@@ -161,6 +162,7 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 	ph := capacity.Phases{RampSecs: cp.RampSecs, SettleSecs: cp.SettleSecs, ProbeSecs: cp.ProbeSecs}
 	search := capacity.New(cfg)
 	start := time.Now()
+	var runnersCPU cpuTally
 	deadline := start.Add(time.Duration(cp.MaxMinutes * float64(time.Minute)))
 	var last time.Duration // the last probe's length: the next one's estimate
 	for i := 1; ; i++ {
@@ -178,7 +180,7 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 			break
 		}
 		t0 := time.Now()
-		p := probeOnce(ctx, self, env.Env, work, i, src, sc, users, ph, probeRun{relayLogs: relayLogs, shards: *shards, runners: runners, token: token}, slos)
+		p := probeOnce(ctx, self, env.Env, work, i, src, sc, users, ph, probeRun{relayLogs: relayLogs, shards: *shards, runners: runners, token: token, cpu: &runnersCPU}, slos)
 		last = time.Since(t0)
 		p.Users, p.StartS, p.Secs = users, t0.Sub(start).Seconds(), last.Seconds()
 		search.Observe(p)
@@ -186,7 +188,12 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	a := search.Answer()
 	fmt.Fprintf(env.Stdout, "capacity: %s\n", termtext.Lines(a.Text()))
-	rep := capacityReport{Scenario: path, RunID: sc.RunID, Capacity: a, Text: a.Text(), Secs: time.Since(start).Seconds(),
+	cpu := newCapacityCPU(selfCPU(), runnersCPU.total())
+	if cpu.Share != nil {
+		fmt.Fprintf(env.Stdout, "capacity: the search's own CPU %.2f s, %.2f %% of its probes' runners (%.1f s)\n",
+			cpu.CoordinatorS, 100**cpu.Share, cpu.RunnersS)
+	}
+	rep := capacityReport{Scenario: path, RunID: sc.RunID, Capacity: a, Text: a.Text(), Secs: time.Since(start).Seconds(), CPU: cpu,
 		Config: capacityConfig{StartUsers: cfg.Start, MaxUsers: cfg.Max, Resolution: cfg.Resolution, Repeats: cfg.Repeats,
 			MaxMinutes: cp.MaxMinutes, RampSecs: ph.RampSecs, SettleSecs: ph.SettleSecs, ProbeSecs: ph.ProbeSecs}}
 	for _, s := range slos {
@@ -266,6 +273,7 @@ type probeRun struct {
 	runners   []string // remote workers: one shard each
 	token     string   // theirs
 	key       string   // the search's own relay's operator key (remote shards need it)
+	cpu       *cpuTally
 }
 
 // runProbe runs one probe as a `buzzload run` of its own (or shards of
@@ -285,7 +293,7 @@ func runProbe(ctx context.Context, self string, env []string, work string, i int
 		common = append(common, "--relay-log", l)
 	}
 	if pr.shards <= 1 {
-		runErr := runLogged(ctx, self, env, base+".log", append(common, "--report", base+".json", base+".toml")...)
+		runErr := runLogged(ctx, self, env, base+".log", pr.cpu, append(common, "--report", base+".json", base+".toml")...)
 		return judgeFile(base+".json", false, runErr, base+".log", slos)
 	}
 	// Shards: execution segments of one test, started together, each
@@ -321,7 +329,7 @@ func runProbe(ctx context.Context, self string, env []string, work string, i int
 			"--execution-segment-sequence", strings.Join(seq, ","), "--start-at", at, "--result", results[s], base+".toml")
 		go func() {
 			log := fmt.Sprintf("%s.shard%d.log", base, s)
-			err := runLogged(ctx, self, env, log, args...)
+			err := runLogged(ctx, self, env, log, pr.cpu, args...)
 			if _, statErr := os.Stat(results[s]); statErr != nil {
 				errs <- fmt.Errorf("shard %d wrote no result (%v: %s)", s, err, lastLine(log))
 				return
@@ -339,11 +347,13 @@ func runProbe(ctx context.Context, self string, env []string, work string, i int
 	if shardErr != nil {
 		return capacity.Probe{Reason: "a shard: " + shardErr.Error()}
 	}
-	mergeErr := runLogged(ctx, self, env, base+".merge.log", append([]string{"merge", "-o", base + ".merged.json"}, results...)...)
+	mergeErr := runLogged(ctx, self, env, base+".merge.log", nil, append([]string{"merge", "-o", base + ".merged.json"}, results...)...)
 	return judgeFile(base+".merged.json", true, mergeErr, base+".merge.log", slos)
 }
 
-func runLogged(ctx context.Context, self string, env []string, logPath string, args ...string) error {
+// runLogged runs self with args, its output in logPath; its CPU goes to
+// tally (nil: not counted).
+func runLogged(ctx context.Context, self string, env []string, logPath string, tally *cpuTally, args ...string) error {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -351,7 +361,9 @@ func runLogged(ctx context.Context, self string, env []string, logPath string, a
 	defer log.Close()
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
-	return cmd.Run()
+	err = cmd.Run()
+	tally.add(cmd)
+	return err
 }
 
 // judgeFile judges a probe from its report file (a Buzz report, or a

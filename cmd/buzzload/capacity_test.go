@@ -156,6 +156,13 @@ func syntheticKnee(t *testing.T, shards int) {
 			t.Errorf("probe %+v: want valid, passing iff at most 12 people", p)
 		}
 	}
+	// The search's own CPU beside its local runners' (remote workers' CPU
+	// is theirs: no share then).
+	c := rep.CPU
+	if local := shards == 1; c.CoordinatorS <= 0 || (c.RunnersS > 0) != local || (c.Share != nil) != local ||
+		strings.Contains(out, "capacity: the search's own CPU") != local {
+		t.Errorf("cpu %+v (local runners: %v)\n%s", c, shards == 1, out)
+	}
 	ps := loadPage(t, filepath.Join(dir, "cap.html"), "", 1200, 2000)
 	if !strings.Contains(ps.dom, `data-plot="people"`) || !strings.Contains(ps.dom, `class="probe"`) || !strings.Contains(ps.dom, "holds "+fmt.Sprint(a.Users)+" people") {
 		t.Errorf("the page lacks the search path or the answer")

@@ -148,7 +148,7 @@ func (w *worker) probe(rw http.ResponseWriter, req *http.Request) {
 	if p.OperatorKey != "" {
 		env = append(env, capacityKeyEnv+"="+p.OperatorKey)
 	}
-	runErr := runLogged(req.Context(), w.self, env, filepath.Join(dir, "run.log"), append(args, toml)...)
+	runErr := runLogged(req.Context(), w.self, env, filepath.Join(dir, "run.log"), nil, append(args, toml)...)
 	body, err := os.ReadFile(result)
 	if err != nil {
 		why := "the probe's run wrote no result"
