@@ -79,7 +79,9 @@ TOML
 import json, sys
 d = json.load(open(sys.argv[1]))
 q = sum(s["ops"].get("deliver", {}).get("count", 0) for s in d["steps"])
-print(sys.argv[2], q)' "$work/$name.json" "$cpu"
+if sys.argv[3] == "drill" and not any(x.get("declared") for x in d.get("drills") or []):
+    sys.exit("overhead-cpu: the drill run performed no drill")
+print(sys.argv[2], q)' "$work/$name.json" "$cpu" "$variant"
 }
 
 # share PROFILE REGEX: the percentage of the profile's samples under REGEX.
