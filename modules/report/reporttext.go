@@ -32,8 +32,15 @@ func (r *Report) Text() string {
 		if sd.Embedded {
 			where = "the embedded relay"
 		}
-		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %d members, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
-			sd.Communities, sd.Channels, sd.Members, sd.Posts, where,
+		// Only private channels have member lists (scenario.md
+		// private_channels): open ones are seeded with none, which "0
+		// members" made read like a failed seed.
+		members := fmt.Sprintf("%d members", sd.Members)
+		if sd.Members == 0 {
+			members = "open channels (no member lists)"
+		}
+		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %s, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
+			sd.Communities, sd.Channels, members, sd.Posts, where,
 			(time.Duration(sd.DurationMs) * time.Millisecond).String(), sd.Created, sd.Existing)
 		if sd.RelayMembers > 0 {
 			fmt.Fprintf(&b, "  seed: the relay requires relay membership (NIP-43): %d identities of the run are relay members\n", sd.RelayMembers)

@@ -80,3 +80,17 @@ func TestDurabilityLineSaysWhatItAudits(t *testing.T) {
 		t.Fatalf("durability line:\n%s", got)
 	}
 }
+
+// A seed of open channels has no member lists: the summary says so rather
+// than "0 members", which read like a seed that failed; a private seed
+// counts its members. Fails without the open-channel wording.
+func TestSeedLineSaysOpenChannelsHaveNoMembers(t *testing.T) {
+	open := (&Report{Seed: &SetupResult{Communities: 2, Channels: 8, Posts: 208, Embedded: true}}).Text()
+	if !strings.Contains(open, "seed: 2 communities, 8 channels, open channels (no member lists), 208 posts") || strings.Contains(open, "0 members") {
+		t.Errorf("open channels:\n%s", open)
+	}
+	private := (&Report{Seed: &SetupResult{Communities: 1, Channels: 2, Members: 6, Embedded: true}}).Text()
+	if !strings.Contains(private, "2 channels, 6 members, 0 posts") {
+		t.Errorf("private channels:\n%s", private)
+	}
+}
