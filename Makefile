@@ -56,8 +56,8 @@ BENCH_TIME  ?= 1s
 EXTRA       ?= 1
 bench: build
 	GO='$(GO)' BENCH='$(BENCH)' BENCH_PKGS='$(BENCH_PKGS)' BENCH_COUNT='$(BENCH_COUNT)' BENCH_TIME='$(BENCH_TIME)' \
-		BENCH_TOTAL_TIMEOUT=20m BENCH_EXTRA_TIMEOUT=25m \
-		BENCH_EXTRA="$(if $(filter 1,$(EXTRA)),scripts/car-empty.sh $(BENCH_COUNT) 5000 30000; scripts/relay-percore.sh $(BENCH_COUNT); scripts/publish-cpu.sh $(BENCH_COUNT) 500 30; scripts/cloud-cpu.sh $(BENCH_COUNT); scripts/ledger-cpu.sh 7 300 30; scripts/overhead-cpu.sh 3 10 60)" \
+		BENCH_TOTAL_TIMEOUT=20m BENCH_EXTRA_TIMEOUT=40m \
+		BENCH_EXTRA="$(if $(filter 1,$(EXTRA)),scripts/car-empty.sh $(BENCH_COUNT) 5000 30000; scripts/relay-percore.sh $(BENCH_COUNT); scripts/publish-cpu.sh $(BENCH_COUNT) 500 30; scripts/cloud-cpu.sh $(BENCH_COUNT); scripts/ledger-cpu.sh 7 300 30; scripts/overhead-cpu.sh 7 10 60)" \
 		scripts/bench.sh bench.txt out/bench-report.md
 
 # The long ones, loopback only: the relay holding 10,000

@@ -73,8 +73,11 @@ type Output struct {
 	sendQ   chan *request
 	results chan pushResult
 
-	// owned by the loop goroutine until done is closed
+	// stats is written by the loop goroutine only, under statsMu so that
+	// Stats may read it while the run goes on.
+	statsMu sync.Mutex
 	stats   Stats
+	// owned by the loop goroutine
 	failing bool
 	slow    bool
 }
@@ -148,7 +151,7 @@ func (o *Output) Stop() error {
 	o.once.Do(func() { close(o.stop) })
 	<-o.done
 	o.client.CloseIdleConnections()
-	st := o.stats
+	st := o.Stats()
 	if st.FailedPushes > 0 || st.SamplesDropped > 0 || st.SkippedIntervals > 0 {
 		o.warn(fmt.Sprintf("prometheus remote write: %d of %d pushes to %s failed (%d series points not written), %d push intervals skipped while a push was slow, %d samples dropped; last error: %s",
 			st.FailedPushes, st.Pushes, redactURL(o.cfg.ServerURL), st.PointsLost, st.SkippedIntervals, st.SamplesDropped, orNone(st.LastError)))
@@ -156,8 +159,19 @@ func (o *Output) Stop() error {
 	return nil
 }
 
-// Stats returns the delivery counts; valid after Stop.
-func (o *Output) Stats() Stats { return o.stats }
+// Stats returns the delivery counts so far; final after Stop.
+func (o *Output) Stats() Stats {
+	o.statsMu.Lock()
+	defer o.statsMu.Unlock()
+	return o.stats
+}
+
+// count changes the delivery counts (the loop goroutine only).
+func (o *Output) count(f func(*Stats)) {
+	o.statsMu.Lock()
+	f(&o.stats)
+	o.statsMu.Unlock()
+}
 
 // Counts are Stats for the result file (output.Counter).
 func (o *Output) Counts() map[string]int64 {
@@ -187,7 +201,7 @@ func (o *Output) loop() {
 			if inFlight {
 				// The endpoint is slower than the interval: this tick's
 				// values go in the next push.
-				o.stats.SkippedIntervals++
+				o.count(func(s *Stats) { s.SkippedIntervals++ })
 				if !o.slow && !o.failing {
 					o.warn(fmt.Sprintf("prometheus remote write: a push to %s takes longer than the %s push interval; intervals are skipped while it lasts (the run goes on; the total is reported at the end)",
 						redactURL(o.cfg.ServerURL), o.cfg.PushInterval))
@@ -221,7 +235,7 @@ func (o *Output) loop() {
 				}
 			}
 			close(o.sendQ)
-			o.stats.SamplesDropped = o.agg.dropped + o.overflow.Load()
+			o.count(func(s *Stats) { s.SamplesDropped = o.agg.dropped + o.overflow.Load() })
 			return
 		}
 	}
@@ -248,7 +262,7 @@ func (o *Output) aggregate(b *[]metrics.Sample) {
 }
 
 func (o *Output) settle(res pushResult) {
-	o.stats.Pushes++
+	o.count(func(s *Stats) { s.Pushes++ })
 	if res.err == nil || res.permanent {
 		o.agg.settle(res.r)
 	}
@@ -259,9 +273,11 @@ func (o *Output) settle(res pushResult) {
 		}
 		return
 	}
-	o.stats.FailedPushes++
-	o.stats.PointsLost += int64(res.r.points)
-	o.stats.LastError = res.err.Error()
+	o.count(func(s *Stats) {
+		s.FailedPushes++
+		s.PointsLost += int64(res.r.points)
+		s.LastError = res.err.Error()
+	})
 	if !o.failing {
 		o.failing = true
 		o.warn(fmt.Sprintf("prometheus remote write: push failed: %v; series points are lost until it recovers (the run goes on; the total is reported at the end)", res.err))
