@@ -9,8 +9,9 @@ import (
 
 // Several humans per VU (population.humans_per_vu, issue 49): 5 humans a
 // unit of users at 2 a VU run as ceil(10/2) = 5 VUs at the peak, every
-// human connects and holds its session (the report's clients are humans,
-// not VUs), and every delivery reaches every member (ledger reach 1).
+// human connects and holds its session (the report counts humans, not
+// VUs; a step's humans are rounded up to whole VUs), and every delivery
+// reaches every member (ledger reach 1).
 // Fails without group.go: a VU runs one human, so the peak's 5 VUs hold 5
 // humans and half the members never receive.
 func TestSeveralHumansPerVUAllRun(t *testing.T) {
@@ -22,6 +23,11 @@ func TestSeveralHumansPerVUAllRun(t *testing.T) {
 	}
 	if got := r.report.Steps[1].Clients["human"]; got != 10 {
 		t.Errorf("step 1 humans = %d, want 10", got)
+	}
+	// Humans whose first session began in each step: step 0 asks for 5,
+	// which is 3 VUs of 2, so 6 start; step 1 adds the other 4.
+	if s0, s1 := r.report.Steps[0].ClientsStarted["human"], r.report.Steps[1].ClientsStarted["human"]; s0 != 6 || s1 != 4 {
+		t.Errorf("humans started %d in step 0 and %d in step 1: want 6 (3 VUs of 2) and 4", s0, s1)
 	}
 	// 10 humans and 2 agents connected (at least once each), with 5 + 2 VUs.
 	var connects int64

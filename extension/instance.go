@@ -22,7 +22,7 @@ type instance struct {
 	met   *metricSet
 	slots map[slotKey]*slot
 	// groups: a VU's humans when population.humans_per_vu > 1 (group.go).
-	groups map[slotKey]*group
+	groups map[slotKey][]*slot
 	// dueUsed is the arrival-rate due time a low-level call already took
 	// (iterDue): only an iteration's first call was due then.
 	dueUsed time.Time
@@ -34,7 +34,7 @@ func (m *Module) NewInstance(vu jsmodule.VU) (jsmodule.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}, groups: map[slotKey]*group{}}, nil
+	return &instance{m: m, vu: vu, met: met, slots: map[slotKey]*slot{}, groups: map[slotKey][]*slot{}}, nil
 }
 
 // Exports implements jsmodule.Instance.
