@@ -22,7 +22,8 @@
 # scripts/benchreport. The last round's ledger run also writes a CPU
 # profile: the share of its samples in the ledger's and the drills' code
 # (pprof -focus) is printed beside, the same cost seen from inside.
-# Needs bin/buzzload (make build). Loopback only; ~4 minutes a round.
+# Needs bin/buzzload (make build) and go (for the profile's shares).
+# Loopback only; ~4 minutes a round.
 set -euo pipefail
 
 runs=${1:-3}
@@ -40,7 +41,6 @@ fi
 source "$(dirname "$0")/relay-process.sh"
 ulimit -n "$(ulimit -Hn)"
 start_relay 20000
-trap 'stop_relay; rm -rf "$work"' EXIT
 
 # run VARIANT NAME [FLAGS...]: prints "cpu_seconds deliveries".
 run() {

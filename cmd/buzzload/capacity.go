@@ -22,6 +22,7 @@ import (
 	"github.com/buzzload/buzzload/extension"
 	"github.com/buzzload/buzzload/internal/sysmem"
 	"github.com/buzzload/buzzload/modules/capacity"
+	"github.com/buzzload/buzzload/modules/genmeter"
 	"github.com/buzzload/buzzload/modules/report"
 	"github.com/buzzload/buzzload/modules/scenario"
 )
@@ -188,7 +189,7 @@ func capacityCmd(ctx context.Context, args []string, env cliEnv) int {
 	}
 	a := search.Answer()
 	fmt.Fprintf(env.Stdout, "capacity: %s\n", termtext.Lines(a.Text()))
-	cpu := newCapacityCPU(selfCPU(), runnersCPU.total())
+	cpu := newCapacityCPU(genmeter.ProcessCPU(), runnersCPU.total())
 	if cpu.Share != nil {
 		fmt.Fprintf(env.Stdout, "capacity: the search's own CPU %.2f s, %.2f %% of its probes' runners (%.1f s)\n",
 			cpu.CoordinatorS, 100**cpu.Share, cpu.RunnersS)

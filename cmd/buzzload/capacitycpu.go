@@ -3,7 +3,6 @@ package main
 import (
 	"os/exec"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -22,16 +21,6 @@ func (t *cpuTally) add(cmd *exec.Cmd) {
 }
 
 func (t *cpuTally) total() time.Duration { return time.Duration(t.ns.Load()) }
-
-// selfCPU is this process's own CPU so far (user + system, its children
-// not included).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // capacityCPU is the report's account of the search's CPU.
 type capacityCPU struct {

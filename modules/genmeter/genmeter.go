@@ -63,7 +63,7 @@ type Hooks struct {
 func (m *Meter) Watch(start time.Time, stop <-chan struct{}, h Hooks) {
 	t := time.NewTicker(Every)
 	defer t.Stop()
-	last, lastCPU := time.Now(), processCPU()
+	last, lastCPU := time.Now(), ProcessCPU()
 	lastBusy, lastTotal := machineCPU()
 	sched := newSchedReader()
 	lastSched := sched.read()
@@ -71,7 +71,7 @@ func (m *Meter) Watch(start time.Time, stop <-chan struct{}, h Hooks) {
 	step := h.StepOf(last.Sub(start))
 	steps := len(m.cells) - 1
 	sample := func() {
-		now, cpu := time.Now(), processCPU()
+		now, cpu := time.Now(), ProcessCPU()
 		busy, total := machineCPU()
 		schedNow := sched.read()
 		m.mu.Lock()
@@ -179,8 +179,9 @@ func machineCPU() (busy, total time.Duration) {
 	return time.Duration(all-idle) * tick, time.Duration(all) * tick
 }
 
-// processCPU is the user and system CPU time of the process so far.
-func processCPU() time.Duration {
+// ProcessCPU is the user and system CPU time of the process so far
+// (its children not included).
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
