@@ -61,7 +61,7 @@ bin=${BUZZLOAD_BIN:-bin/buzzload}
 ulimit -n $((n + 5000)) 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 if [ "$(ulimit -n)" -lt $((n + 1000)) ]; then
 	fit=$(($(ulimit -n) - 1000))
-	echo "scale-humans: $n humans need $((n + 1000)) descriptors in each process, but the hard limit is $(ulimit -Hn) and this process cannot raise it (no CAP_SYS_RESOURCE): running $fit humans" >&2
+	echo "scale-humans: $n humans need $((n + 1000)) descriptors in each process, but the hard limit is $(ulimit -Hn) and this process cannot raise it (that needs CAP_SYS_RESOURCE): running $fit humans" >&2
 	[ "$fit" -ge 100 ] || exit 1
 	n=$fit
 fi
