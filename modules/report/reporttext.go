@@ -35,12 +35,12 @@ func (r *Report) Text() string {
 		// Only private channels have member lists (scenario.md
 		// private_channels): open ones are seeded with none, which "0
 		// members" made read like a failed seed.
-		members := fmt.Sprintf("%d members", sd.Members)
+		channels := fmt.Sprintf("%d channels, %d members", sd.Channels, sd.Members)
 		if sd.Members == 0 {
-			members = "open channels (no member lists)"
+			channels = fmt.Sprintf("%d open channels (no member lists)", sd.Channels)
 		}
-		fmt.Fprintf(&b, "  seed: %d communities, %d channels, %s, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
-			sd.Communities, sd.Channels, members, sd.Posts, where,
+		fmt.Fprintf(&b, "  seed: %d communities, %s, %d posts on %s in %s (channels, members and posts: %d created now, %d already there)\n",
+			sd.Communities, channels, sd.Posts, where,
 			(time.Duration(sd.DurationMs) * time.Millisecond).String(), sd.Created, sd.Existing)
 		if sd.RelayMembers > 0 {
 			fmt.Fprintf(&b, "  seed: the relay requires relay membership (NIP-43): %d identities of the run are relay members\n", sd.RelayMembers)
